@@ -1,8 +1,7 @@
 module github.com/veloq/veloq
 
-go 1.26
+go 1.26.0
 
-require (
-	github.com/valyala/bytebufferpool v1.0.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
-)
+require golang.org/x/sys v0.49.0
+
+require github.com/valyala/bytebufferpool v1.0.0 // indirect

@@ -1,0 +1,237 @@
+// Package sock creates and configures the sockets the reactor drives:
+// listening sockets (optionally SO_REUSEPORT), outbound sockets, and the
+// conversions between net.Addr and the kernel's sockaddr forms.
+package sock
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrNetwork reports a network name other than tcp, tcp4, tcp6 or unix.
+var ErrNetwork = errors.New("sock: unsupported network")
+
+// Addr is a resolved address in the kernel's sockaddr form.
+type Addr struct {
+	Family int
+	SA     unix.Sockaddr
+	Net    net.Addr
+}
+
+// Resolve turns network and address into a socket address. Host names are
+// resolved with the Go resolver, which may block; callers on a reactor
+// should pass numeric addresses.
+func Resolve(network, address string) (Addr, error) {
+	switch network {
+	case "unix":
+		sa := &unix.SockaddrUnix{Name: address}
+		return Addr{Family: unix.AF_UNIX, SA: sa, Net: &net.UnixAddr{Name: address, Net: "unix"}}, nil
+	case "tcp", "tcp4", "tcp6":
+	default:
+		return Addr{}, fmt.Errorf("%w: %q", ErrNetwork, network)
+	}
+	host, portStr, err := net.SplitHostPort(address)
+	if err != nil {
+		return Addr{}, fmt.Errorf("sock: %w", err)
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil {
+		ta, rerr := net.ResolveTCPAddr(network, address)
+		if rerr != nil {
+			return Addr{}, fmt.Errorf("sock: %w", rerr)
+		}
+		port = uint64(ta.Port)
+	}
+	var ip netip.Addr
+	switch {
+	case host == "":
+		if network == "tcp6" {
+			ip = netip.IPv6Unspecified()
+		} else {
+			ip = netip.IPv4Unspecified()
+		}
+	default:
+		if ip, err = netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")); err != nil {
+			ta, rerr := net.ResolveTCPAddr(network, address)
+			if rerr != nil {
+				return Addr{}, fmt.Errorf("sock: %w", rerr)
+			}
+			ip, _ = netip.AddrFromSlice(ta.IP)
+		}
+	}
+	ip = ip.Unmap()
+	if ip.Is4() && network != "tcp6" {
+		return Addr{Family: unix.AF_INET, SA: &unix.SockaddrInet4{Port: int(port), Addr: ip.As4()},
+			Net: net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(port)))}, nil
+	}
+	if network == "tcp4" {
+		return Addr{}, fmt.Errorf("sock: %s is not an IPv4 address", host)
+	}
+	return Addr{Family: unix.AF_INET6, SA: &unix.SockaddrInet6{Port: int(port), Addr: ip.As16()},
+		Net: net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(port)))}, nil
+}
+
+// Listen creates a non-blocking, close-on-exec listening socket bound to a.
+// With reusePort every socket bound to the same address gets a share of the
+// incoming connections (SO_REUSEPORT), which is how each loop gets its own
+// accept queue.
+func Listen(a Addr, reusePort bool, backlog int) (int, net.Addr, error) {
+	fd, err := unix.Socket(a.Family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, nil, os.NewSyscallError("socket", err)
+	}
+	fail := func(op string, err error) (int, net.Addr, error) {
+		unix.Close(fd)
+		return -1, nil, os.NewSyscallError(op, err)
+	}
+	if a.Family != unix.AF_UNIX {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+			return fail("setsockopt SO_REUSEADDR", err)
+		}
+		if reusePort {
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+				return fail("setsockopt SO_REUSEPORT", err)
+			}
+		}
+		if a.Family == unix.AF_INET6 {
+			// Behave like Go's net: "[::]" listens on both families.
+			_ = unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0)
+		}
+	}
+	if err := unix.Bind(fd, a.SA); err != nil {
+		return fail("bind", err)
+	}
+	if backlog <= 0 {
+		backlog = unix.SOMAXCONN
+	}
+	if err := unix.Listen(fd, backlog); err != nil {
+		return fail("listen", err)
+	}
+	local, err := LocalAddr(fd)
+	if err != nil {
+		unix.Close(fd)
+		return -1, nil, err
+	}
+	return fd, local, nil
+}
+
+// Socket creates a non-blocking, close-on-exec stream socket for family.
+func Socket(family int) (int, error) {
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, os.NewSyscallError("socket", err)
+	}
+	return fd, nil
+}
+
+// Raw converts sa into the raw form io_uring's connect reads. The result
+// is heap memory the caller keeps referenced until the operation completes.
+func Raw(sa unix.Sockaddr) (*unix.RawSockaddrAny, uint32, error) {
+	raw := new(unix.RawSockaddrAny)
+	switch s := sa.(type) {
+	case *unix.SockaddrInet4:
+		p := (*unix.RawSockaddrInet4)(unsafe.Pointer(raw)) // RawSockaddrAny is large enough for every family
+		p.Family = unix.AF_INET
+		p.Port = htons(uint16(s.Port))
+		p.Addr = s.Addr
+		return raw, unix.SizeofSockaddrInet4, nil
+	case *unix.SockaddrInet6:
+		p := (*unix.RawSockaddrInet6)(unsafe.Pointer(raw)) // as above
+		p.Family = unix.AF_INET6
+		p.Port = htons(uint16(s.Port))
+		p.Scope_id = s.ZoneId
+		p.Addr = s.Addr
+		return raw, unix.SizeofSockaddrInet6, nil
+	case *unix.SockaddrUnix:
+		p := (*unix.RawSockaddrUnix)(unsafe.Pointer(raw)) // as above
+		p.Family = unix.AF_UNIX
+		if len(s.Name) >= len(p.Path) {
+			return nil, 0, fmt.Errorf("sock: unix path too long: %q", s.Name)
+		}
+		for i := 0; i < len(s.Name); i++ {
+			p.Path[i] = int8(s.Name[i])
+		}
+		return raw, uint32(2 + len(s.Name) + 1), nil
+	}
+	return nil, 0, fmt.Errorf("%w: sockaddr %T", ErrNetwork, sa)
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// ToNet converts a kernel socket address into a net.Addr.
+func ToNet(sa unix.Sockaddr) net.Addr {
+	switch s := sa.(type) {
+	case *unix.SockaddrInet4:
+		return net.TCPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom4(s.Addr), uint16(s.Port)))
+	case *unix.SockaddrInet6:
+		return net.TCPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom16(s.Addr), uint16(s.Port)))
+	case *unix.SockaddrUnix:
+		return &net.UnixAddr{Name: s.Name, Net: "unix"}
+	}
+	return nil
+}
+
+// LocalAddr returns the address fd is bound to.
+func LocalAddr(fd int) (net.Addr, error) {
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return nil, os.NewSyscallError("getsockname", err)
+	}
+	return ToNet(sa), nil
+}
+
+// PeerAddr returns the address of fd's peer.
+func PeerAddr(fd int) (net.Addr, error) {
+	sa, err := unix.Getpeername(fd)
+	if err != nil {
+		return nil, os.NewSyscallError("getpeername", err)
+	}
+	return ToNet(sa), nil
+}
+
+// SetNoDelay sets TCP_NODELAY.
+func SetNoDelay(fd int, on bool) error {
+	return os.NewSyscallError("setsockopt TCP_NODELAY", unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, b2i(on)))
+}
+
+// SetKeepAlive enables TCP keep-alive probes after idle d (d <= 0 disables).
+func SetKeepAlive(fd int, d int) error {
+	if d <= 0 {
+		return os.NewSyscallError("setsockopt SO_KEEPALIVE", unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 0))
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1); err != nil {
+		return os.NewSyscallError("setsockopt SO_KEEPALIVE", err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, d); err != nil {
+		return os.NewSyscallError("setsockopt TCP_KEEPIDLE", err)
+	}
+	return os.NewSyscallError("setsockopt TCP_KEEPINTVL", unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, d))
+}
+
+// SoError returns the pending socket error (SO_ERROR), nil if none.
+func SoError(fd int) error {
+	v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	if err != nil {
+		return os.NewSyscallError("getsockopt SO_ERROR", err)
+	}
+	if v != 0 {
+		return syscall.Errno(v)
+	}
+	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

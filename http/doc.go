@@ -1,0 +1,65 @@
+// Package http is the HTTP/1.1 protocol core of veloq: a request parser,
+// a chunked body decoder and response serializers that work on byte
+// slices, allocate nothing on the hot path and know nothing about sockets.
+// The server drives them from an event loop's read callback.
+//
+// The package name shadows net/http on purpose; import it as vhttp where
+// both are needed.
+//
+// # Parsing
+//
+// [Parser.Parse] parses a request head from the start of the connection's
+// accumulated input. It returns ErrNeedMore until the head is complete,
+// then the head's length n; the body, or the next pipelined request,
+// starts at buf[n:]. The resulting [Request] is a view into the buffer.
+// A chunked body is read with a [ChunkedDecoder]; a Content-Length body
+// is simply the next ContentLength bytes.
+//
+// The parser follows RFC 9112 strictly. Lines must end in CRLF. Each
+// rejection is a *[ProtocolError] carrying the status to answer with,
+// after which the connection must be closed:
+//
+//	400 Bad Request
+//	    method or field name not a token; request-target with a byte outside
+//	    VCHAR, empty, or in the wrong form for the method; malformed
+//	    HTTP-version; bare CR or bare LF; obsolete line folding (a field line
+//	    starting with SP or HTAB); whitespace between field name and colon;
+//	    NUL or another control character other than HTAB in a field value;
+//	    missing Host in HTTP/1.1, more than one Host, invalid Host;
+//	    Content-Length that is not 1*DIGIT or overflows int64; differing
+//	    Content-Length values (identical repeats, also as a list, are
+//	    accepted); both Content-Length and Transfer-Encoding;
+//	    Transfer-Encoding in an HTTP/1.0 request; chunked not the final
+//	    transfer coding, or applied twice (RFC 9112 §6.3: the body length
+//	    cannot be determined); malformed chunked body.
+//	413 Content Too Large
+//	    Content-Length or decoded chunked body above Limits.MaxBodyBytes.
+//	414 URI Too Long
+//	    request-target above Limits.MaxTargetBytes.
+//	417 Expectation Failed
+//	    an Expect member other than 100-continue (HTTP/1.1).
+//	431 Request Header Fields Too Large
+//	    head above Limits.MaxHeaderBytes or more than Limits.MaxHeaders
+//	    fields; likewise for a chunked body's trailer section.
+//	501 Not Implemented
+//	    a transfer coding other than chunked before the final chunked, e.g.
+//	    "gzip, chunked": the framing is known but the coding is not
+//	    supported.
+//	505 HTTP Version Not Supported
+//	    an HTTP-version with a major version other than 1.
+//
+// Use errors.Is with the sentinels (ErrBadRequest, ErrHeaderTooLarge, ...)
+// to test the class, or [ErrorStatus] to get the status.
+//
+// Errors are decided from the bytes seen so far: for any split of the
+// input, every prefix yields either ErrNeedMore or the same result as the
+// whole input, so the server can reject garbage as soon as it arrives.
+//
+// # Responding
+//
+// [Response] collects a handler's status, fields and body and serializes
+// them with Date, Server, framing and Connection handling.
+// [AppendStatusLine], [AppendChunk], [AppendLastChunk], [AppendContinue]
+// and [AppendError] are the building blocks, and [DateCache] keeps the
+// Date value for the current second.
+package http

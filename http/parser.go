@@ -1,0 +1,536 @@
+package http
+
+import "bytes"
+
+// Parser states. The parser consumes the head byte by byte; the state and
+// a few offsets are all it needs to resume after ErrNeedMore.
+const (
+	stStart      = iota // skipping empty lines before the request-line
+	stMethod            // in the method
+	stTarget            // in the request-target
+	stVersion           // in the HTTP-version and its CRLF
+	stFieldStart        // at the start of a field line or the final CRLF
+	stName              // in a field name
+	stValue             // in a field value
+)
+
+// fieldSpan locates one field line in the buffer.
+type fieldSpan struct {
+	ns, ne, vs, ve int32
+}
+
+// A Parser parses HTTP/1.x request heads (RFC 9112). The zero value is
+// ready to use with the default limits.
+//
+// A Parser is incremental: when Parse reports ErrNeedMore it remembers how
+// far it got, and the next call, given the same bytes extended by newly
+// read ones, continues from there instead of starting over. Only offsets
+// are remembered, so the caller may move the accumulated bytes into a
+// different (e.g. larger) buffer between calls. The outcome does not
+// depend on how the input was split.
+//
+// A Parser is not safe for concurrent use; each connection owns one.
+type Parser struct {
+	// Limits bounds the head (and the body length announced in it).
+	Limits Limits
+
+	state     uint8
+	scan      int // where scanning resumes
+	reqStart  int // start of the request-line
+	methodEnd int
+	targetEnd int
+	lineStart int // start of the current field line
+	nameEnd   int // offset of the colon in the current field line
+	spans     []fieldSpan
+}
+
+// Reset discards any partial progress. Parse calls it itself after a
+// complete head or an error; call it only to abandon a partial head.
+func (p *Parser) Reset() {
+	p.state = stStart
+	p.scan = 0
+	p.spans = p.spans[:0]
+}
+
+// Parse parses the request head at the start of buf into req.
+//
+// On success it returns the length of the head, including any empty lines
+// before the request-line; the body, or the next pipelined request, starts
+// at buf[n:]. When buf holds only a prefix of a valid head it returns
+// ErrNeedMore: the caller appends more input and calls again with the
+// whole accumulated buffer (starting at the same request). Any other error
+// is a *ProtocolError; see the package documentation for the status each
+// rejection maps to.
+//
+// After success or a protocol error the Parser is reset, ready for the
+// next request. On success req's byte fields are views into buf.
+//
+// Parse does not allocate, except once per Parser and Request to size
+// the header tables.
+func (p *Parser) Parse(buf []byte, req *Request) (n int, err error) {
+	if p.scan > len(buf) {
+		// The caller restarted with a shorter buffer.
+		p.Reset()
+	}
+	maxHead := p.Limits.maxHeaderBytes()
+	b := buf
+	if len(b) > maxHead {
+		b = b[:maxHead]
+	}
+	n, err = p.scanHead(b)
+	if err == ErrNeedMore {
+		if len(buf) > maxHead {
+			p.Reset()
+			return 0, errHeadTooLarge
+		}
+		return 0, err
+	}
+	if err == nil {
+		err = p.fill(buf[:n], req)
+	}
+	p.Reset()
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// scanHead runs the state machine over b. It returns the head length when
+// the final empty line has been seen.
+func (p *Parser) scanHead(b []byte) (int, error) {
+	i := p.scan
+	for {
+		switch p.state {
+		case stStart:
+			for {
+				if i >= len(b) {
+					p.scan = i
+					return 0, ErrNeedMore
+				}
+				if b[i] != '\r' {
+					if b[i] == '\n' {
+						return 0, errBareLF
+					}
+					break
+				}
+				if i+1 >= len(b) {
+					p.scan = i
+					return 0, ErrNeedMore
+				}
+				if b[i+1] != '\n' {
+					return 0, errBareCR
+				}
+				i += 2
+			}
+			p.reqStart = i
+			p.state = stMethod
+
+		case stMethod:
+			for i < len(b) && charClass[b[i]]&cToken != 0 {
+				i++
+			}
+			if i >= len(b) {
+				p.scan = i
+				return 0, ErrNeedMore
+			}
+			if b[i] != ' ' || i == p.reqStart {
+				return 0, errBadMethod
+			}
+			p.methodEnd = i
+			i++
+			p.state = stTarget
+
+		case stTarget:
+			ts := p.methodEnd + 1
+			maxTarget := p.Limits.maxTargetBytes()
+			for i < len(b) && charClass[b[i]]&cTarget != 0 {
+				if i-ts >= maxTarget {
+					return 0, errTargetTooLong
+				}
+				i++
+			}
+			if i >= len(b) {
+				p.scan = i
+				return 0, ErrNeedMore
+			}
+			if b[i] != ' ' || i == ts {
+				return 0, errBadTarget
+			}
+			p.targetEnd = i
+			i++
+			p.state = stVersion
+
+		case stVersion:
+			const pattern = "HTTP/D.D\r\n"
+			vs := p.targetEnd + 1
+			for ; i < len(b); i++ {
+				k := i - vs
+				c := b[i]
+				switch k {
+				case 5, 7:
+					if c < '0' || c > '9' {
+						return 0, errBadVersion
+					}
+				case 9:
+					if c != '\n' {
+						return 0, errBareCR
+					}
+				default:
+					if c != pattern[k] {
+						return 0, errBadVersion
+					}
+				}
+				if k == 9 {
+					break
+				}
+			}
+			if i >= len(b) {
+				p.scan = i
+				return 0, ErrNeedMore
+			}
+			if b[vs+5] != '1' {
+				return 0, errVersion
+			}
+			i++
+			p.state = stFieldStart
+
+		case stFieldStart:
+			if i >= len(b) {
+				p.scan = i
+				return 0, ErrNeedMore
+			}
+			switch c := b[i]; {
+			case c == '\r':
+				if i+1 >= len(b) {
+					p.scan = i
+					return 0, ErrNeedMore
+				}
+				if b[i+1] != '\n' {
+					return 0, errBareCR
+				}
+				return i + 2, nil
+			case c == ' ' || c == '\t':
+				return 0, errObsFold
+			case c == '\n':
+				return 0, errBareLF
+			case charClass[c]&cToken == 0:
+				return 0, errBadFieldName
+			}
+			p.lineStart = i
+			i++
+			p.state = stName
+
+		case stName:
+			for i < len(b) && charClass[b[i]]&cToken != 0 {
+				i++
+			}
+			if i >= len(b) {
+				p.scan = i
+				return 0, ErrNeedMore
+			}
+			switch b[i] {
+			case ':':
+			case ' ', '\t':
+				return 0, errSpaceBeforeColon
+			default:
+				return 0, errBadFieldName
+			}
+			p.nameEnd = i
+			i++
+			p.state = stValue
+
+		case stValue:
+			for i < len(b) && charClass[b[i]]&cValue != 0 {
+				i++
+			}
+			if i >= len(b) {
+				p.scan = i
+				return 0, ErrNeedMore
+			}
+			switch b[i] {
+			case '\r':
+			case '\n':
+				return 0, errBareLF
+			default:
+				return 0, errBadFieldValue
+			}
+			if i+1 >= len(b) {
+				p.scan = i
+				return 0, ErrNeedMore
+			}
+			if b[i+1] != '\n' {
+				return 0, errBareCR
+			}
+			if len(p.spans) >= p.Limits.maxHeaders() {
+				return 0, errTooManyHeaders
+			}
+			vs, ve := p.nameEnd+1, i
+			for vs < ve && (b[vs] == ' ' || b[vs] == '\t') {
+				vs++
+			}
+			for ve > vs && (b[ve-1] == ' ' || b[ve-1] == '\t') {
+				ve--
+			}
+			if p.spans == nil {
+				p.spans = make([]fieldSpan, 0, p.Limits.maxHeaders())
+			}
+			p.spans = append(p.spans, fieldSpan{int32(p.lineStart), int32(p.nameEnd), int32(vs), int32(ve)})
+			i += 2
+			p.state = stFieldStart
+		}
+	}
+}
+
+// fill builds req from the complete head in b and applies the semantic
+// checks that need the whole header section.
+func (p *Parser) fill(b []byte, req *Request) error {
+	req.Reset()
+	req.Method = b[p.reqStart:p.methodEnd:p.methodEnd]
+	req.Target = b[p.methodEnd+1 : p.targetEnd : p.targetEnd]
+	req.ProtoMajor = 1
+	req.ProtoMinor = int(b[p.targetEnd+8] - '0')
+
+	if cap(req.Headers) < len(p.spans) {
+		req.Headers = make([]HeaderField, 0, max(len(p.spans), p.Limits.maxHeaders()))
+	}
+	for _, s := range p.spans {
+		req.Headers = append(req.Headers, HeaderField{
+			Name:  b[s.ns:s.ne:s.ne],
+			Value: b[s.vs:s.ve:s.ve],
+		})
+	}
+	if err := req.splitTarget(); err != nil {
+		return err
+	}
+	return req.interpret(&p.Limits)
+}
+
+// splitTarget checks the form of the request-target against the method
+// (RFC 9112 §3.2) and sets Path and Query.
+func (r *Request) splitTarget() error {
+	t := r.Target
+	isConnect := string(r.Method) == "CONNECT"
+	switch {
+	case isConnect:
+		// authority-form: uri-host ":" port.
+		if t[0] == '/' {
+			return errBadTarget
+		}
+		for _, c := range t {
+			if charClass[c]&cHost == 0 {
+				return errBadTarget
+			}
+		}
+		return nil
+	case t[0] == '/':
+		// origin-form
+	case len(t) == 1 && t[0] == '*':
+		if string(r.Method) != "OPTIONS" {
+			return errBadTarget
+		}
+		r.Path = t
+		return nil
+	default:
+		// absolute-form: scheme "://" authority path-abempty [ "?" query ].
+		i := bytes.Index(t, []byte("://"))
+		if i <= 0 || !isAlpha(t[0]) {
+			return errBadTarget
+		}
+		for _, c := range t[1:i] {
+			if !isAlpha(c) && !('0' <= c && c <= '9') && c != '+' && c != '-' && c != '.' {
+				return errBadTarget
+			}
+		}
+		rest := t[i+3:]
+		j := 0
+		for j < len(rest) && rest[j] != '/' && rest[j] != '?' {
+			j++
+		}
+		t = rest[j:]
+	}
+	if q := bytes.IndexByte(t, '?'); q >= 0 {
+		r.Path = t[:q:q]
+		r.Query = t[q+1:]
+	} else {
+		r.Path = t
+	}
+	return nil
+}
+
+func isAlpha(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+// interpret extracts the fields the server needs for framing and
+// connection management and rejects the combinations RFC 9112 forbids.
+func (r *Request) interpret(l *Limits) error {
+	var (
+		hosts                    int
+		hasCL, hasTE             bool
+		teChunkedLast, teChunked bool
+		teUnknown                bool
+		connClose, connKeepAlive bool
+		connUpgrade              bool
+		upgrade                  []byte
+		expect100, expectUnknown bool
+		http11                   = r.ProtoMinor >= 1
+	)
+	for i := range r.Headers {
+		name, value := r.Headers[i].Name, r.Headers[i].Value
+		switch len(name) {
+		case 4:
+			if !equalFold(name, "host") {
+				continue
+			}
+			hosts++
+			for _, c := range value {
+				if charClass[c]&cHost == 0 {
+					return errBadHost
+				}
+			}
+			r.Host = value
+		case 6:
+			if !equalFold(name, "expect") {
+				continue
+			}
+			for list := value; len(list) > 0; {
+				var e []byte
+				e, list = nextListElem(list)
+				switch {
+				case len(e) == 0:
+				case equalFold(e, "100-continue"):
+					expect100 = true
+				default:
+					expectUnknown = true
+				}
+			}
+		case 7:
+			if equalFold(name, "upgrade") {
+				upgrade = value
+			}
+		case 10:
+			if !equalFold(name, "connection") {
+				continue
+			}
+			for list := value; len(list) > 0; {
+				var o []byte
+				o, list = nextListElem(list)
+				switch {
+				case equalFold(o, "close"):
+					connClose = true
+				case equalFold(o, "keep-alive"):
+					connKeepAlive = true
+				case equalFold(o, "upgrade"):
+					connUpgrade = true
+				}
+			}
+		case 14:
+			if !equalFold(name, "content-length") {
+				continue
+			}
+			// A list of identical values is accepted (RFC 9110 §8.6).
+			for list := value; ; {
+				var v []byte
+				v, list = nextListElem(list)
+				n, ok := parseContentLength(v)
+				if !ok {
+					return errBadContentLength
+				}
+				if hasCL && n != r.ContentLength {
+					return errDiffContentLength
+				}
+				hasCL = true
+				r.ContentLength = n
+				if list == nil {
+					break
+				}
+			}
+		case 17:
+			if !equalFold(name, "transfer-encoding") {
+				continue
+			}
+			hasTE = true
+			for list := value; len(list) > 0; {
+				var c []byte
+				c, list = nextListElem(list)
+				if len(c) == 0 {
+					continue
+				}
+				if name := c[:len(c)-len(afterByte(c, ';'))]; !validToken(trimOWS(name)) {
+					return errBadTransferCoding
+				}
+				teChunkedLast = equalFold(c, "chunked")
+				if !teChunkedLast {
+					teUnknown = true
+				} else if teChunked {
+					return errTEChunkedTwice
+				}
+				teChunked = teChunked || teChunkedLast
+			}
+		}
+	}
+
+	if hosts > 1 {
+		return errMultipleHost
+	}
+	if http11 && hosts == 0 {
+		return errMissingHost
+	}
+	if hasTE {
+		if hasCL {
+			return errCLAndTE
+		}
+		if !http11 {
+			return errTEHTTP10
+		}
+		if !teChunkedLast {
+			return errTENotChunked
+		}
+		if teUnknown {
+			return errTEUnsupported
+		}
+		r.Chunked = true
+		r.ContentLength = -1
+	}
+	if r.ContentLength > l.maxBodyBytes() {
+		return errBodyTooLarge
+	}
+	if http11 {
+		if expectUnknown {
+			return errExpectation
+		}
+		r.Expect100 = expect100
+		r.Close = connClose
+		if connUpgrade && upgrade != nil {
+			r.Upgrade = upgrade
+		}
+	} else {
+		r.Close = connClose || !connKeepAlive
+	}
+	return nil
+}
+
+// parseContentLength parses 1*DIGIT into a non-negative int64.
+func parseContentLength(b []byte) (int64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := int64(c - '0')
+		if n > (1<<63-1-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, true
+}
+
+// afterByte returns the part of b starting at the first c, or nil.
+func afterByte(b []byte, c byte) []byte {
+	if i := bytes.IndexByte(b, c); i >= 0 {
+		return b[i:]
+	}
+	return nil
+}

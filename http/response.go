@@ -1,0 +1,335 @@
+package http
+
+import "strconv"
+
+// DefaultServerName is the Server header value a [Response] writes unless
+// the handler sets its own.
+const DefaultServerName = "veloq"
+
+// A ResponseHeader is an ordered list of response fields backed by a
+// reusable byte arena: Add and Set copy names and values, so the caller's
+// strings and slices may be reused at once, and after warm-up nothing is
+// allocated. Names are compared case insensitively and written as given.
+//
+// Field names that are not tokens are dropped, and control characters
+// (other than HTAB) in values are replaced with spaces, so a handler
+// cannot split a response.
+type ResponseHeader struct {
+	fields []HeaderField
+	arena  []byte
+}
+
+// Reset removes all fields, keeping the memory.
+func (h *ResponseHeader) Reset() {
+	clear(h.fields)
+	h.fields = h.fields[:0]
+	h.arena = h.arena[:0]
+}
+
+// Add appends a field.
+func (h *ResponseHeader) Add(name, value string) { addField(h, name, value) }
+
+// AddBytes appends a field.
+func (h *ResponseHeader) AddBytes(name, value []byte) { addField(h, name, value) }
+
+// Set replaces all fields named name by one with value.
+func (h *ResponseHeader) Set(name, value string) {
+	delField(h, name)
+	addField(h, name, value)
+}
+
+// SetBytes replaces all fields named name by one with value.
+func (h *ResponseHeader) SetBytes(name, value []byte) {
+	delField(h, name)
+	addField(h, name, value)
+}
+
+// Del removes all fields named name.
+func (h *ResponseHeader) Del(name string) { delField(h, name) }
+
+// Get returns the value of the first field named name, or nil.
+func (h *ResponseHeader) Get(name string) []byte {
+	if i := h.index(name); i >= 0 {
+		return h.fields[i].Value
+	}
+	return nil
+}
+
+// Has reports whether a field named name is present.
+func (h *ResponseHeader) Has(name string) bool { return h.index(name) >= 0 }
+
+// Len returns the number of fields.
+func (h *ResponseHeader) Len() int { return len(h.fields) }
+
+// Fields returns the fields in order. The slice and the bytes are owned by
+// h: read them, do not modify or keep them.
+func (h *ResponseHeader) Fields() []HeaderField { return h.fields }
+
+func (h *ResponseHeader) index(name string) int {
+	for i := range h.fields {
+		if equalFold(h.fields[i].Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+func delField[S string | []byte](h *ResponseHeader, name S) {
+	j := 0
+	for i := range h.fields {
+		if !equalFoldBoth(h.fields[i].Name, name) {
+			h.fields[j] = h.fields[i]
+			j++
+		}
+	}
+	clear(h.fields[j:])
+	h.fields = h.fields[:j]
+}
+
+func addField[S string | []byte](h *ResponseHeader, name, value S) {
+	if len(name) == 0 {
+		return
+	}
+	for i := 0; i < len(name); i++ {
+		if !isToken(name[i]) {
+			return
+		}
+	}
+	if h.fields == nil {
+		h.fields = make([]HeaderField, 0, 16)
+		h.arena = make([]byte, 0, 512)
+	}
+	// Views taken before the arena grows keep pointing at the old array,
+	// whose bytes are never changed, so they stay valid.
+	start := len(h.arena)
+	h.arena = append(h.arena, name...)
+	mid := len(h.arena)
+	for i := 0; i < len(value); i++ {
+		c := value[i]
+		if c < ' ' && c != '\t' || c == 0x7f {
+			c = ' '
+		}
+		h.arena = append(h.arena, c)
+	}
+	end := len(h.arena)
+	v := trimOWS(h.arena[mid:end])
+	h.fields = append(h.fields, HeaderField{
+		Name:  h.arena[start:mid:mid],
+		Value: v[:len(v):len(v)],
+	})
+}
+
+func equalFoldBoth[S string | []byte](b []byte, s S) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if lower(b[i]) != lower(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// A Response accumulates a handler's answer — status, fields and a
+// buffered body — and serializes it. It never allocates once its header
+// arena and body buffer have grown to the sizes a handler uses.
+//
+// A Response is reused: call Reset before each request.
+type Response struct {
+	status int
+	header ResponseHeader
+	body   []byte
+
+	close       bool
+	chunked     bool
+	bodyAllowed bool
+}
+
+// Reset clears r for a new response with status 200, using buf[:0] as the
+// body buffer.
+func (r *Response) Reset(buf []byte) {
+	r.status = StatusOK
+	r.header.Reset()
+	r.body = buf[:0]
+	r.close, r.chunked, r.bodyAllowed = false, false, false
+}
+
+// SetStatus sets the status code. Codes outside 100..999 are sent as 500.
+func (r *Response) SetStatus(code int) { r.status = code }
+
+// Status returns the status code; 200 if none was set.
+func (r *Response) Status() int {
+	if r.status == 0 {
+		return StatusOK
+	}
+	return r.status
+}
+
+// Header returns the response fields for the handler to fill.
+//
+// Content-Length and Transfer-Encoding set there are ignored: framing is
+// decided when serializing. A Date or Server field replaces the default
+// one; an empty Date or Server value suppresses it. A Connection field is
+// written as set, and "close" in it makes the server close after the
+// response.
+func (r *Response) Header() *ResponseHeader { return &r.header }
+
+// Write appends p to the body buffer. It never fails.
+func (r *Response) Write(p []byte) (int, error) {
+	r.body = append(r.body, p...)
+	return len(p), nil
+}
+
+// WriteString appends s to the body buffer. It never fails.
+func (r *Response) WriteString(s string) (int, error) {
+	r.body = append(r.body, s...)
+	return len(s), nil
+}
+
+// Body returns the body written so far; its backing array is the buffer
+// given to Reset unless the body outgrew it.
+func (r *Response) Body() []byte { return r.body }
+
+// ShouldClose reports whether the connection must be closed once the
+// response serialized by the last AppendTo or AppendHead has been sent.
+func (r *Response) ShouldClose() bool { return r.close }
+
+// Chunked reports whether the last AppendHead announced a chunked body:
+// the caller then writes it with [AppendChunk] and [AppendLastChunk].
+func (r *Response) Chunked() bool { return r.chunked }
+
+// BodyAllowed reports whether the response serialized last may carry body
+// bytes: false for HEAD requests and for 1xx, 204 and 304 responses.
+func (r *Response) BodyAllowed() bool { return r.bodyAllowed }
+
+// AppendTo appends the complete response to dst: the status line (always
+// HTTP/1.1, RFC 9110 §2.5), Date (unless date is empty), Server, the
+// handler's fields, Content-Length, the Connection field when needed, and
+// the body — except for HEAD requests, which get the Content-Length of the
+// body but no body, and for 1xx, 204 and 304, which get neither.
+//
+// req is the request being answered; nil means no usable request (e.g. a
+// parse error), answered with "Connection: close". The connection is
+// closed after the response (see ShouldClose) when the request or the
+// handler asks for it; an HTTP/1.0 keep-alive request gets
+// "Connection: keep-alive".
+func (r *Response) AppendTo(dst []byte, req *Request, date []byte) []byte {
+	dst = r.AppendHead(dst, req, date, int64(len(r.body)))
+	if r.bodyAllowed {
+		dst = append(dst, r.body...)
+	}
+	return dst
+}
+
+// AppendHead appends only the status line and fields, for a body the
+// caller sends itself. contentLength >= 0 announces that many bytes. A
+// negative contentLength means unknown: an HTTP/1.1 request gets a
+// chunked body (see Chunked), an HTTP/1.0 one a body delimited by closing
+// the connection. The buffered body, if any, is ignored.
+func (r *Response) AppendHead(dst []byte, req *Request, date []byte, contentLength int64) []byte {
+	status := r.Status()
+	if status < 100 || status > 999 {
+		status = StatusInternalServerError
+	}
+	noBody := status < 200 || status == StatusNoContent || status == StatusNotModified
+	isHead := req != nil && req.IsHead()
+	http10 := req != nil && req.ProtoMinor == 0
+
+	r.close = req == nil || req.Close
+	r.chunked = false
+	r.bodyAllowed = !noBody && !isHead
+	var userClose, userKeepAlive bool
+	for i := range r.header.fields {
+		f := &r.header.fields[i]
+		if !equalFold(f.Name, "connection") {
+			continue
+		}
+		for list := f.Value; len(list) > 0; {
+			var o []byte
+			o, list = nextListElem(list)
+			switch {
+			case equalFold(o, "close"):
+				userClose = true
+			case equalFold(o, "keep-alive"):
+				userKeepAlive = true
+			}
+		}
+	}
+	r.close = r.close || userClose
+	if !noBody && contentLength < 0 {
+		if http10 {
+			r.close = true
+		} else {
+			r.chunked = true
+		}
+	}
+
+	dst = AppendStatusLine(dst, 1, status)
+	if len(date) > 0 && !r.header.Has("Date") {
+		dst = append(dst, "Date: "...)
+		dst = append(dst, date...)
+		dst = append(dst, '\r', '\n')
+	}
+	if !r.header.Has("Server") {
+		dst = append(dst, "Server: "+DefaultServerName+"\r\n"...)
+	}
+	for i := range r.header.fields {
+		f := &r.header.fields[i]
+		switch len(f.Name) {
+		case 4, 6:
+			if len(f.Value) == 0 && (equalFold(f.Name, "date") || equalFold(f.Name, "server")) {
+				continue
+			}
+		case 14, 17:
+			if equalFold(f.Name, "content-length") || equalFold(f.Name, "transfer-encoding") {
+				continue
+			}
+		}
+		dst = append(dst, f.Name...)
+		dst = append(dst, ':', ' ')
+		dst = append(dst, f.Value...)
+		dst = append(dst, '\r', '\n')
+	}
+	if !noBody {
+		switch {
+		case contentLength >= 0:
+			dst = append(dst, "Content-Length: "...)
+			dst = strconv.AppendInt(dst, contentLength, 10)
+			dst = append(dst, '\r', '\n')
+		case r.chunked:
+			dst = append(dst, "Transfer-Encoding: chunked\r\n"...)
+		}
+	}
+	switch {
+	case r.close && !userClose:
+		dst = append(dst, "Connection: close\r\n"...)
+	case !r.close && http10 && !userKeepAlive:
+		dst = append(dst, "Connection: keep-alive\r\n"...)
+	}
+	return append(dst, '\r', '\n')
+}
+
+// AppendError appends a complete plain-text response for status, meant
+// for a [ProtocolError] (see [ErrorStatus]): the connection is to be
+// closed afterwards, and the response says so. date may be empty.
+func AppendError(dst []byte, status int, date []byte) []byte {
+	if status < 100 || status > 999 {
+		status = StatusInternalServerError
+	}
+	text := StatusText(status)
+	dst = AppendStatusLine(dst, 1, status)
+	if len(date) > 0 {
+		dst = append(dst, "Date: "...)
+		dst = append(dst, date...)
+		dst = append(dst, '\r', '\n')
+	}
+	dst = append(dst, "Server: "+DefaultServerName+"\r\n"+
+		"Content-Type: text/plain; charset=utf-8\r\n"+
+		"Connection: close\r\n"+
+		"Content-Length: "...)
+	dst = strconv.AppendInt(dst, int64(len(text)+1), 10)
+	dst = append(dst, "\r\n\r\n"...)
+	dst = append(dst, text...)
+	return append(dst, '\n')
+}

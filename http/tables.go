@@ -1,0 +1,105 @@
+package http
+
+// Character classes used by the parsers. The table is computed once at
+// package initialisation and never modified afterwards.
+const (
+	cToken  = 1 << iota // tchar (RFC 9110 §5.6.2)
+	cTarget             // VCHAR, allowed in a request-target
+	cValue              // field-vchar, SP or HTAB (RFC 9110 §5.5)
+	cHost               // characters of uri-host [ ":" port ]
+	cHex                // HEXDIG
+	cQdText             // qdtext (RFC 9110 §5.6.4)
+)
+
+var charClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		var m uint8
+		isAlpha := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		isDigit := '0' <= c && c <= '9'
+		if isAlpha || isDigit {
+			m |= cToken | cHost
+		}
+		switch c {
+		case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
+			m |= cToken
+		}
+		switch c {
+		case '-', '.', '_', '~', '!', '$', '&', '\'', '(', ')', '*', '+', ',', ';', '=', ':', '[', ']', '%':
+			m |= cHost
+		}
+		if 0x21 <= c && c <= 0x7e {
+			m |= cTarget | cValue
+		}
+		if c >= 0x80 || c == ' ' || c == '\t' {
+			m |= cValue
+		}
+		if isDigit || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' {
+			m |= cHex
+		}
+		if c == '\t' || c == ' ' || c == 0x21 || 0x23 <= c && c <= 0x5b || 0x5d <= c && c <= 0x7e || c >= 0x80 {
+			m |= cQdText
+		}
+		t[c] = m
+	}
+	return t
+}()
+
+func isToken(c byte) bool { return charClass[c]&cToken != 0 }
+
+// validToken reports whether b is a non-empty token.
+func validToken(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if charClass[c]&cToken == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// lower maps an ASCII byte to lower case.
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + ('a' - 'A')
+	}
+	return c
+}
+
+// equalFold reports whether b equals s under ASCII case folding.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != s[i] && lower(b[i]) != lower(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// trimOWS removes leading and trailing SP and HTAB.
+func trimOWS(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// nextListElem splits the first element off a comma-separated list
+// (RFC 9110 §5.6.1). It returns the element with OWS trimmed and the rest
+// of the list after the comma. Empty elements are returned as empty slices;
+// callers skip them, as the RFC requires recipients to.
+func nextListElem(list []byte) (elem, rest []byte) {
+	for i, c := range list {
+		if c == ',' {
+			return trimOWS(list[:i]), list[i+1:]
+		}
+	}
+	return trimOWS(list), nil
+}

@@ -1,0 +1,40 @@
+package uring_test
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/veloq/veloq/uring"
+)
+
+// A NOP round trip: get an SQE, prepare it, submit and wait, read the CQE
+// in place, give its slot back.
+func Example() {
+	runtime.LockOSThread() // SINGLE_ISSUER/DEFER_TASKRUN rings belong to one thread
+	defer runtime.UnlockOSThread()
+
+	r, err := uring.Setup(8, uring.WithDeferTaskrun())
+	if err != nil {
+		// errors.Is(err, uring.ErrUnavailable): fall back to epoll here.
+		fmt.Println(err)
+		return
+	}
+	defer r.Close()
+
+	s := r.GetSQE()
+	s.PrepNop()
+	s.SetUserData(42) // an integer tag, never a Go pointer
+
+	if _, err := r.SubmitAndWaitTimeout(1, time.Second); err != nil {
+		fmt.Println(err)
+		return
+	}
+	var cqes [8]*uring.CQE
+	n := r.PeekBatchCQE(cqes[:])
+	for _, c := range cqes[:n] {
+		fmt.Println("user_data", c.UserData, "res", c.Res, "err", c.Err())
+	}
+	r.CQAdvance(uint32(n))
+	// Output: user_data 42 res 0 err <nil>
+}

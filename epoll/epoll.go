@@ -61,8 +61,8 @@ type Poller struct {
 	// the write system call. See Wake and Wait for the ordering argument.
 	pending atomic.Bool
 
-	mu     sync.RWMutex // guards efd and closed against a concurrent Close
-	closed bool
+	mu     sync.RWMutex // held for reading while Wake uses efd; Close takes it for writing
+	closed atomic.Bool   // set by Close under mu
 }
 
 // New creates an epoll instance (epoll_create1 with EPOLL_CLOEXEC) and a
@@ -248,12 +248,12 @@ func msec(d time.Duration) int {
 // yet consumed by Wait, further Wakes return without a system call. After
 // Close, Wake returns ErrClosed.
 func (p *Poller) Wake() error {
-	if p.pending.Load() {
+	if p.pending.Load() && !p.closed.Load() {
 		return nil // cheap path, touches no fd
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if p.closed {
+	if p.closed.Load() {
 		return fmt.Errorf("epoll: wake: %w", ErrClosed)
 	}
 	if !p.pending.CompareAndSwap(false, true) {
@@ -277,10 +277,10 @@ func (p *Poller) Wake() error {
 func (p *Poller) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed.Load() {
 		return nil
 	}
-	p.closed = true
+	p.closed.Store(true)
 	var errs []error
 	if err := unix.Close(p.efd); err != nil {
 		errs = append(errs, fmt.Errorf("epoll: close eventfd: %w", err))

@@ -497,6 +497,7 @@ func TestClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, server := tcpPair(t)
+	p.Wake() // leave a wakeup pending: Wake must still report ErrClosed
 	for i := range 3 {
 		if err := p.Close(); err != nil {
 			t.Fatalf("Close #%d: %v", i+1, err)

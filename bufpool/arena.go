@@ -20,7 +20,8 @@ var ErrInvalidSize = errors.New("bufpool: invalid arena size")
 //
 // Buf may be called concurrently; Close must not run concurrently with any
 // other method. Slices returned by Buf must not be used after Close: the
-// memory is unmapped and touching it faults.
+// memory is unmapped and touching it faults. For the same reason they must
+// never be handed to [Pool.Put] or [Cache.Put].
 type Arena struct {
 	mem     []byte // the whole mapping; nil after Close
 	bufSize int

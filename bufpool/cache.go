@@ -57,6 +57,7 @@ func (c *Cache) Get(n int) []byte {
 
 // Put returns b for reuse. Buffers whose capacity is not exactly a class
 // size are dropped; when b's free list is full, b goes to the shared Pool.
+// As with [Pool.Put], b must not be [Arena] memory.
 func (c *Cache) Put(b []byte) {
 	c.stats.Puts++
 	cl := classOfCap(cap(b))

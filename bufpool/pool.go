@@ -82,6 +82,10 @@ func (p *Pool) Get(n int) []byte {
 // Put returns b to the pool for reuse by a later Get. Buffers whose
 // capacity is not exactly a class size (foreign, resliced from the front,
 // or larger than MaxSize) are left to the garbage collector.
+//
+// Put cannot tell where memory came from: never Put a slice of an [Arena]
+// (its capacity may well be a class size), or a sub-slice of a buffer still
+// in use.
 func (p *Pool) Put(b []byte) {
 	c := classOfCap(cap(b))
 	if c < 0 {

@@ -1,0 +1,5 @@
+package net
+
+import "log/slog"
+
+func defaultLogger() *slog.Logger { return slog.Default() }

@@ -1,0 +1,89 @@
+package net
+
+import (
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/veloq/veloq/reactor"
+)
+
+// Balance says how accepted connections are spread over loops.
+type Balance int
+
+const (
+	// BalanceReusePort gives every loop its own SO_REUSEPORT listener; the
+	// kernel spreads connections by hashing. The default.
+	BalanceReusePort Balance = iota
+	// BalanceRoundRobin has loop 0 accept and hand connections to loops in
+	// turn.
+	BalanceRoundRobin
+	// BalanceLeastConns has loop 0 accept and hand each connection to the
+	// loop with the fewest open connections.
+	BalanceLeastConns
+)
+
+type options struct {
+	loops   int
+	balance Balance
+	pin     bool
+	backlog int
+	cfg     reactor.Config
+}
+
+// Option configures a Server.
+type Option func(*options)
+
+func defaultOptions() options {
+	return options{
+		loops: runtime.GOMAXPROCS(0),
+		cfg:   reactor.Config{NoDelay: true},
+	}
+}
+
+// WithLoops sets the number of reactor loops. Default GOMAXPROCS.
+func WithLoops(n int) Option { return func(o *options) { o.loops = n } }
+
+// WithBackend chooses io_uring, epoll, or auto (the default: io_uring when
+// the kernel allows it, epoll otherwise, with one log line saying why).
+func WithBackend(b reactor.Backend) Option { return func(o *options) { o.cfg.Backend = b } }
+
+// WithBalance chooses how connections are spread over loops.
+func WithBalance(b Balance) Option { return func(o *options) { o.balance = b } }
+
+// WithPin pins loop i to the i-th CPU the process may run on.
+func WithPin(on bool) Option { return func(o *options) { o.pin = on } }
+
+// WithNoDelay sets TCP_NODELAY on connections. Default true.
+func WithNoDelay(on bool) Option { return func(o *options) { o.cfg.NoDelay = on } }
+
+// WithKeepAlive enables TCP keep-alive after d of idleness (0: off).
+func WithKeepAlive(d time.Duration) Option { return func(o *options) { o.cfg.KeepAlive = d } }
+
+// WithReadBufferCap bounds the unconsumed input per connection. Default 4 MiB.
+func WithReadBufferCap(n int) Option { return func(o *options) { o.cfg.ReadBufferCap = n } }
+
+// WithWriteWaterMarks sets the pending-output marks: above high the loop
+// stops reading from the peer, below low it resumes. Default 256 KiB / 1 MiB.
+func WithWriteWaterMarks(low, high int) Option {
+	return func(o *options) { o.cfg.WriteLowWater, o.cfg.WriteHighWater = low, high }
+}
+
+// WithIdleTimeout closes connections without traffic for d. Default off.
+func WithIdleTimeout(d time.Duration) Option { return func(o *options) { o.cfg.IdleTimeout = d } }
+
+// WithCloseTimeout bounds how long a graceful Close waits for output.
+func WithCloseTimeout(d time.Duration) Option { return func(o *options) { o.cfg.CloseTimeout = d } }
+
+// WithLogger sets the logger. Default slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.cfg.Logger = l } }
+
+// WithBudget caps the completions a loop dispatches per iteration.
+func WithBudget(n int) Option { return func(o *options) { o.cfg.Budget = n } }
+
+// WithBacklog sets the listen backlog. Default SOMAXCONN.
+func WithBacklog(n int) Option { return func(o *options) { o.backlog = n } }
+
+// WithLoopConfig replaces the whole reactor configuration, for settings
+// without an option of their own (ring and buffer sizes).
+func WithLoopConfig(c reactor.Config) Option { return func(o *options) { o.cfg = c } }

@@ -1,0 +1,316 @@
+package net
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/veloq/veloq/bufpool"
+	"github.com/veloq/veloq/internal/affinity"
+	"github.com/veloq/veloq/internal/sock"
+	"github.com/veloq/veloq/reactor"
+)
+
+// Aliases of the reactor types a handler works with.
+type (
+	Conn         = reactor.Conn
+	Handler      = reactor.Handler
+	EOFHandler   = reactor.EOFHandler
+	HandlerFuncs = reactor.HandlerFuncs
+	Loop         = reactor.Loop
+	Backend      = reactor.Backend
+)
+
+// The backends.
+const (
+	BackendAuto  = reactor.BackendAuto
+	BackendUring = reactor.BackendUring
+	BackendEpoll = reactor.BackendEpoll
+)
+
+// ErrServerClosed is returned by Listen and Dial after Shutdown or Close.
+var ErrServerClosed = errors.New("veloq: server closed")
+
+// Server is a group of reactor loops serving one handler. It can listen
+// on several addresses, and dial outbound connections onto its loops.
+type Server struct {
+	h       Handler
+	opts    options
+	loops   []*reactor.Loop
+	backend reactor.Backend
+
+	mu        sync.Mutex
+	listeners []*reactor.Listener
+	addrs     []net.Addr
+	closed    bool
+
+	rr atomic.Uint32
+}
+
+// NewServer starts the loops that will serve h. It listens nowhere yet:
+// call Listen (or use the package-level Listen).
+func NewServer(h Handler, opts ...Option) (*Server, error) {
+	if h == nil {
+		return nil, errors.New("veloq: nil handler")
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.loops <= 0 {
+		return nil, fmt.Errorf("veloq: loops must be positive, got %d", o.loops)
+	}
+	if o.cfg.Backend == "" {
+		o.cfg.Backend = BackendAuto
+	}
+	if _, err := reactor.ParseBackend(string(o.cfg.Backend)); err != nil {
+		return nil, err
+	}
+	if o.cfg.Logger == nil {
+		o.cfg.Logger = defaultLogger()
+	}
+	if o.cfg.Pool == nil {
+		o.cfg.Pool = bufpool.NewPool()
+	}
+	if o.cfg.Backend == BackendAuto {
+		// Probe once here so the reason is logged once, not per loop.
+		if err := reactor.ProbeUring(); err != nil {
+			o.cfg.Logger.Info("veloq: io_uring unavailable; using epoll", "reason", err.Error())
+			o.cfg.Backend = BackendEpoll
+		} else {
+			o.cfg.Backend = BackendUring
+		}
+	}
+	var cpus []int
+	if o.pin {
+		var err error
+		if cpus, err = affinity.Allowed(); err != nil {
+			return nil, err
+		}
+	}
+	s := &Server{h: h, opts: o, backend: o.cfg.Backend}
+	for i := 0; i < o.loops; i++ {
+		cfg := o.cfg
+		if o.pin {
+			cfg.PinCPU, cfg.CPU = true, cpus[i%len(cpus)]
+		}
+		l, err := reactor.NewLoop(i, cfg)
+		if err != nil {
+			s.closeLoops()
+			return nil, err
+		}
+		s.loops = append(s.loops, l)
+	}
+	return s, nil
+}
+
+// Listen starts a server for h on network ("tcp", "tcp4", "tcp6" or
+// "unix") and address, and returns once it accepts connections.
+func Listen(network, address string, h Handler, opts ...Option) (*Server, error) {
+	s, err := NewServer(h, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Listen(network, address); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// ListenAndServe runs a server until ctx is done, then shuts it down
+// gracefully, giving connections up to grace to finish.
+func ListenAndServe(ctx context.Context, network, address string, h Handler, grace time.Duration, opts ...Option) error {
+	s, err := Listen(network, address, h, opts...)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	return s.Shutdown(sctx)
+}
+
+// Listen adds a listening address. With BalanceReusePort (the default,
+// TCP only) every loop gets its own SO_REUSEPORT socket; otherwise loop 0
+// accepts and hands connections to the loops. It returns the bound address
+// (useful with port 0).
+func (s *Server) Listen(network, address string) (net.Addr, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrServerClosed
+	}
+	a, err := sock.Resolve(network, address)
+	if err != nil {
+		return nil, err
+	}
+	perLoop := s.opts.balance == BalanceReusePort && network != "unix" && len(s.loops) > 1
+	var added []*reactor.Listener
+	undo := func() {
+		for _, ln := range added {
+			ln.Close()
+		}
+	}
+	var bound net.Addr
+	for i, l := range s.loops {
+		if i > 0 && !perLoop {
+			break
+		}
+		if i > 0 {
+			// Bind the others to the port the first one got (port 0).
+			if a, err = sock.Resolve(network, bound.String()); err != nil {
+				undo()
+				return nil, err
+			}
+		}
+		fd, local, err := sock.Listen(a, perLoop, s.opts.backlog)
+		if err != nil {
+			undo()
+			return nil, fmt.Errorf("veloq: listen %s %s: %w", network, address, err)
+		}
+		if bound == nil {
+			bound = local
+		}
+		var dispatch func() *reactor.Loop
+		if !perLoop && len(s.loops) > 1 {
+			dispatch = s.pick
+		}
+		ln, err := l.AddListener(fd, network, s.h, dispatch)
+		if err != nil {
+			unix.Close(fd)
+			undo()
+			return nil, err
+		}
+		added = append(added, ln)
+	}
+	s.listeners = append(s.listeners, added...)
+	s.addrs = append(s.addrs, bound)
+	return bound, nil
+}
+
+// pick chooses a loop for a connection accepted by the single acceptor, or
+// for an outbound dial.
+func (s *Server) pick() *reactor.Loop {
+	if s.opts.balance == BalanceLeastConns || s.opts.balance == BalanceReusePort {
+		best := s.loops[0]
+		for _, l := range s.loops[1:] {
+			if l.NumConns() < best.NumConns() {
+				best = l
+			}
+		}
+		return best
+	}
+	return s.loops[int(s.rr.Add(1)-1)%len(s.loops)]
+}
+
+// Addr returns the first listening address, or nil.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.addrs) == 0 {
+		return nil
+	}
+	return s.addrs[0]
+}
+
+// Backend returns the backend the loops run on.
+func (s *Server) Backend() Backend { return s.backend }
+
+// Loops returns the server's loops.
+func (s *Server) Loops() []*reactor.Loop { return s.loops }
+
+// NumConns returns the number of open connections over all loops.
+func (s *Server) NumConns() int {
+	n := 0
+	for _, l := range s.loops {
+		n += l.NumConns()
+	}
+	return n
+}
+
+// Stats returns every loop's counters.
+func (s *Server) Stats() []reactor.Stats {
+	out := make([]reactor.Stats, len(s.loops))
+	for i, l := range s.loops {
+		out[i] = l.Stats()
+	}
+	return out
+}
+
+// Dial connects to address from the loop with the fewest connections and
+// serves the connection with h. It waits until the connection is
+// established (OnOpen has run) or ctx ends. From inside a handler, use
+// c.Loop().Dial instead: it does not block.
+func (s *Server) Dial(ctx context.Context, network, address string, h Handler) (*Conn, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, ErrServerClosed
+	}
+	best := s.loops[0]
+	for _, l := range s.loops[1:] {
+		if l.NumConns() < best.NumConns() {
+			best = l
+		}
+	}
+	return best.DialContext(ctx, network, address, h)
+}
+
+// Shutdown stops accepting, waits for open connections to close by
+// themselves until ctx ends, then closes what is left and stops the loops,
+// releasing every fd, ring and goroutine. It returns ctx's error if
+// connections had to be cut.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	lns := s.listeners
+	s.listeners = nil
+	s.mu.Unlock()
+	for _, ln := range lns {
+		ln.Close()
+	}
+	var err error
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for s.NumConns() > 0 {
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-tick.C:
+			continue
+		}
+		break
+	}
+	s.closeLoops()
+	return err
+}
+
+// Close stops the server at once: listeners and connections are closed
+// (handlers see OnClose with reactor.ErrClosed) and the loops stop.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.Shutdown(ctx)
+	return nil
+}
+
+func (s *Server) closeLoops() {
+	var wg sync.WaitGroup
+	for _, l := range s.loops {
+		wg.Add(1)
+		go func() { defer wg.Done(); l.Close() }()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,106 @@
+package reactor
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/veloq/veloq/internal/sock"
+)
+
+// backend is the I/O half of a loop. Every method runs on the loop's
+// goroutine except wake.
+type backend interface {
+	// poll submits pending work, waits up to timeout (0: not at all, <0:
+	// until something happens) and dispatches up to Budget events; it sets
+	// l.more when it left events for the next iteration.
+	poll(timeout time.Duration) error
+	// wake interrupts a blocked poll. Safe from any goroutine.
+	wake()
+	addListener(ln *listener) error
+	// closeListener stops accepting; it calls l.listenerClosed when done.
+	closeListener(ln *listener)
+	// addConn starts reading an accepted connection.
+	addConn(c *Conn) error
+	// connect starts an outbound connect; l.connected reports the outcome.
+	connect(c *Conn, a sock.Addr) error
+	// startRead starts reading a connection whose connect completed.
+	startRead(c *Conn) error
+	// flush starts sending c's pending output.
+	flush(c *Conn)
+	pauseRead(c *Conn)
+	resumeRead(c *Conn)
+	// closeConn stops all I/O on c and calls l.finalize once the kernel
+	// holds nothing of it.
+	closeConn(c *Conn)
+	// quiescent reports that no kernel operation is outstanding.
+	quiescent() bool
+	close() error
+}
+
+// Completion user_data / epoll token layout: op in the top 8 bits, the
+// slot's generation in the next 24, the slot in the low 32. No pointer is
+// ever stored, so the kernel never holds a Go pointer.
+const (
+	opWake uint64 = iota + 1
+	opAccept
+	opRecv
+	opSend
+	opConnect
+	opCancel
+)
+
+func token(op uint64, slot, gen uint32) uint64 {
+	return op<<56 | uint64(gen&0xffffff)<<32 | uint64(slot)
+}
+
+func untoken(t uint64) (op uint64, slot, gen uint32) {
+	return t >> 56, uint32(t), uint32(t>>32) & 0xffffff
+}
+
+func (c *Conn) token(op uint64) uint64 { return token(op, c.slot, c.gen) }
+
+func (c *Conn) sameGen(gen uint32) bool { return c.gen&0xffffff == gen }
+
+// uringProbe caches the io_uring probe: the answer does not change while the
+// process runs, and "auto" must log its fallback reason only once.
+var uringProbe struct {
+	once sync.Once
+	err  error
+}
+
+// ProbeUring reports whether this process can run the io_uring backend,
+// and if not, why (the error names the cause: old kernel, seccomp, memlock).
+func ProbeUring() error {
+	uringProbe.once.Do(func() { uringProbe.err = probeUring() })
+	return uringProbe.err
+}
+
+func newBackend(l *Loop) (backend, Backend, error) {
+	switch l.cfg.Backend {
+	case BackendUring:
+		b, err := newUringBackend(l)
+		if err != nil {
+			return nil, "", fmt.Errorf("reactor: loop %d: io_uring backend: %w", l.id, err)
+		}
+		return b, BackendUring, nil
+	case BackendEpoll:
+		b, err := newEpollBackend(l)
+		if err != nil {
+			return nil, "", fmt.Errorf("reactor: loop %d: epoll backend: %w", l.id, err)
+		}
+		return b, BackendEpoll, nil
+	}
+	if err := ProbeUring(); err == nil {
+		if b, err := newUringBackend(l); err == nil {
+			return b, BackendUring, nil
+		} else {
+			l.log.Warn("veloq: io_uring setup failed; using epoll", "reason", err)
+		}
+	}
+	b, err := newEpollBackend(l)
+	if err != nil {
+		return nil, "", fmt.Errorf("reactor: loop %d: epoll backend: %w", l.id, err)
+	}
+	return b, BackendEpoll, nil
+}

@@ -1,0 +1,139 @@
+package reactor
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/veloq/veloq/bufpool"
+)
+
+// Backend names an I/O backend.
+type Backend string
+
+// The backends. BackendAuto uses io_uring when the kernel offers what veloq
+// needs and epoll otherwise.
+const (
+	BackendAuto  Backend = "auto"
+	BackendUring Backend = "uring"
+	BackendEpoll Backend = "epoll"
+)
+
+// ParseBackend checks a backend name, as given on a command line.
+func ParseBackend(s string) (Backend, error) {
+	switch b := Backend(s); b {
+	case BackendAuto, BackendUring, BackendEpoll:
+		return b, nil
+	case "":
+		return BackendAuto, nil
+	}
+	return "", errors.New(`reactor: backend must be "auto", "uring" or "epoll", not "` + s + `"`)
+}
+
+// Config configures a Loop. The zero value of every field means its
+// default; see the field comments.
+type Config struct {
+	// Backend is the I/O backend. Default BackendAuto.
+	Backend Backend
+	// CPU pins the loop's thread to this CPU when >= 0. Default -1: no pin.
+	// (The zero value is CPU 0 only when PinCPU is true.)
+	CPU    int
+	PinCPU bool
+	// Budget caps the completions dispatched per iteration. Default 64.
+	Budget int
+	// Logger receives the loop's log lines. Default slog.Default().
+	Logger *slog.Logger
+	// ReadBufferCap bounds the input a handler may leave unconsumed on one
+	// connection; past it the connection is closed with ErrInputTooLarge.
+	// Default 4 MiB.
+	ReadBufferCap int
+	// WriteHighWater and WriteLowWater bound pending output per connection:
+	// above high the loop stops reading from the peer, below low it resumes.
+	// Defaults 1 MiB and 256 KiB.
+	WriteHighWater, WriteLowWater int
+	// IdleTimeout closes a connection that has neither read nor written for
+	// this long. Default 0: never.
+	IdleTimeout time.Duration
+	// CloseTimeout bounds how long Close waits for pending output to drain
+	// before dropping it. Default 10s.
+	CloseTimeout time.Duration
+	// NoDelay sets TCP_NODELAY on TCP connections. Default (false) leaves
+	// Nagle on; net.Server turns it on by default.
+	NoDelay bool
+	// KeepAlive, when > 0, enables TCP keep-alive probes after that idle time.
+	KeepAlive time.Duration
+	// RingEntries is the io_uring submission queue size. Default 1024.
+	RingEntries uint32
+	// RecvBuffers and RecvBufferSize shape the io_uring provided-buffer ring
+	// (count must be a power of two). Defaults 256 and 16 KiB. The epoll
+	// backend reads into one buffer of 64 KiB.
+	RecvBuffers, RecvBufferSize int
+	// Pool is the shared buffer pool behind the loop's cache. Default: a
+	// pool of the loop's own.
+	Pool *bufpool.Pool
+}
+
+func (c *Config) setDefaults() {
+	if c.Backend == "" {
+		c.Backend = BackendAuto
+	}
+	if !c.PinCPU {
+		c.CPU = -1
+	}
+	if c.Budget <= 0 {
+		c.Budget = 64
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.ReadBufferCap <= 0 {
+		c.ReadBufferCap = 4 << 20
+	}
+	if c.WriteHighWater <= 0 {
+		c.WriteHighWater = 1 << 20
+	}
+	if c.WriteLowWater <= 0 || c.WriteLowWater > c.WriteHighWater {
+		c.WriteLowWater = c.WriteHighWater / 4
+	}
+	if c.CloseTimeout <= 0 {
+		c.CloseTimeout = 10 * time.Second
+	}
+	if c.RingEntries == 0 {
+		c.RingEntries = 1024
+	}
+	if c.RecvBuffers <= 0 {
+		c.RecvBuffers = 256
+	}
+	if c.RecvBuffers&(c.RecvBuffers-1) != 0 {
+		n := 1
+		for n < c.RecvBuffers {
+			n <<= 1
+		}
+		c.RecvBuffers = n
+	}
+	if c.RecvBufferSize <= 0 {
+		c.RecvBufferSize = 16 << 10
+	}
+	if c.Pool == nil {
+		c.Pool = bufpool.NewPool()
+	}
+}
+
+// Errors reported to handlers (OnClose) and callers.
+var (
+	// ErrClosed: the connection or loop is closed or closing.
+	ErrClosed = errors.New("reactor: closed")
+	// ErrInputTooLarge: the handler left more than ReadBufferCap unconsumed.
+	ErrInputTooLarge = errors.New("reactor: unconsumed input exceeds the read buffer cap")
+	// ErrIdleTimeout: no traffic for Config.IdleTimeout.
+	ErrIdleTimeout = errors.New("reactor: idle timeout")
+	// ErrCloseTimeout: pending output did not drain within CloseTimeout.
+	ErrCloseTimeout = errors.New("reactor: close timed out with output pending")
+	// ErrDialTimeout: an outbound connect did not finish in time.
+	ErrDialTimeout = errors.New("reactor: dial timed out")
+	// ErrHandlerPanic: a handler callback panicked; the panic was logged.
+	ErrHandlerPanic = errors.New("reactor: handler panicked")
+	// ErrNotOnLoop: a loop-only method was called in a way the loop detected
+	// as coming from another goroutine.
+	ErrNotOnLoop = errors.New("reactor: called off the loop")
+)

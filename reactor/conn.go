@@ -1,0 +1,608 @@
+package reactor
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/veloq/veloq/internal/sock"
+)
+
+// connState is a connection's lifecycle:
+//
+//	open ──Close()──▶ closing ──output drained or CloseTimeout──▶ closed
+//	  │                                                             ▲
+//	  └──────────── error, reset, abort, loop stop ─────────────────┘
+//
+// "closed" is entered by teardown; on io_uring the fd is closed and the
+// handler's OnClose runs only once every operation the kernel still holds
+// for the connection has completed (pendingOps == 0), so no buffer is
+// released while the kernel may still touch it.
+type connState uint8
+
+const (
+	connOpen connState = iota
+	connClosing
+	connTearingDown
+	connClosed
+)
+
+// Conn is one connection on a loop. Its methods run on the loop goroutine
+// (inside handler callbacks or posted closures) unless they say otherwise.
+type Conn struct {
+	loop    *Loop
+	fd      int
+	slot    uint32
+	gen     uint32
+	h       Handler
+	network string
+	state   connState
+	err     error // close cause reported to OnClose
+
+	// input
+	view      []byte // unconsumed input shown to the handler
+	viewOwned bool   // view aliases in (else the loop's read memory)
+	in        []byte // owned buffer holding input left between callbacks
+
+	// output: out collects writes; sending is what the backend is writing,
+	// from sendOff. On io_uring, sending is frozen while a send is in flight.
+	out      []byte
+	sending  []byte
+	sendOff  int
+	dirty    bool
+	inFlight bool // io_uring: a send is in flight
+
+	paused     bool // reading stopped by backpressure or Close
+	eof        bool // peer sent FIN
+	wrShut     bool // CloseWrite requested
+	wrShutDone bool
+	connecting bool
+	opened     bool
+	readable   bool // epoll: input may be waiting while paused
+
+	// io_uring bookkeeping
+	recvArmed  bool
+	recvCancel bool
+	cancelAll  bool
+	pendingOps int
+	raw        any // keeps connect's sockaddr referenced until its CQE
+
+	lastActive int64
+	idle       *Timer
+	closeTimer *Timer
+	dialTimer  *Timer
+	onConnect  func(error)
+
+	ctx          any
+	laddr, raddr net.Addr
+}
+
+// Loop returns the loop that owns c. Safe from any goroutine.
+func (c *Conn) Loop() *Loop { return c.loop }
+
+// Fd returns the socket's file descriptor, for socket options. Do not read,
+// write or close it.
+func (c *Conn) Fd() int { return c.fd }
+
+// Context returns the value stored with SetContext.
+func (c *Conn) Context() any { return c.ctx }
+
+// SetContext stores a per-connection value for the handler.
+func (c *Conn) SetContext(v any) { c.ctx = v }
+
+// LocalAddr returns the local address (looked up on first use).
+func (c *Conn) LocalAddr() net.Addr {
+	if c.laddr == nil && c.state != connClosed {
+		c.laddr, _ = sock.LocalAddr(c.fd)
+	}
+	return c.laddr
+}
+
+// RemoteAddr returns the peer's address (looked up on first use).
+func (c *Conn) RemoteAddr() net.Addr {
+	if c.raddr == nil && c.state != connClosed {
+		c.raddr, _ = sock.PeerAddr(c.fd)
+	}
+	return c.raddr
+}
+
+// Buffered returns the number of unconsumed input bytes.
+func (c *Conn) Buffered() int { return len(c.view) }
+
+// Peek returns the next n bytes without consuming them; n <= 0 means all
+// buffered bytes. With fewer than n buffered it returns them with
+// io.ErrShortBuffer. The slice is valid until the callback returns.
+func (c *Conn) Peek(n int) ([]byte, error) {
+	if n <= 0 || n == len(c.view) {
+		return c.view, nil
+	}
+	if n > len(c.view) {
+		return c.view, io.ErrShortBuffer
+	}
+	return c.view[:n:n], nil
+}
+
+// Next returns the next n bytes and consumes them; n <= 0 means all. With
+// fewer than n buffered it consumes nothing and returns io.ErrShortBuffer.
+// The slice is valid until the callback returns.
+func (c *Conn) Next(n int) ([]byte, error) {
+	if n <= 0 {
+		n = len(c.view)
+	}
+	if n > len(c.view) {
+		return nil, io.ErrShortBuffer
+	}
+	b := c.view[:n:n]
+	c.view = c.view[n:]
+	return b, nil
+}
+
+// Discard consumes up to n bytes and returns how many it consumed.
+func (c *Conn) Discard(n int) int {
+	if n > len(c.view) || n < 0 {
+		n = len(c.view)
+	}
+	c.view = c.view[n:]
+	return n
+}
+
+// Read copies buffered input into p and consumes it, like io.Reader over
+// what has arrived so far: with nothing buffered it returns 0 and io.EOF
+// after the peer's FIN, otherwise 0 and nil.
+func (c *Conn) Read(p []byte) (int, error) {
+	if len(c.view) == 0 {
+		if c.eof {
+			return 0, io.EOF
+		}
+		return 0, nil
+	}
+	n := copy(p, c.view)
+	c.view = c.view[n:]
+	return n, nil
+}
+
+// Write appends p to the connection's output. It never blocks: the loop
+// sends the output at the end of the iteration, batched with every other
+// write made in it. p may be reused when Write returns.
+func (c *Conn) Write(p []byte) (int, error) {
+	if c.state != connOpen || c.wrShut {
+		return 0, ErrClosed
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.appendOut(p)
+	return len(p), nil
+}
+
+// Writev appends every buffer in bufs, as one Write each.
+func (c *Conn) Writev(bufs [][]byte) (int, error) {
+	if c.state != connOpen || c.wrShut {
+		return 0, ErrClosed
+	}
+	n := 0
+	for _, b := range bufs {
+		if len(b) > 0 {
+			c.appendOut(b)
+			n += len(b)
+		}
+	}
+	return n, nil
+}
+
+// WriteString is Write for a string.
+func (c *Conn) WriteString(s string) (int, error) {
+	if c.state != connOpen || c.wrShut {
+		return 0, ErrClosed
+	}
+	if len(s) == 0 {
+		return 0, nil
+	}
+	c.reserveOut(len(s))
+	c.out = append(c.out, s...)
+	c.loop.markDirty(c)
+	return len(s), nil
+}
+
+// OutputBuffered returns the bytes written but not yet sent.
+func (c *Conn) OutputBuffered() int { return c.pendingOut() }
+
+// AsyncWrite writes p from any goroutine: it posts the write to c's loop
+// and calls done (if not nil) on the loop with the result. Writes posted by
+// one goroutine reach the peer in the order posted. p is handed over: do
+// not modify it until done runs.
+func (c *Conn) AsyncWrite(p []byte, done func(error)) error {
+	return c.loop.Post(func() {
+		_, err := c.Write(p)
+		if done != nil {
+			done(err)
+		}
+	})
+}
+
+// Close closes the connection gracefully: reading stops, pending output is
+// sent (for at most Config.CloseTimeout), then the socket is closed and
+// OnClose runs with a nil error. It returns ErrClosed if already closing.
+func (c *Conn) Close() error {
+	if c.state != connOpen {
+		return ErrClosed
+	}
+	l := c.loop
+	c.state = connClosing
+	l.dropInput(c)
+	l.pauseRead(c)
+	if c.pendingOut() == 0 {
+		l.teardown(c)
+		return nil
+	}
+	c.closeTimer = l.AfterFunc(l.cfg.CloseTimeout, func() {
+		if c.state == connClosing {
+			l.abort(c, ErrCloseTimeout)
+		}
+	})
+	return nil
+}
+
+// CloseWrite half-closes the connection once pending output is sent
+// (shutdown(SHUT_WR)): the peer sees EOF, and reading goes on.
+func (c *Conn) CloseWrite() error {
+	if c.state != connOpen || c.wrShut {
+		return ErrClosed
+	}
+	c.wrShut = true
+	if c.pendingOut() == 0 {
+		c.loop.shutdownWrite(c)
+	}
+	return nil
+}
+
+// AfterFunc runs fn on the loop after d, unless the connection has closed
+// by then. Stop the returned timer to cancel it.
+func (c *Conn) AfterFunc(d time.Duration, fn func()) *Timer {
+	return c.loop.AfterFunc(d, func() {
+		if c.state != connClosed {
+			fn()
+		}
+	})
+}
+
+// Closed reports whether the connection is closing or closed.
+func (c *Conn) Closed() bool { return c.state != connOpen }
+
+func (c *Conn) pendingOut() int { return len(c.out) + len(c.sending) - c.sendOff }
+
+func (c *Conn) reserveOut(n int) {
+	l := c.loop
+	if c.out == nil {
+		c.out = l.cache.Get(n)[:0]
+		return
+	}
+	if len(c.out)+n > cap(c.out) {
+		nb := l.cache.Get(len(c.out) + n)
+		copy(nb, c.out)
+		nb = nb[:len(c.out)]
+		l.cache.Put(c.out)
+		c.out = nb
+	}
+}
+
+func (c *Conn) appendOut(p []byte) {
+	c.reserveOut(len(p))
+	c.out = append(c.out, p...)
+	c.loop.markDirty(c)
+}
+
+func (l *Loop) markDirty(c *Conn) {
+	if !c.dirty {
+		c.dirty = true
+		l.dirty = append(l.dirty, c)
+	}
+}
+
+// newConn puts fd into the connection table.
+func (l *Loop) newConn(fd int, network string, h Handler) *Conn {
+	c := &Conn{loop: l, fd: fd, h: h, network: network, lastActive: l.now}
+	if n := len(l.free); n > 0 {
+		c.slot = l.free[n-1]
+		l.free = l.free[:n-1]
+		l.conns[c.slot] = c
+	} else {
+		c.slot = uint32(len(l.conns))
+		l.conns = append(l.conns, c)
+		l.gens = append(l.gens, 0)
+	}
+	c.gen = l.gens[c.slot]
+	l.nconn.Add(1)
+	return c
+}
+
+// lookup returns the connection for a completion's slot and generation,
+// or nil when the slot has been reused since the operation was issued.
+func (l *Loop) lookup(slot, gen uint32) *Conn {
+	if int(slot) >= len(l.conns) {
+		return nil
+	}
+	c := l.conns[slot]
+	if c == nil || c.gen != gen {
+		return nil
+	}
+	return c
+}
+
+func (l *Loop) configure(c *Conn) {
+	if c.network == "unix" {
+		return
+	}
+	if l.cfg.NoDelay {
+		_ = sock.SetNoDelay(c.fd, true)
+	}
+	if l.cfg.KeepAlive > 0 {
+		_ = sock.SetKeepAlive(c.fd, int(l.cfg.KeepAlive/time.Second))
+	}
+}
+
+// register adopts an accepted fd: table slot, socket options, reading,
+// idle timer, OnOpen.
+func (l *Loop) register(fd int, network string, h Handler) {
+	if l.stopping {
+		unix.Close(fd)
+		return
+	}
+	c := l.newConn(fd, network, h)
+	l.stats.accepted.Add(1)
+	l.configure(c)
+	if err := l.be.addConn(c); err != nil {
+		l.log.Warn("veloq: registering connection", "err", err)
+		c.err = err
+		l.teardown(c)
+		return
+	}
+	l.open(c)
+}
+
+func (l *Loop) open(c *Conn) {
+	c.opened = true
+	if l.cfg.IdleTimeout > 0 {
+		c.idle = l.AfterFunc(l.cfg.IdleTimeout, func() { l.checkIdle(c) })
+	}
+	l.callOpen(c)
+}
+
+func (l *Loop) checkIdle(c *Conn) {
+	if c.state == connClosed {
+		return
+	}
+	elapsed := time.Duration(l.now - c.lastActive)
+	if elapsed >= l.cfg.IdleTimeout {
+		l.abort(c, ErrIdleTimeout)
+		return
+	}
+	c.idle.Reset(l.cfg.IdleTimeout - elapsed)
+}
+
+// onData presents a chunk of input (in the loop's read memory) to the
+// handler, then keeps whatever it left unconsumed.
+func (l *Loop) onData(c *Conn, chunk []byte) {
+	l.stats.bytesIn.Add(uint64(len(chunk)))
+	if c.state != connOpen {
+		return // closing: input is dropped
+	}
+	c.lastActive = l.now
+	if len(c.in) == 0 {
+		c.view, c.viewOwned = chunk, false
+	} else {
+		need := len(c.in) + len(chunk)
+		if need > l.cfg.ReadBufferCap {
+			l.abort(c, ErrInputTooLarge)
+			return
+		}
+		if need > cap(c.in) {
+			nb := l.cache.Get(need)
+			copy(nb, c.in)
+			nb = nb[:len(c.in)]
+			l.cache.Put(c.in)
+			c.in = nb
+		}
+		c.in = append(c.in, chunk...)
+		c.view, c.viewOwned = c.in, true
+	}
+	l.callData(c)
+	l.keepRest(c)
+}
+
+// keepRest moves unconsumed input out of the loop's read memory.
+func (l *Loop) keepRest(c *Conn) {
+	rest := c.view
+	c.view = nil
+	if len(rest) == 0 || c.state != connOpen {
+		l.dropInput(c)
+		return
+	}
+	if c.viewOwned {
+		n := copy(c.in[:cap(c.in)], rest) // memmove: rest is a suffix of in
+		c.in = c.in[:n]
+		return
+	}
+	if len(rest) > l.cfg.ReadBufferCap {
+		l.abort(c, ErrInputTooLarge)
+		return
+	}
+	c.in = append(l.cache.Get(len(rest))[:0], rest...)
+}
+
+func (l *Loop) dropInput(c *Conn) {
+	c.view = nil
+	if c.in != nil {
+		l.cache.Put(c.in)
+		c.in = nil
+	}
+}
+
+// onEOF handles the peer's FIN.
+func (l *Loop) onEOF(c *Conn) {
+	if c.eof {
+		return
+	}
+	c.eof = true
+	if c.state != connOpen {
+		return
+	}
+	if eh, ok := c.h.(EOFHandler); ok {
+		l.callEOF(c, eh)
+		if c.state == connOpen && c.wrShutDone {
+			l.teardown(c) // both directions are done
+		}
+		return
+	}
+	c.err = io.EOF
+	c.Close()
+	if c.state == connClosing {
+		c.err = io.EOF
+	}
+}
+
+// afterWrite runs after output made progress: backpressure, pending
+// half-close, and a closing connection whose output has drained.
+func (l *Loop) afterWrite(c *Conn) {
+	if c.state == connTearingDown || c.state == connClosed {
+		return
+	}
+	pending := c.pendingOut()
+	switch {
+	case c.state == connOpen && !c.paused && pending > l.cfg.WriteHighWater:
+		c.paused = true
+		l.be.pauseRead(c)
+	case c.state == connOpen && c.paused && pending <= l.cfg.WriteLowWater:
+		c.paused = false
+		l.be.resumeRead(c)
+	}
+	if pending != 0 {
+		return
+	}
+	if c.wrShut && !c.wrShutDone && c.state == connOpen {
+		l.shutdownWrite(c)
+		return
+	}
+	if c.state == connClosing {
+		l.teardown(c)
+	}
+}
+
+func (l *Loop) shutdownWrite(c *Conn) {
+	c.wrShutDone = true
+	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil && !errors.Is(err, unix.ENOTCONN) {
+		l.abort(c, os.NewSyscallError("shutdown", err))
+		return
+	}
+	if c.eof {
+		l.teardown(c)
+	}
+}
+
+func (l *Loop) pauseRead(c *Conn) {
+	if !c.paused {
+		c.paused = true
+		l.be.pauseRead(c)
+	}
+}
+
+// abort tears the connection down now, dropping pending output.
+func (l *Loop) abort(c *Conn, err error) {
+	if c.state == connTearingDown || c.state == connClosed {
+		return
+	}
+	if c.err == nil || c.err == io.EOF {
+		c.err = err
+	}
+	l.dropInput(c)
+	l.teardown(c)
+}
+
+// teardown stops all I/O on c; the backend calls finalize once the kernel
+// holds nothing of c's.
+func (l *Loop) teardown(c *Conn) {
+	if c.state == connTearingDown || c.state == connClosed {
+		return
+	}
+	c.state = connTearingDown
+	l.be.closeConn(c)
+}
+
+// finalize releases everything c owned and runs OnClose. The backend has
+// closed the fd.
+func (l *Loop) finalize(c *Conn) {
+	if c.state == connClosed {
+		return
+	}
+	c.state = connClosed
+	c.idle.Stop()
+	c.closeTimer.Stop()
+	c.dialTimer.Stop()
+	l.dropInput(c)
+	if c.out != nil {
+		l.cache.Put(c.out)
+		c.out = nil
+	}
+	if c.sending != nil {
+		l.cache.Put(c.sending)
+		c.sending, c.sendOff = nil, 0
+	}
+	c.raw = nil
+	l.conns[c.slot] = nil
+	l.gens[c.slot]++
+	l.free = append(l.free, c.slot)
+	l.nconn.Add(-1)
+	l.stats.closed.Add(1)
+	if c.connecting {
+		c.connecting = false
+		if c.err == nil {
+			c.err = ErrClosed
+		}
+	}
+	if c.onConnect != nil {
+		fn := c.onConnect
+		c.onConnect = nil
+		fn(c.err)
+	}
+	l.callClose(c)
+}
+
+// Handler calls, each shielded so that a panic closes only its connection.
+
+func (l *Loop) callOpen(c *Conn) {
+	defer l.recoverHandler(c, "OnOpen")
+	c.h.OnOpen(c)
+}
+
+func (l *Loop) callData(c *Conn) {
+	defer l.recoverHandler(c, "OnData")
+	c.h.OnData(c)
+}
+
+func (l *Loop) callEOF(c *Conn, eh EOFHandler) {
+	defer l.recoverHandler(c, "OnEOF")
+	eh.OnEOF(c)
+}
+
+func (l *Loop) callClose(c *Conn) {
+	defer l.recoverHandler(c, "OnClose")
+	c.h.OnClose(c, c.err)
+}
+
+func (l *Loop) recoverHandler(c *Conn, where string) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	l.stats.panics.Add(1)
+	l.log.Error("veloq: handler panicked; closing its connection",
+		"callback", where, "panic", r, "stack", string(debug.Stack()))
+	c.view = nil
+	l.abort(c, fmt.Errorf("%w in %s: %v", ErrHandlerPanic, where, r))
+}

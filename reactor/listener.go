@@ -1,0 +1,273 @@
+package reactor
+
+import (
+	"context"
+	"errors"
+	"net"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/veloq/veloq/internal/sock"
+)
+
+// listener is a listening socket driven by one loop.
+type listener struct {
+	fd       int
+	idx      uint32
+	gen      uint32
+	network  string
+	addr     net.Addr
+	h        Handler
+	dispatch func() *Loop // nil: accepted connections stay on this loop
+	armed    bool         // io_uring: multishot accept in flight
+	closing  bool
+	backoff  time.Duration
+	retry    *Timer
+	closed   chan struct{}
+}
+
+// Listener is the handle AddListener returns.
+type Listener struct {
+	ln   *listener
+	loop *Loop
+}
+
+// Addr returns the address the listener is bound to.
+func (h *Listener) Addr() net.Addr { return h.ln.addr }
+
+// Close stops accepting on this listener and closes its socket; it waits
+// until the loop has released it.
+func (h *Listener) Close() error {
+	if err := h.loop.Post(func() { h.loop.closeListener(h.ln) }); err != nil {
+		return nil // the loop is gone and took the listener with it
+	}
+	<-h.ln.closed
+	return nil
+}
+
+// Closed is closed once the listener's socket is closed.
+func (h *Listener) Closed() <-chan struct{} { return h.ln.closed }
+
+// AddListener hands a listening socket to the loop, which accepts on it and
+// serves every accepted connection with h. dispatch, if not nil, chooses
+// the loop each accepted connection goes to (one-acceptor balancing); the
+// loop owns fd from here on. Safe from any goroutine.
+func (l *Loop) AddListener(fd int, network string, h Handler, dispatch func() *Loop) (*Listener, error) {
+	addr, err := sock.LocalAddr(fd)
+	if err != nil {
+		return nil, err
+	}
+	ln := &listener{fd: fd, network: network, addr: addr, h: h, dispatch: dispatch, closed: make(chan struct{})}
+	errc := make(chan error, 1)
+	if err := l.Post(func() {
+		if l.stopping {
+			errc <- ErrClosed
+			return
+		}
+		ln.idx = uint32(len(l.listeners))
+		for i, x := range l.listeners {
+			if x == nil {
+				ln.idx = uint32(i)
+				break
+			}
+		}
+		if int(ln.idx) == len(l.listeners) {
+			l.listeners = append(l.listeners, ln)
+		} else {
+			l.listeners[ln.idx] = ln
+		}
+		if err := l.be.addListener(ln); err != nil {
+			l.listeners[ln.idx] = nil
+			errc <- err
+			return
+		}
+		errc <- nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := <-errc; err != nil {
+		return nil, err
+	}
+	return &Listener{ln: ln, loop: l}, nil
+}
+
+// closeListener starts closing ln; the backend calls listenerClosed when
+// the kernel no longer holds an accept for it.
+func (l *Loop) closeListener(ln *listener) {
+	if ln.closing {
+		return
+	}
+	ln.closing = true
+	ln.retry.Stop()
+	l.be.closeListener(ln)
+}
+
+func (l *Loop) listenerClosed(ln *listener) {
+	unix.Close(ln.fd)
+	if int(ln.idx) < len(l.listeners) && l.listeners[ln.idx] == ln {
+		l.listeners[ln.idx] = nil
+	}
+	close(ln.closed)
+}
+
+// onAccept places a newly accepted fd.
+func (l *Loop) onAccept(ln *listener, fd int) {
+	ln.backoff = 0
+	if ln.closing || l.stopping {
+		unix.Close(fd)
+		return
+	}
+	target := l
+	if ln.dispatch != nil {
+		target = ln.dispatch()
+	}
+	if target == l {
+		l.register(fd, ln.network, ln.h)
+		return
+	}
+	if err := target.Post(func() { target.register(fd, ln.network, ln.h) }); err != nil {
+		unix.Close(fd)
+	}
+}
+
+// acceptFailed handles an accept error. Running out of descriptors or
+// memory backs off (10 ms doubling to 1 s) instead of spinning, logged at
+// most once a second; connections already open keep being served.
+// It returns true when the caller should stop accepting until retry runs.
+func (l *Loop) acceptFailed(ln *listener, err error, retry func()) bool {
+	switch {
+	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR), errors.Is(err, unix.ECONNABORTED):
+		return false
+	}
+	l.stats.acceptErrs.Add(1)
+	if ln.backoff == 0 {
+		ln.backoff = 10 * time.Millisecond
+	} else if ln.backoff < time.Second {
+		ln.backoff *= 2
+	}
+	if now := l.clock(); now-l.lastAcceptLog >= int64(time.Second) {
+		l.lastAcceptLog = now
+		l.log.Warn("veloq: accept failed; backing off", "addr", ln.addr.String(), "err", err, "retry_in", ln.backoff)
+	}
+	ln.retry = l.AfterFunc(ln.backoff, func() {
+		if !ln.closing {
+			retry()
+		}
+	})
+	return true
+}
+
+// Dial starts an outbound connection to address on this loop and returns
+// its Conn at once; h.OnOpen runs when the connect completes, or h.OnClose
+// with the error when it fails or exceeds timeout (0: no timeout). Writes
+// made before the connect completes are sent after it. Call it on the loop:
+// it never blocks, which is what a proxy's handler needs. Host names are
+// resolved with the Go resolver (blocking): pass numeric addresses on a
+// loop, or use DialContext.
+func (l *Loop) Dial(network, address string, h Handler, timeout time.Duration) (*Conn, error) {
+	if l.stopping {
+		return nil, ErrClosed
+	}
+	a, err := sock.Resolve(network, address)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := sock.Socket(a.Family)
+	if err != nil {
+		return nil, err
+	}
+	c := l.newConn(fd, network, h)
+	c.connecting = true
+	c.raddr = a.Net
+	l.stats.dialed.Add(1)
+	if err := l.be.connect(c, a); err != nil {
+		c.err = err
+		l.teardown(c)
+		return nil, err
+	}
+	if timeout > 0 {
+		c.dialTimer = l.AfterFunc(timeout, func() {
+			if c.connecting && c.state == connOpen {
+				l.abort(c, ErrDialTimeout)
+			}
+		})
+	}
+	return c, nil
+}
+
+// connected finishes a dial.
+func (l *Loop) connected(c *Conn, err error) {
+	if !c.connecting || c.state == connClosed {
+		return
+	}
+	if err != nil {
+		l.abort(c, &net.OpError{Op: "dial", Net: c.network, Addr: c.raddr, Err: err})
+		return
+	}
+	c.connecting = false
+	c.dialTimer.Stop()
+	l.configure(c)
+	if c.state != connOpen {
+		return
+	}
+	if err := l.be.startRead(c); err != nil {
+		l.abort(c, err)
+		return
+	}
+	if fn := c.onConnect; fn != nil {
+		c.onConnect = nil
+		fn(nil)
+	}
+	l.open(c)
+	if c.pendingOut() > 0 {
+		l.markDirty(c)
+	}
+}
+
+// DialContext connects to address on this loop from any goroutine and
+// waits until the connection is established (OnOpen has run) or failed.
+func (l *Loop) DialContext(ctx context.Context, network, address string, h Handler) (*Conn, error) {
+	type result struct {
+		c   *Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	var pending *Conn // loop-owned
+	timeout := time.Duration(0)
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+		if timeout <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+	}
+	if err := l.Post(func() {
+		c, err := l.Dial(network, address, h, timeout)
+		if err != nil {
+			ch <- result{nil, err}
+			return
+		}
+		pending = c
+		c.onConnect = func(err error) {
+			if err != nil {
+				ch <- result{nil, err}
+				return
+			}
+			ch <- result{c, nil}
+		}
+	}); err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		return r.c, r.err
+	case <-ctx.Done():
+		_ = l.Post(func() {
+			if pending != nil && pending.state == connOpen {
+				pending.onConnect = nil
+				l.abort(pending, ctx.Err())
+			}
+		})
+		return nil, ctx.Err()
+	}
+}

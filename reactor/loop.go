@@ -1,0 +1,390 @@
+package reactor
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/veloq/veloq/bufpool"
+	"github.com/veloq/veloq/internal/affinity"
+	"github.com/veloq/veloq/internal/mpsc"
+)
+
+// Park states; see "Park and wake" in doc.go.
+const (
+	stateRunning int32 = iota
+	stateParking
+	stateParked
+)
+
+// Loop is one reactor: a goroutine locked to an OS thread, driving one
+// backend. Create it with NewLoop; stop it with Close.
+type Loop struct {
+	id      int
+	cfg     Config
+	log     *slog.Logger
+	be      backend
+	backend Backend
+
+	inbox   *mpsc.Queue[func()]
+	state   atomic.Int32
+	closed  atomic.Bool  // set once the loop stops accepting posts
+	posting atomic.Int32 // posters between their closed check and their push
+
+	deferred, deferredSpare []func()
+	timers                  timerHeap
+	epoch                   time.Time
+	now                     int64 // loop clock at the top of the iteration
+
+	conns     []*Conn  // slot table
+	gens      []uint32 // generation per slot, bumped when the slot is freed
+	free      []uint32
+	dirty     []*Conn
+	listeners []*listener
+	nconn     atomic.Int64
+
+	cache    *bufpool.Cache
+	more     bool // work is known to be pending: poll without blocking
+	stopping bool
+	stopped  chan struct{}
+
+	lastAcceptLog int64
+	stats         loopCounters
+}
+
+type loopCounters struct {
+	accepted, closed, bytesIn, bytesOut     atomic.Uint64
+	iterations, parks, wakeups, posts       atomic.Uint64
+	completions, panics, acceptErrs, dialed atomic.Uint64
+}
+
+// Stats is a snapshot of a loop's counters.
+type Stats struct {
+	ID          int
+	Backend     Backend
+	Conns       int64  // open connections now
+	Accepted    uint64 // connections accepted
+	Dialed      uint64 // outbound connections started
+	Closed      uint64 // connections finalized
+	BytesIn     uint64
+	BytesOut    uint64
+	Iterations  uint64 // loop iterations
+	Parks       uint64 // times the loop blocked waiting for events
+	Wakeups     uint64 // eventfd writes by posters (a parked loop woken)
+	Posts       uint64 // closures posted to the inbox
+	Completions uint64 // backend events/completions dispatched
+	Panics      uint64 // handler panics recovered
+	AcceptErrs  uint64 // accept failures (EMFILE and friends)
+}
+
+// NewLoop starts a loop and returns once its thread and backend are ready,
+// or with the error that prevented it (for BackendUring, the io_uring setup
+// error; BackendAuto falls back to epoll instead, logging why once).
+func NewLoop(id int, cfg Config) (*Loop, error) {
+	cfg.setDefaults()
+	l := &Loop{
+		id:      id,
+		cfg:     cfg,
+		log:     cfg.Logger.With("loop", id),
+		inbox:   mpsc.New[func()](),
+		epoch:   time.Now(),
+		cache:   bufpool.NewCache(cfg.Pool, 64),
+		stopped: make(chan struct{}),
+	}
+	ready := make(chan error, 1)
+	go l.run(ready)
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// ID returns the loop's index.
+func (l *Loop) ID() int { return l.id }
+
+// Backend returns the backend the loop runs on (never BackendAuto).
+func (l *Loop) Backend() Backend { return l.backend }
+
+// NumConns returns the number of open connections. Safe from any goroutine.
+func (l *Loop) NumConns() int { return int(l.nconn.Load()) }
+
+// Done is closed when the loop has stopped and released its resources.
+func (l *Loop) Done() <-chan struct{} { return l.stopped }
+
+// Logger returns the loop's logger.
+func (l *Loop) Logger() *slog.Logger { return l.log }
+
+func (l *Loop) clock() int64 { return int64(time.Since(l.epoch)) }
+
+// Now returns the loop's cached clock reading for this iteration, a cheap
+// time source for handlers (it is refreshed every iteration).
+func (l *Loop) Now() time.Time { return l.epoch.Add(time.Duration(l.now)) }
+
+func (l *Loop) run(ready chan<- error) {
+	// The thread stays locked until the goroutine exits, so it is destroyed
+	// with the loop instead of returning pinned to the scheduler's pool.
+	runtime.LockOSThread()
+	if l.cfg.CPU >= 0 {
+		if err := affinity.Pin(l.cfg.CPU); err != nil {
+			ready <- fmt.Errorf("reactor: loop %d: %w", l.id, err)
+			return
+		}
+	}
+	be, name, err := newBackend(l)
+	if err != nil {
+		ready <- err
+		return
+	}
+	l.be, l.backend = be, name
+	ready <- nil
+	l.loop()
+	l.finish()
+}
+
+// loop is the iteration described in doc.go.
+func (l *Loop) loop() {
+	for {
+		l.stats.iterations.Add(1)
+		l.now = l.clock()
+		l.more = false
+		l.runInbox()
+		l.runTimers()
+		l.runDeferred()
+		l.flush()
+		if l.stopping && l.drained() {
+			return
+		}
+		var timeout time.Duration
+		parked := false
+		if !l.more && len(l.deferred) == 0 && l.inbox.Empty() {
+			timeout = l.nextTimeout()
+			l.state.Store(stateParking)
+			switch {
+			case !l.inbox.Empty() || len(l.deferred) > 0:
+				l.state.Store(stateRunning)
+				timeout = 0
+			case !l.state.CompareAndSwap(stateParking, stateParked):
+				// A poster saw PARKING and flipped us back to RUNNING.
+				l.state.Store(stateRunning)
+				timeout = 0
+			default:
+				parked = true
+				l.stats.parks.Add(1)
+			}
+		}
+		err := l.be.poll(timeout)
+		if parked {
+			l.state.Store(stateRunning)
+		}
+		if err != nil {
+			l.log.Error("veloq: backend poll failed; stopping the loop", "err", err)
+			l.beginStop()
+		}
+	}
+}
+
+// Post queues fn to run on the loop. It is safe from any goroutine and
+// returns ErrClosed once the loop has stopped. Posts from one goroutine run
+// in the order they were posted.
+func (l *Loop) Post(fn func()) error {
+	l.posting.Add(1)
+	if l.closed.Load() {
+		l.posting.Add(-1)
+		return ErrClosed
+	}
+	l.inbox.Push(fn)
+	l.stats.posts.Add(1)
+	l.notify()
+	l.posting.Add(-1)
+	return nil
+}
+
+// notify is the poster's half of the park protocol.
+func (l *Loop) notify() {
+	for {
+		switch l.state.Load() {
+		case stateRunning:
+			return
+		case stateParking:
+			if l.state.CompareAndSwap(stateParking, stateRunning) {
+				return
+			}
+		case stateParked:
+			if l.state.CompareAndSwap(stateParked, stateRunning) {
+				l.stats.wakeups.Add(1)
+				l.be.wake()
+				return
+			}
+		}
+	}
+}
+
+// Defer queues fn to run on the loop after the current batch of events,
+// before the flush. Call it on the loop.
+func (l *Loop) Defer(fn func()) { l.deferred = append(l.deferred, fn) }
+
+// AfterFunc runs fn on the loop after d. Call it on the loop (from another
+// goroutine, Post a closure that calls it).
+func (l *Loop) AfterFunc(d time.Duration, fn func()) *Timer {
+	t := &Timer{when: l.clock() + int64(d), fn: fn, loop: l}
+	l.timers.push(t)
+	return t
+}
+
+func (l *Loop) nextTimeout() time.Duration {
+	if len(l.timers) == 0 {
+		return -1
+	}
+	d := time.Duration(l.timers[0].when - l.clock())
+	if d <= 0 {
+		return 0
+	}
+	return d
+}
+
+const maxInboxPerIteration = 1024
+
+func (l *Loop) runInbox() {
+	for i := 0; i < maxInboxPerIteration; i++ {
+		fn, ok := l.inbox.Pop()
+		if !ok {
+			if !l.inbox.Empty() {
+				l.more = true // a producer is between its swap and its link
+			}
+			return
+		}
+		l.safeCall(fn, "posted func")
+	}
+	l.more = true
+}
+
+func (l *Loop) runTimers() {
+	for len(l.timers) > 0 && l.timers[0].when <= l.now {
+		t := l.timers[0]
+		l.timers.remove(0)
+		l.safeCall(t.fn, "timer func")
+	}
+}
+
+func (l *Loop) runDeferred() {
+	if len(l.deferred) == 0 {
+		return
+	}
+	run := l.deferred
+	l.deferred = l.deferredSpare[:0]
+	for i, fn := range run {
+		run[i] = nil
+		l.safeCall(fn, "deferred func")
+	}
+	l.deferredSpare = run[:0]
+}
+
+func (l *Loop) safeCall(fn func(), what string) {
+	defer func() {
+		if r := recover(); r != nil {
+			l.stats.panics.Add(1)
+			l.log.Error("veloq: recovered panic", "in", what, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	fn()
+}
+
+func (l *Loop) flush() {
+	for i, c := range l.dirty {
+		l.dirty[i] = nil
+		c.dirty = false
+		if c.state == connClosed || c.connecting {
+			continue
+		}
+		l.be.flush(c)
+		l.afterWrite(c)
+	}
+	l.dirty = l.dirty[:0]
+}
+
+// Close stops the loop: listeners are closed, connections aborted with
+// ErrClosed (their handlers see OnClose), in-flight kernel operations are
+// cancelled, and the backend and thread are released. It waits until all
+// of that has happened. For a graceful stop, close listeners and wait for
+// connections first (net.Server.Shutdown does).
+func (l *Loop) Close() error {
+	if err := l.Post(l.beginStop); err != nil {
+		<-l.stopped
+		return nil
+	}
+	<-l.stopped
+	return nil
+}
+
+func (l *Loop) beginStop() {
+	if l.stopping {
+		return
+	}
+	l.stopping = true
+	for _, ln := range l.listeners {
+		if ln != nil {
+			l.closeListener(ln)
+		}
+	}
+	for _, c := range l.conns {
+		if c != nil && c.state != connClosed {
+			l.abort(c, ErrClosed)
+		}
+	}
+}
+
+// drained reports whether a stopping loop has nothing left in flight.
+func (l *Loop) drained() bool {
+	if l.nconn.Load() != 0 {
+		return false
+	}
+	for _, ln := range l.listeners {
+		if ln != nil {
+			return false
+		}
+	}
+	return l.be.quiescent()
+}
+
+func (l *Loop) finish() {
+	l.closed.Store(true)
+	for l.posting.Load() != 0 {
+		runtime.Gosched()
+	}
+	// Run what was posted before the door closed, so posters that were
+	// told "nil" are not silently dropped (their conns are closed by now).
+	for {
+		fn, ok := l.inbox.Pop()
+		if !ok {
+			if l.inbox.Empty() {
+				break
+			}
+			runtime.Gosched()
+			continue
+		}
+		l.safeCall(fn, "posted func")
+	}
+	for len(l.timers) > 0 {
+		l.timers.remove(0)
+	}
+	if err := l.be.close(); err != nil {
+		l.log.Warn("veloq: closing backend", "err", err)
+	}
+	close(l.stopped)
+}
+
+// Stats returns a snapshot of the loop's counters. Safe from any goroutine.
+func (l *Loop) Stats() Stats {
+	s := &l.stats
+	return Stats{
+		ID: l.id, Backend: l.backend, Conns: l.nconn.Load(),
+		Accepted: s.accepted.Load(), Dialed: s.dialed.Load(), Closed: s.closed.Load(),
+		BytesIn: s.bytesIn.Load(), BytesOut: s.bytesOut.Load(),
+		Iterations: s.iterations.Load(), Parks: s.parks.Load(), Wakeups: s.wakeups.Load(),
+		Posts: s.posts.Load(), Completions: s.completions.Load(), Panics: s.panics.Load(),
+		AcceptErrs: s.acceptErrs.Load(),
+	}
+}

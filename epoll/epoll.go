@@ -62,7 +62,7 @@ type Poller struct {
 	pending atomic.Bool
 
 	mu     sync.RWMutex // held for reading while Wake uses efd; Close takes it for writing
-	closed atomic.Bool   // set by Close under mu
+	closed atomic.Bool  // set by Close under mu
 }
 
 // New creates an epoll instance (epoll_create1 with EPOLL_CLOEXEC) and a

@@ -16,6 +16,9 @@ const (
 	StatusNoContent            = 204
 	StatusResetContent         = 205
 	StatusPartialContent       = 206
+	StatusMultiStatus          = 207
+	StatusAlreadyReported      = 208
+	StatusIMUsed               = 226
 
 	StatusMultipleChoices   = 300
 	StatusMovedPermanently  = 301
@@ -94,6 +97,12 @@ func StatusText(code int) string {
 		return "Reset Content"
 	case 206:
 		return "Partial Content"
+	case 207:
+		return "Multi-Status"
+	case 208:
+		return "Already Reported"
+	case 226:
+		return "IM Used"
 	case 300:
 		return "Multiple Choices"
 	case 301:

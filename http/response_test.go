@@ -1,0 +1,339 @@
+package http
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	nethttp "net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStatusText(t *testing.T) {
+	for code := 100; code < 600; code++ {
+		ours, std := StatusText(code), nethttp.StatusText(code)
+		// RFC 9110 renamed reason phrases that net/http still uses.
+		switch code {
+		case 413:
+			std = "Content Too Large"
+		case 414:
+			std = "URI Too Long"
+		case 416:
+			std = "Range Not Satisfiable"
+		case 422:
+			std = "Unprocessable Content"
+		case 306:
+			std = ""
+		}
+		if ours != std {
+			t.Errorf("StatusText(%d) = %q, net/http has %q", code, ours, std)
+		}
+	}
+}
+
+func TestAppendStatusLine(t *testing.T) {
+	tests := []struct {
+		minor, status int
+		want          string
+	}{
+		{1, 200, "HTTP/1.1 200 OK\r\n"},
+		{0, 404, "HTTP/1.0 404 Not Found\r\n"},
+		{7, 431, "HTTP/1.1 431 Request Header Fields Too Large\r\n"},
+		{1, 299, "HTTP/1.1 299 \r\n"},
+		{1, 42, "HTTP/1.1 500 Internal Server Error\r\n"},
+		{1, 1000, "HTTP/1.1 500 Internal Server Error\r\n"},
+	}
+	for _, tt := range tests {
+		if got := string(AppendStatusLine([]byte("x"), tt.minor, tt.status)); got != "x"+tt.want {
+			t.Errorf("AppendStatusLine(%d, %d) = %q, want %q", tt.minor, tt.status, got, tt.want)
+		}
+	}
+	if got := string(AppendContinue(nil)); got != "HTTP/1.1 100 Continue\r\n\r\n" {
+		t.Errorf("AppendContinue = %q", got)
+	}
+}
+
+func TestDateCache(t *testing.T) {
+	var d DateCache
+	times := []time.Time{
+		time.Date(1994, 11, 6, 8, 49, 37, 0, time.UTC),
+		time.Date(2024, 2, 29, 23, 59, 59, 999999999, time.UTC),
+		time.Date(2000, 1, 1, 0, 0, 0, 0, time.FixedZone("X", 5*3600+1800)),
+		time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Now(),
+	}
+	for _, tm := range times {
+		got := string(d.Append(nil, tm))
+		want := tm.UTC().Format(nethttp.TimeFormat)
+		if got != want {
+			t.Errorf("%v: got %q, want %q", tm, got, want)
+		}
+		parsed, err := time.Parse(nethttp.TimeFormat, got)
+		if err != nil || !parsed.Equal(tm.Truncate(time.Second)) {
+			t.Errorf("%v: time.Parse(%q) = %v, %v", tm, got, parsed, err)
+		}
+	}
+	if TimeFormat != nethttp.TimeFormat {
+		t.Errorf("TimeFormat = %q", TimeFormat)
+	}
+	if got := string(d.Bytes(times[0])); got != "Sun, 06 Nov 1994 08:49:37 GMT" {
+		t.Errorf("RFC example: %q", got)
+	}
+}
+
+func TestDateCacheOncePerSecond(t *testing.T) {
+	var d DateCache
+	base := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	for i := 0; i < 1000; i++ {
+		d.Bytes(base.Add(time.Duration(i) * time.Millisecond))
+	}
+	expect(t, "updates in one second", d.updates, 1)
+	d.Bytes(base.Add(time.Second))
+	expect(t, "updates after a second", d.updates, 2)
+	// Going back in time also reformats.
+	d.Bytes(base)
+	expect(t, "updates after going back", d.updates, 3)
+	allocs := testing.AllocsPerRun(100, func() {
+		base = base.Add(time.Second)
+		d.Bytes(base)
+	})
+	expect(t, "allocs", allocs, 0.0)
+}
+
+func TestResponseHeader(t *testing.T) {
+	var h ResponseHeader
+	h.Add("X-A", "1")
+	h.Add("x-a", "2")
+	h.AddBytes([]byte("X-B"), []byte(" padded\t"))
+	h.Add("Bad Name", "dropped")
+	h.Add("", "dropped")
+	h.Add("X-Inject", "a\r\nSet-Cookie: evil\x00")
+	expect(t, "len", h.Len(), 4)
+	expect(t, "get", string(h.Get("X-A")), "1")
+	expect(t, "trimmed", string(h.Get("x-b")), "padded")
+	expect(t, "sanitized", string(h.Get("X-Inject")), "a  Set-Cookie: evil")
+	h.Set("X-A", "3")
+	expect(t, "after set", h.Len(), 3)
+	expect(t, "set value", string(h.Get("X-A")), "3")
+	h.SetBytes([]byte("X-C"), []byte("c"))
+	h.Del("X-B")
+	expect(t, "has deleted", h.Has("X-B"), false)
+	var names []string
+	for _, f := range h.Fields() {
+		names = append(names, string(f.Name)+"="+string(f.Value))
+	}
+	expect(t, "order", strings.Join(names, ","), "X-Inject=a  Set-Cookie: evil,X-A=3,X-C=c")
+	// Caller memory may be reused at once.
+	name, value := []byte("X-D"), []byte("d")
+	h.AddBytes(name, value)
+	copy(name, "ZZZ")
+	copy(value, "z")
+	expect(t, "copied", string(h.Get("X-D")), "d")
+	h.Reset()
+	expect(t, "reset", h.Len(), 0)
+}
+
+func parseRequest(t *testing.T, s string) *Request {
+	t.Helper()
+	var p Parser
+	req := new(Request)
+	if _, err := p.Parse([]byte(s), req); err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// readStd parses a serialized response with net/http.
+func readStd(t *testing.T, b []byte, method string) (*nethttp.Response, string) {
+	t.Helper()
+	resp, err := nethttp.ReadResponse(bufio.NewReader(bytes.NewReader(b)), &nethttp.Request{Method: method})
+	if err != nil {
+		t.Fatalf("net/http cannot read %q: %v", b, err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("body of %q: %v", b, err)
+	}
+	return resp, string(body)
+}
+
+func TestResponseAppendTo(t *testing.T) {
+	date := []byte("Sun, 06 Nov 1994 08:49:37 GMT")
+	get11 := "GET / HTTP/1.1\r\nHost: a\r\n\r\n"
+	tests := []struct {
+		name    string
+		req     string // "" means nil request
+		setup   func(r *Response)
+		want    string
+		close   bool
+		allowed bool
+	}{
+		{
+			name: "hello",
+			req:  get11,
+			setup: func(r *Response) {
+				r.Header().Set("Content-Type", "text/plain")
+				r.WriteString("hello")
+			},
+			want: "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\n" +
+				"Content-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello",
+			allowed: true,
+		},
+		{
+			name:    "empty body",
+			req:     get11,
+			setup:   func(r *Response) { r.SetStatus(404) },
+			want:    "HTTP/1.1 404 Not Found\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 0\r\n\r\n",
+			allowed: true,
+		},
+		{
+			name: "HEAD",
+			req:  "HEAD / HTTP/1.1\r\nHost: a\r\n\r\n",
+			setup: func(r *Response) {
+				r.Write([]byte("not sent"))
+			},
+			want: "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 8\r\n\r\n",
+		},
+		{
+			name: "204 and overrides",
+			req:  get11,
+			setup: func(r *Response) {
+				r.SetStatus(204)
+				r.Header().Set("Server", "custom")
+				r.Header().Set("Date", "")
+				r.Header().Set("Content-Length", "99")
+				r.Header().Set("Transfer-Encoding", "chunked")
+				r.WriteString("dropped")
+			},
+			want: "HTTP/1.1 204 No Content\r\nServer: custom\r\n\r\n",
+		},
+		{
+			name:    "304",
+			req:     get11,
+			setup:   func(r *Response) { r.SetStatus(304); r.Header().Add("ETag", `"x"`) },
+			want:    "HTTP/1.1 304 Not Modified\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nETag: \"x\"\r\n\r\n",
+			allowed: false,
+		},
+		{
+			name:    "client asks to close",
+			req:     "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+			setup:   func(r *Response) {},
+			want:    "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+			close:   true,
+			allowed: true,
+		},
+		{
+			name:    "handler asks to close",
+			req:     get11,
+			setup:   func(r *Response) { r.Header().Set("Connection", "Close") },
+			want:    "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nConnection: Close\r\nContent-Length: 0\r\n\r\n",
+			close:   true,
+			allowed: true,
+		},
+		{
+			name:    "HTTP/1.0 keep-alive",
+			req:     "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+			setup:   func(r *Response) { r.WriteString("x") },
+			want:    "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 1\r\nConnection: keep-alive\r\n\r\nx",
+			allowed: true,
+		},
+		{
+			name:    "HTTP/1.0 without keep-alive",
+			req:     "GET / HTTP/1.0\r\n\r\n",
+			setup:   func(r *Response) { r.WriteString("x") },
+			want:    "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx",
+			close:   true,
+			allowed: true,
+		},
+		{
+			name:    "no request",
+			setup:   func(r *Response) { r.SetStatus(500) },
+			want:    "HTTP/1.1 500 Internal Server Error\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+			close:   true,
+			allowed: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var req *Request
+			method := "GET"
+			if tt.req != "" {
+				req = parseRequest(t, tt.req)
+				method = string(req.Method)
+			}
+			var r Response
+			r.Reset(make([]byte, 0, 64))
+			tt.setup(&r)
+			got := r.AppendTo([]byte("prefix:"), req, date)
+			if string(got) != "prefix:"+tt.want {
+				t.Fatalf("got\n%q\nwant\n%q", got, "prefix:"+tt.want)
+			}
+			expect(t, "close", r.ShouldClose(), tt.close)
+			expect(t, "body allowed", r.BodyAllowed(), tt.allowed)
+			resp, body := readStd(t, got[len("prefix:"):], method)
+			expect(t, "std status", resp.StatusCode, r.Status())
+			if tt.allowed {
+				expect(t, "std body", body, string(r.Body()))
+			}
+		})
+	}
+}
+
+func TestResponseAppendHeadChunked(t *testing.T) {
+	var r Response
+	r.Reset(nil)
+	r.Header().Set("Content-Type", "text/plain")
+	req := parseRequest(t, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	out := r.AppendHead(nil, req, nil, -1)
+	if !r.Chunked() || r.ShouldClose() || !r.BodyAllowed() {
+		t.Fatalf("chunked=%v close=%v allowed=%v", r.Chunked(), r.ShouldClose(), r.BodyAllowed())
+	}
+	out = AppendChunk(out, []byte("hello, "))
+	out = AppendChunk(out, []byte("world"))
+	out = AppendLastChunk(out)
+	resp, body := readStd(t, out, "GET")
+	expect(t, "body", body, "hello, world")
+	expect(t, "te", strings.Join(resp.TransferEncoding, ","), "chunked")
+	expect(t, "no date", strings.Contains(string(out), "Date:"), false)
+
+	// HTTP/1.0 cannot take chunked: the body is delimited by closing.
+	req10 := parseRequest(t, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+	out = r.AppendHead(nil, req10, nil, -1)
+	if r.Chunked() || !r.ShouldClose() {
+		t.Fatalf("HTTP/1.0: chunked=%v close=%v", r.Chunked(), r.ShouldClose())
+	}
+	expect(t, "1.0 head", string(out), "HTTP/1.1 200 OK\r\nServer: veloq\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n")
+
+	out = r.AppendHead(nil, req, nil, 1234)
+	expect(t, "known length", strings.Contains(string(out), "Content-Length: 1234\r\n"), true)
+}
+
+func TestAppendError(t *testing.T) {
+	out := AppendError(nil, ErrorStatus(errObsFold), []byte("Sun, 06 Nov 1994 08:49:37 GMT"))
+	resp, body := readStd(t, out, "GET")
+	expect(t, "status", resp.StatusCode, 400)
+	expect(t, "body", body, "Bad Request\n")
+	expect(t, "close", resp.Close, true)
+	expect(t, "date", resp.Header.Get("Date"), "Sun, 06 Nov 1994 08:49:37 GMT")
+}
+
+func TestResponseAllocs(t *testing.T) {
+	req := parseRequest(t, chromeRequest)
+	var r Response
+	var dc DateCache
+	body := make([]byte, 0, 256)
+	out := make([]byte, 0, 1024)
+	now := time.Now()
+	allocs := testing.AllocsPerRun(100, func() {
+		r.Reset(body)
+		r.Header().Set("Content-Type", "application/javascript")
+		r.Header().Add("Cache-Control", "max-age=3600")
+		r.WriteString("console.log('hello');")
+		out = r.AppendTo(out[:0], req, dc.Bytes(now))
+	})
+	if allocs != 0 {
+		t.Errorf("Response allocates %v times", allocs)
+	}
+}

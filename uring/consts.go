@@ -60,6 +60,11 @@ const (
 	OpFtruncate
 	OpBind
 	OpListen
+	OpRecvZC
+	OpEpollWait
+	OpReadvFixed
+	OpWritevFixed
+	OpPipe
 )
 
 // SQE flags (io_uring_sqe.flags).

@@ -173,7 +173,11 @@ func TestRecvMultishotProvidedBuffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.FreeBufRing(br)
+	defer func() {
+		if err := r.FreeBufRing(br); err != nil {
+			t.Errorf("FreeBufRing: %v", err)
+		}
+	}()
 	if br.BGID() != bgid {
 		t.Fatalf("BGID %d", br.BGID())
 	}
@@ -538,5 +542,43 @@ func TestSocketConnectMsgShutdownClose(t *testing.T) {
 	got = waitN(t, r, 2, time.Second)
 	if got[20].Res != 0 || got[21].Res != 0 {
 		t.Fatalf("close: %+v", got)
+	}
+}
+
+// With DEFER_TASKRUN a completion triggered by the network (not inline
+// with submission) sits as task work until the issuer enters the kernel.
+// PeekBatchCQE alone must find it, via IORING_SQ_TASKRUN.
+func TestDeferTaskrunPeekFlushes(t *testing.T) {
+	lockThread(t)
+	r := newRing(t, 8, WithDeferTaskrun())
+	fd, peer := connPair(t)
+	buf := make([]byte, 16)
+	s := r.GetSQE()
+	s.PrepRecv(fd, buf, 0)
+	s.SetUserData(5)
+	if _, err := r.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peer.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	cqes := make([]*CQE, 4)
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if n := r.PeekBatchCQE(cqes); n > 0 {
+			if n != 1 || cqes[0].UserData != 5 || cqes[0].Res != 4 || string(buf[:4]) != "ping" {
+				t.Fatalf("CQE %+v buf %q", *cqes[0], buf)
+			}
+			r.CQAdvance(1)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("PeekBatchCQE never surfaced the deferred completion")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	runtime.KeepAlive(buf)
+	if err := r.GetEvents(); err != nil {
+		t.Fatal(err)
 	}
 }

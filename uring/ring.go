@@ -125,6 +125,10 @@ type Ring struct {
 	regTid     int    // thread that registered the ring fd (registrations are per task)
 	flags      uint32
 	features   uint32
+	// cqAlwaysEnter: completions can only be reaped through io_uring_enter
+	// even when no SQ flag says so (IOPOLL, or DEFER_TASKRUN on a kernel
+	// that refused TASKRUN_FLAG).
+	cqAlwaysEnter bool
 
 	// SQ ring: pointers into mmap'd memory written by the kernel and/or us.
 	sqHead    *uint32 // kernel advances as it consumes SQEs
@@ -188,6 +192,8 @@ func setup(entries uint32, cfg *config) (*Ring, error) {
 		return nil, &SetupError{Errno: errno, Reason: setupReason(errno, "io_uring_setup")}
 	}
 	r := &Ring{fd: int(fd), enterFd: int(fd), flags: p.flags, features: p.features}
+	r.cqAlwaysEnter = p.flags&SetupIOPoll != 0 ||
+		(p.flags&SetupDeferTaskrun != 0 && p.flags&SetupTaskrunFlag == 0)
 	if err := r.mmapRings(p); err != nil {
 		r.unmap()
 		unix.Close(r.fd)
@@ -279,8 +285,13 @@ func (r *Ring) unmap() {
 }
 
 // Close unregisters the ring fd (if registered from this thread), unmaps
-// the rings and closes the fd. Pending requests are cancelled by the kernel.
-// Close is idempotent.
+// the rings and closes the fd. Close is idempotent.
+//
+// The kernel cancels requests still in flight, but it does so
+// asynchronously after the fd is closed. Memory those requests point at must
+// therefore stay valid until they are gone: cancel them (PrepCancelAny with
+// AsyncCancelAll) and reap their CQEs before Close, or keep the buffers
+// alive/mapped for the life of the process.
 func (r *Ring) Close() error {
 	if r.closed {
 		return nil

@@ -88,7 +88,7 @@ func (r *Ring) cqNeedsFlush() bool {
 }
 
 func (r *Ring) cqNeedsEnter() bool {
-	return r.flags&SetupIOPoll != 0 || r.cqNeedsFlush()
+	return r.cqAlwaysEnter || r.cqNeedsFlush()
 }
 
 // Submit publishes prepared SQEs and tells the kernel about them. It
@@ -208,6 +208,19 @@ func (r *Ring) getEvents() syscall.Errno {
 			return errno
 		}
 	}
+}
+
+// GetEvents enters the kernel with GETEVENTS and no wait, which runs
+// deferred task work and flushes the CQ overflow list into the CQ.
+// PeekCQE and PeekBatchCQE already do this when the SQ flags ask for it.
+func (r *Ring) GetEvents() error {
+	if r.closed {
+		return ErrClosed
+	}
+	if errno := r.getEvents(); errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 // PeekCQE returns the next CQE without blocking, or unix.EAGAIN. It flushes

@@ -389,6 +389,18 @@ func TestRegisterRingFd(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The per-thread table has 16 slots: Close must give them back.
+	for i := 0; i < 40; i++ {
+		r := newRing(t, 2, WithSingleIssuer())
+		if err := r.RegisterRingFd(); err != nil {
+			t.Fatalf("ring %d: RegisterRingFd: %v (slots leaked by Close?)", i, err)
+		}
+		s := r.GetSQE()
+		s.PrepNop()
+		s.SetUserData(1)
+		waitN(t, r, 1, time.Second)
+		r.Close()
+	}
 }
 
 func TestPipeOps(t *testing.T) {

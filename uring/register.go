@@ -43,6 +43,7 @@ func (r *Ring) RegisterRingFd() error {
 		return unix.EEXIST
 	}
 	up := rsrcUpdate{offset: ^uint32(0), data: uint64(r.fd)}
+	// unsafe: the argument struct holds no stack addresses; see register.
 	n, err := r.register(registerRingFds, unsafe.Pointer(&up), 1)
 	if err != nil {
 		return err
@@ -71,6 +72,7 @@ func (r *Ring) Probe() (*Probe, error) {
 		return nil, ErrClosed
 	}
 	p := new(Probe)
+	// unsafe: the argument struct holds no stack addresses; see register.
 	if _, err := r.register(registerProbe, unsafe.Pointer(p), uintptr(len(p.ops))); err != nil {
 		return nil, err
 	}
@@ -94,6 +96,7 @@ func (r *Ring) RegisterFilesSparse(n uint32) error {
 		return ErrClosed
 	}
 	reg := rsrcRegister{nr: n, flags: rsrcRegisterSparse}
+	// unsafe: the argument struct holds no stack addresses; see register.
 	_, err := r.register(registerFiles2, unsafe.Pointer(&reg), unsafe.Sizeof(reg))
 	return err
 }
@@ -185,6 +188,7 @@ func (r *Ring) SetupBufRing(entries uint32, bgid uint16) (*BufRing, error) {
 	// bytes; it stays mapped until FreeBufRing.
 	base := unsafe.Pointer(unsafe.SliceData(mem))
 	reg := bufReg{ringAddr: uint64(uintptr(base)), ringEntries: entries, bgid: bgid}
+	// unsafe: the argument struct holds no stack addresses; see register.
 	if _, err := r.register(registerPbufRing, unsafe.Pointer(&reg), 1); err != nil {
 		unix.Munmap(mem)
 		return nil, err
@@ -209,6 +213,7 @@ func (r *Ring) FreeBufRing(br *BufRing) error {
 	var err error
 	if !r.closed {
 		reg := bufReg{bgid: br.bgid}
+		// unsafe: the argument struct holds no stack addresses; see register.
 		_, err = r.register(unregisterPbufRing, unsafe.Pointer(&reg), 1)
 	}
 	br.bufs, br.tailW = nil, nil

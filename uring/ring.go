@@ -303,6 +303,7 @@ func (r *Ring) Close() error {
 		// from the owner. Otherwise the reference drops when that thread exits.
 		if unix.Gettid() == r.regTid {
 			up := rsrcUpdate{offset: uint32(r.enterFd)}
+			// unsafe: the argument struct holds no stack addresses; see register.
 			r.register(unregisterRingFds, unsafe.Pointer(&up), 1)
 		}
 		r.enterFlags &^= EnterRegisteredRing

@@ -1,0 +1,37 @@
+// Package executor runs work off the reactor threads.
+//
+// It has three parts:
+//
+//   - [Pool], a work-stealing pool for CPU-bound tasks. Each worker owns a
+//     fixed 256-slot Chase-Lev deque, a directed inbox and an injection queue.
+//     Tasks submitted from outside the pool are placed by power-of-two-choices
+//     on the less loaded of two random workers; tasks a worker creates for
+//     itself go onto its own deque (see [Worker.Spawn]); idle workers steal
+//     half of a victim's queue; a worker with nothing to do parks, and a
+//     spawner wakes one only when it sees a parked worker and no thief already
+//     spinning.
+//   - [BlockingPool], an elastic pool for blocking calls: 0 to a bound of
+//     goroutines, idle ones exit after a timeout, and a bounded queue that
+//     rejects with [ErrOverloaded] when full (load shedding).
+//   - [Future], the result of a function run on either pool, with a lock-free
+//     state word. Plain goroutines [Future.Wait]; code pinned to a reactor asks
+//     for a continuation on its own thread with [Future.OnLoop].
+//
+// A panic in a task never takes a worker down: it is recovered, logged with
+// log/slog and counted, and for a [Future] it becomes the future's error,
+// a *[PanicError] that matches [ErrPanicked] with errors.Is.
+//
+// # Why Spawn cannot tell it is running on a worker
+//
+// Go has no goroutine-local storage, and the one way to learn the current
+// goroutine's identity (parsing runtime.Stack) costs microseconds, more than
+// the whole Spawn path. So [Pool.Spawn] always places by power-of-two-choices.
+// Code that runs on a worker and wants the cheap, cache-friendly path gets its
+// [*Worker] explicitly: [Pool.Go] hands it to the task, [WorkerFrom] pulls it
+// out of the context given to a [Submit] function, and [Worker.Spawn] pushes
+// onto that worker's own deque.
+//
+// The state machines (the worker park protocol in worker.go, the future
+// state in future.go, the deque indices in deque.go) are described once, next
+// to the code that owns them.
+package executor

@@ -1,0 +1,113 @@
+package executor
+
+import (
+	"log/slog"
+	"runtime"
+	"time"
+)
+
+// config holds the settings of a Pool.
+type config struct {
+	workers int
+	budget  int
+	logger  *slog.Logger
+}
+
+// Option configures a Pool.
+type Option func(*config)
+
+// WithWorkers sets the number of workers. Values below 1 select the default,
+// runtime.GOMAXPROCS(0).
+func WithWorkers(n int) Option {
+	return func(c *config) { c.workers = n }
+}
+
+// WithLogger sets the logger used to report recovered panics. The default is
+// slog.Default() at the time the pool is created.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// WithBudget sets how many tasks a worker runs in one round before it yields
+// its thread to other goroutines with runtime.Gosched. Values below 1 select
+// the default, 64.
+func WithBudget(n int) Option {
+	return func(c *config) { c.budget = n }
+}
+
+func newConfig(opts []Option) config {
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.workers < 1 {
+		c.workers = runtime.GOMAXPROCS(0)
+	}
+	if c.budget < 1 {
+		c.budget = 64
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	return c
+}
+
+// blockingConfig holds the settings of a BlockingPool.
+type blockingConfig struct {
+	maxThreads  int
+	queueSize   int
+	idleTimeout time.Duration
+	logger      *slog.Logger
+}
+
+// BlockingOption configures a BlockingPool.
+type BlockingOption func(*blockingConfig)
+
+// WithMaxThreads bounds the number of goroutines of a BlockingPool. Values
+// below 1 select the default, 64.
+func WithMaxThreads(n int) BlockingOption {
+	return func(c *blockingConfig) { c.maxThreads = n }
+}
+
+// WithQueueSize bounds the number of tasks that wait for a goroutine when all
+// are busy. Zero means no queue: a task is accepted only if a goroutine can
+// take it at once. Negative values select the default, 1024.
+func WithQueueSize(n int) BlockingOption {
+	return func(c *blockingConfig) { c.queueSize = n }
+}
+
+// WithIdleTimeout sets how long an idle goroutine waits for work before it
+// exits. Values of zero or below select the default, 10s.
+func WithIdleTimeout(d time.Duration) BlockingOption {
+	return func(c *blockingConfig) { c.idleTimeout = d }
+}
+
+// WithBlockingLogger sets the logger used to report recovered panics. The
+// default is slog.Default() at the time the pool is created.
+func WithBlockingLogger(l *slog.Logger) BlockingOption {
+	return func(c *blockingConfig) { c.logger = l }
+}
+
+func newBlockingConfig(opts []BlockingOption) blockingConfig {
+	c := blockingConfig{queueSize: -1}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.maxThreads < 1 {
+		c.maxThreads = 64
+	}
+	if c.queueSize < 0 {
+		c.queueSize = 1024
+	}
+	if c.idleTimeout <= 0 {
+		c.idleTimeout = 10 * time.Second
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	return c
+}

@@ -1,0 +1,346 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Pool is a work-stealing pool of workers for CPU-bound tasks.
+//
+// Each worker has three queues, looked at in this order when it needs work:
+// its directed inbox (SpawnTo; never stolen), its local Chase-Lev deque
+// (Worker.Spawn, plus batches it moves in from the other queues), its
+// injection queue (Spawn from outside the pool), and the pool's global
+// injector, which takes the older half of a deque that overflows. Every 61st
+// task the worker looks at the shared queues first, so a worker busy with its
+// own tasks cannot starve them. A worker with nothing left steals half of a
+// random victim's deque (or injection queue), then parks.
+//
+// A Pool must be created with NewPool and should be shut down with Shutdown,
+// which is what makes its goroutines exit.
+type Pool struct {
+	cfg config
+	log *slog.Logger
+
+	// reg is the immutable worker registry; readers take no lock.
+	reg atomic.Pointer[registry]
+
+	// injector receives the overflow of local deques.
+	injector lockedQueue
+
+	// nspinning counts workers that are searching other workers' queues
+	// (spinning thieves), at most maxSpin. nparked counts workers in the
+	// parking or parked state (see worker.go).
+	nspinning atomic.Int32
+	_         [60]byte
+	nparked   atomic.Int32
+	_         [60]byte
+	maxSpin   int32
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	quit      chan struct{} // closed by Shutdown: parked workers wake and drain
+	live      atomic.Int32  // workers not yet exited
+	done      chan struct{} // closed when the last worker exits
+}
+
+// registry is an immutable snapshot of the workers.
+type registry struct {
+	workers []*Worker
+}
+
+// NewPool starts a pool. By default it has runtime.GOMAXPROCS(0) workers.
+func NewPool(opts ...Option) *Pool {
+	cfg := newConfig(opts)
+	p := &Pool{
+		cfg:     cfg,
+		log:     cfg.logger,
+		maxSpin: int32(max(1, cfg.workers/2)),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	ws := make([]*Worker, cfg.workers)
+	for i := range ws {
+		ws[i] = &Worker{
+			id:   i,
+			pool: p,
+			wake: make(chan struct{}, 1),
+		}
+	}
+	p.reg.Store(&registry{workers: ws})
+	p.live.Store(int32(len(ws)))
+	for _, w := range ws {
+		go w.run()
+	}
+	return p
+}
+
+// Workers returns the number of workers.
+func (p *Pool) Workers() int { return len(p.reg.Load().workers) }
+
+// Spawn schedules task on the pool. The task may run on any worker.
+//
+// Spawn places the task on the less loaded of two randomly chosen workers,
+// where load is the length of the worker's injection queue, local deque and
+// inbox. Code already running on a worker should prefer Worker.Spawn, which
+// pushes onto that worker's own deque without taking a lock (see the package
+// documentation for why Spawn cannot detect this by itself).
+//
+// Once Spawn returns nil the task will run, even if Shutdown begins
+// meanwhile. After Shutdown has begun Spawn returns ErrClosed.
+func (p *Pool) Spawn(task func()) error {
+	if task == nil {
+		return ErrNilTask
+	}
+	return p.inject(taskOf(task))
+}
+
+// Go is like Spawn, but hands the task the Worker that runs it, so that the
+// task can push follow-up work onto that worker's deque with Worker.Spawn.
+func (p *Pool) Go(task func(w *Worker)) error {
+	if task == nil {
+		return ErrNilTask
+	}
+	return p.inject(wtaskOf(task))
+}
+
+func taskOf(fn func()) task         { return task{fn: fn} }
+func wtaskOf(fn func(*Worker)) task { return task{wfn: fn} }
+
+// inject places t by power-of-two-choices.
+func (p *Pool) inject(t task) error {
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	w := p.choose(p.reg.Load().workers)
+	if !w.injected.push(t) {
+		return ErrClosed // w has exited: the pool is shutting down
+	}
+	w.spawned.Add(1)
+	p.wakeThief(w)
+	return nil
+}
+
+// choose returns the less loaded of two distinct random workers.
+func (p *Pool) choose(ws []*Worker) *Worker {
+	n := uint64(len(ws))
+	if n == 1 {
+		return ws[0]
+	}
+	r := rand.Uint64() // per-thread generator in the runtime: no shared lock
+	i := (r & 0xffffffff) % n
+	j := (r >> 32) % (n - 1)
+	if j >= i {
+		j++
+	}
+	a, b := ws[i], ws[j]
+	if b.load() < a.load() {
+		return b
+	}
+	return a
+}
+
+// SpawnTo schedules task on the given worker's inbox. Directed tasks are
+// never stolen; a worker runs its inbox before anything else.
+func (p *Pool) SpawnTo(worker int, task func()) error {
+	if task == nil {
+		return ErrNilTask
+	}
+	ws := p.reg.Load().workers
+	if worker < 0 || worker >= len(ws) {
+		return fmt.Errorf("%w: %d (pool has %d workers)", ErrInvalidWorker, worker, len(ws))
+	}
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	w := ws[worker]
+	if !w.inbox.push(taskOf(task)) {
+		return ErrClosed
+	}
+	w.spawned.Add(1)
+	p.notify(w)
+	return nil
+}
+
+// Shutdown stops the pool accepting work (Spawn, Go, SpawnTo and Submit then
+// fail with ErrClosed), lets the workers run everything already queued,
+// including the tasks that running tasks push with Worker.Spawn, and waits
+// for the workers to exit or for ctx to be done, whichever comes first. It
+// returns nil once every worker has exited, or an error wrapping ctx.Err().
+// It may be called more than once.
+func (p *Pool) Shutdown(ctx context.Context) error {
+	p.closeOnce.Do(func() {
+		p.closed.Store(true)
+		close(p.quit)
+	})
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("executor: pool shutdown: %w", ctx.Err())
+	}
+}
+
+func (p *Pool) workerExited() {
+	if p.live.Add(-1) == 0 {
+		close(p.done)
+	}
+}
+
+// Wake-ups. The worker side of this protocol (the states and the park
+// sequence) is described in worker.go next to park.
+
+// notify makes sure worker w looks at its inbox: a directed task can be run
+// by w only, so w is woken whatever the thieves are doing. The caller has
+// published the task before calling notify.
+func (p *Pool) notify(w *Worker) {
+	for {
+		switch w.state.Load() {
+		case wsParking:
+			if w.state.CompareAndSwap(wsParking, wsNotified) {
+				p.nparked.Add(-1)
+				return
+			}
+		case wsParked:
+			if w.state.CompareAndSwap(wsParked, wsNotified) {
+				p.nparked.Add(-1)
+				w.wake <- struct{}{}
+				return
+			}
+		default:
+			// Running (it will look at its inbox before parking), already
+			// notified, or exited (its inbox is closed).
+			return
+		}
+	}
+}
+
+// wakeThief is called after stealable work has been published. It wakes one
+// parked worker, preferring pref, and hands it the spinning token — but only
+// when some worker is parked and no thief is spinning already: a spinning
+// thief will find the work, and when it stops spinning it either wakes the
+// next worker or re-checks every queue before parking. That is what rules out
+// both lost wake-ups and a thundering herd.
+func (p *Pool) wakeThief(pref *Worker) {
+	for retry := 0; ; retry++ {
+		if p.nparked.Load() <= 0 {
+			return // anyone who parks from now on re-checks the queues
+		}
+		if !p.nspinning.CompareAndSwap(0, 1) {
+			return // a spinning thief is responsible
+		}
+		if p.handToken(pref) {
+			return
+		}
+		// Nobody could take the token. A worker may have counted itself in
+		// nparked without having announced wsParking yet; giving the token
+		// back and checking again keeps the "released a token, so re-check"
+		// rule that the worker side relies on.
+		p.nspinning.Add(-1)
+		if retry > 0 {
+			runtime.Gosched()
+		}
+	}
+}
+
+// handToken moves one parking or parked worker to wsNotifiedSpinning. The
+// caller holds the spinning token and gives it to that worker.
+func (p *Pool) handToken(pref *Worker) bool {
+	if pref != nil && pref.tryWakeSpinning() {
+		return true
+	}
+	ws := p.reg.Load().workers
+	n := len(ws)
+	off := rand.IntN(n)
+	for i := range n {
+		if ws[(off+i)%n].tryWakeSpinning() {
+			return true
+		}
+	}
+	return false
+}
+
+// tryWakeSpinning wakes w with the spinning token if w is parking or parked.
+func (w *Worker) tryWakeSpinning() bool {
+	for {
+		switch w.state.Load() {
+		case wsParking:
+			if w.state.CompareAndSwap(wsParking, wsNotifiedSpinning) {
+				w.pool.nparked.Add(-1)
+				return true
+			}
+		case wsParked:
+			if w.state.CompareAndSwap(wsParked, wsNotifiedSpinning) {
+				w.pool.nparked.Add(-1)
+				w.wake <- struct{}{}
+				return true
+			}
+		default:
+			return false
+		}
+	}
+}
+
+// PoolStats is a snapshot of a Pool's counters. Counters are read one by
+// one while the pool runs, so the totals are approximate.
+type PoolStats struct {
+	Workers []WorkerStats
+
+	// Totals over Workers.
+	Spawned, Executed, Stolen, StealAttempts, Parks, Panics uint64
+	QueueLen                                                int
+
+	Injector int // tasks in the global injector
+	Spinning int // workers searching for work to steal
+	Parked   int // workers parked or about to park
+}
+
+// WorkerStats are the counters of one worker.
+type WorkerStats struct {
+	ID            int
+	Spawned       uint64 // tasks placed on this worker (any queue)
+	Executed      uint64 // tasks this worker ran
+	Stolen        uint64 // tasks this worker stole from others
+	StealAttempts uint64 // victims this worker tried to steal from
+	Parks         uint64 // times this worker blocked for lack of work
+	Panics        uint64 // tasks that panicked on this worker
+	QueueLen      int    // tasks waiting in its inbox, deque and injection queue
+}
+
+// Stats returns a snapshot of the pool's counters.
+func (p *Pool) Stats() PoolStats {
+	ws := p.reg.Load().workers
+	s := PoolStats{
+		Workers:  make([]WorkerStats, len(ws)),
+		Injector: p.injector.len(),
+		Spinning: int(p.nspinning.Load()),
+		Parked:   int(max(0, p.nparked.Load())),
+	}
+	for i, w := range ws {
+		ww := WorkerStats{
+			ID:            w.id,
+			Spawned:       w.spawned.Load(),
+			Executed:      w.executed.Load(),
+			Stolen:        w.stolen.Load(),
+			StealAttempts: w.stealAttempts.Load(),
+			Parks:         w.parks.Load(),
+			Panics:        w.panics.Load(),
+			QueueLen:      w.inbox.len() + int(w.inboxBuffered.Load()) + w.dq.len() + w.injected.len(),
+		}
+		s.Workers[i] = ww
+		s.Spawned += ww.Spawned
+		s.Executed += ww.Executed
+		s.Stolen += ww.Stolen
+		s.StealAttempts += ww.StealAttempts
+		s.Parks += ww.Parks
+		s.Panics += ww.Panics
+		s.QueueLen += ww.QueueLen
+	}
+	s.QueueLen += s.Injector
+	return s
+}

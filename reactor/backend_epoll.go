@@ -87,7 +87,7 @@ func (b *epollBackend) runRetries() {
 	b.retryRead, b.retryAccept = nil, nil
 	for _, c := range reads {
 		if c.state == connOpen && !c.paused {
-			b.read(c)
+			b.read(c, true)
 		}
 	}
 	for _, ln := range accepts {
@@ -109,7 +109,9 @@ func (b *epollBackend) event(c *Conn, ev uint32) {
 		if c.state == connOpen && c.paused {
 			c.readable = true
 		} else {
-			b.read(c)
+			// A FIN that arrived with the data raises no edge of its own:
+			// with RDHup/Hup set, read on past a short read to find it.
+			b.read(c, ev&(epoll.RDHup|epoll.Hup|epoll.Err) != 0)
 		}
 	}
 	if ev&epoll.Out != 0 && c.state != connClosed && c.state != connTearingDown && c.pendingOut() > 0 {
@@ -120,7 +122,7 @@ func (b *epollBackend) event(c *Conn, ev uint32) {
 
 // read drains the socket into the loop's read buffer, handing each chunk
 // to the handler.
-func (b *epollBackend) read(c *Conn) {
+func (b *epollBackend) read(c *Conn, toEOF bool) {
 	l := b.l
 	c.readable = false
 	for i := 0; ; i++ {
@@ -148,7 +150,7 @@ func (b *epollBackend) read(c *Conn) {
 			return
 		}
 		l.onData(c, b.readBuf[:n])
-		if n < len(b.readBuf) {
+		if n < len(b.readBuf) && !toEOF {
 			return // drained; a later arrival raises a new edge
 		}
 	}

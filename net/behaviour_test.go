@@ -1,0 +1,686 @@
+package net
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/veloq/veloq/reactor"
+)
+
+// The peer's FIN reaches an EOFHandler, which can still write; and a
+// server-side CloseWrite gives the client EOF while it can still send.
+func TestHalfClose(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		var got bytes.Buffer
+		var mu sync.Mutex
+		h := &HandlerFuncs{
+			Data: func(c *Conn) {
+				p, _ := c.Next(-1)
+				mu.Lock()
+				got.Write(p)
+				mu.Unlock()
+			},
+			EOF: func(c *Conn) {
+				mu.Lock()
+				n := got.Len()
+				mu.Unlock()
+				c.Write([]byte("got " + strconv.Itoa(n)))
+				c.CloseWrite()
+			},
+		}
+		s := startServer(t, b, h)
+		c, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		payload := bytes.Repeat([]byte("x"), 100000)
+		if _, err := c.Write(payload); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		reply, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(reply) != "got 100000" {
+			t.Fatalf("reply %q", reply)
+		}
+		waitConns(t, s, 0)
+	})
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		// Server half-closes first; the client keeps sending afterwards.
+		received := make(chan int, 1)
+		total := 0
+		h := &HandlerFuncs{
+			Open: func(c *Conn) { c.Write([]byte("hello")); c.CloseWrite() },
+			Data: func(c *Conn) { total += c.Discard(-1 + c.Buffered() + 1) },
+			EOF:  func(c *Conn) { received <- total; c.Close() },
+		}
+		s := startServer(t, b, h)
+		c, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		greeting, err := io.ReadAll(c) // ends at the server's FIN
+		if err != nil || string(greeting) != "hello" {
+			t.Fatalf("greeting %q %v", greeting, err)
+		}
+		if _, err := c.Write(make([]byte, 5000)); err != nil {
+			t.Fatal(err)
+		}
+		c.(*net.TCPConn).CloseWrite()
+		select {
+		case n := <-received:
+			if n != 5000 {
+				t.Fatalf("server received %d after its half-close, want 5000", n)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("server never saw the client's FIN")
+		}
+	})
+}
+
+// A client that resets mid-stream: the server sees an error in OnClose,
+// the connection is released, and the loop keeps serving others.
+func TestResetMidStream(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		closed := make(chan error, 1)
+		h := &HandlerFuncs{
+			Data: func(c *Conn) {
+				c.Discard(c.Buffered())
+				c.Write(make([]byte, 256<<10)) // keep output pending
+			},
+			Close: func(c *Conn, err error) { closed <- err },
+		}
+		s := startServer(t, b, h, WithLoops(1))
+		c, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte("go"))
+		buf := make([]byte, 1000)
+		io.ReadFull(c, buf) // the stream is flowing
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close() // RST
+		select {
+		case err := <-closed:
+			if err == nil {
+				t.Fatal("OnClose got nil after a reset")
+			}
+			if !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, io.EOF) {
+				t.Logf("reset reported as %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("server did not notice the reset")
+		}
+		waitConns(t, s, 0)
+		// The loop still serves new connections.
+		c2, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c2.Close()
+		c2.Write([]byte("x"))
+		c2.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.ReadFull(c2, buf[:10]); err != nil {
+			t.Fatalf("loop stopped serving after a reset: %v", err)
+		}
+	})
+}
+
+// A client that sends 8 MiB without reading: the server stops reading
+// from it (backpressure), keeps its pending output bounded, and once the
+// client reads, every byte comes back in order.
+func TestSlowReaderBackpressure(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		const low, high = 64 << 10, 256 << 10
+		var maxPending atomic.Int64
+		h := &HandlerFuncs{Data: func(c *Conn) {
+			p, _ := c.Next(-1)
+			c.Write(p)
+			if n := int64(c.OutputBuffered()); n > maxPending.Load() {
+				maxPending.Store(n)
+			}
+		}}
+		s := startServer(t, b, h, WithLoops(1), WithWriteWaterMarks(low, high))
+		c, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(60 * time.Second))
+		const total = 8 << 20
+		payload := make([]byte, total)
+		for i := range payload {
+			payload[i] = byte(i * 7)
+		}
+		var before runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		werr := make(chan error, 1)
+		go func() { _, err := c.Write(payload); werr <- err }()
+		// Not reading: give the server time to fill every buffer it would.
+		time.Sleep(500 * time.Millisecond)
+		var during runtime.MemStats
+		runtime.GC() // count live memory, not garbage
+		runtime.ReadMemStats(&during)
+		st := s.Stats()[0]
+		if st.BytesIn >= total {
+			t.Fatalf("server read all %d bytes from a peer that never read: no backpressure", st.BytesIn)
+		}
+		got, err := readFull(c, total)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-werr; err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, payload) {
+			t.Fatal("echoed bytes differ")
+		}
+		// Pending output may overshoot high by what was already received
+		// when reading paused: at most the recv buffers in flight.
+		limit := int64(high + 4<<20 + 512<<10)
+		if m := maxPending.Load(); m > limit {
+			t.Fatalf("pending output reached %d, bound %d", m, limit)
+		}
+		growth := int64(during.HeapAlloc) - int64(before.HeapAlloc)
+		// The test's own 8 MiB payload is allocated before "before"; the
+		// client goroutine's socket buffers are kernel memory.
+		if growth > 16<<20 {
+			t.Fatalf("heap grew %d bytes while the peer did not read", growth)
+		}
+		t.Logf("read before pause: %d bytes, max pending output %d, heap growth %d", st.BytesIn, maxPending.Load(), growth)
+	})
+}
+
+// 10,000 short-lived connections leave no descriptor behind.
+func TestShortLivedConnsNoFDLeak(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		s := startServer(t, b, echoHandler())
+		n := 10000
+		if testing.Short() || raceEnabled {
+			n = 3000
+		}
+		runtime.GC()
+		base := countFDs(t)
+		var wg sync.WaitGroup
+		var fails atomic.Int64
+		work := make(chan int)
+		for w := 0; w < 32; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				buf := make([]byte, 4)
+				for range work {
+					c, err := net.Dial("tcp", s.Addr().String())
+					if err != nil {
+						fails.Add(1)
+						continue
+					}
+					c.SetDeadline(time.Now().Add(10 * time.Second))
+					if _, err := c.Write([]byte("ping")); err != nil {
+						fails.Add(1)
+					} else if _, err := io.ReadFull(c, buf); err != nil {
+						fails.Add(1)
+					}
+					c.Close()
+				}
+			}()
+		}
+		for i := 0; i < n; i++ {
+			work <- i
+		}
+		close(work)
+		wg.Wait()
+		if f := fails.Load(); f != 0 {
+			t.Fatalf("%d of %d connections failed", f, n)
+		}
+		waitConns(t, s, 0)
+		if after := countFDs(t); after > base {
+			t.Fatalf("fd count %d after %d connections, baseline %d", after, n, base)
+		}
+		var accepted uint64
+		for _, st := range s.Stats() {
+			accepted += st.Accepted
+		}
+		if accepted < uint64(n) {
+			t.Fatalf("accepted %d of %d", accepted, n)
+		}
+	})
+}
+
+// AsyncWrite from 100 goroutines: each goroutine's writes arrive in order.
+func TestAsyncWriteOrderPerGoroutine(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		conns := make(chan *Conn, 1)
+		s := startServer(t, b, &HandlerFuncs{Open: func(c *Conn) { conns <- c }})
+		c, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		sc := <-conns
+		const writers, per = 100, 200
+		var wg sync.WaitGroup
+		for g := 0; g < writers; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				for i := 0; i < per; i++ {
+					if err := sc.AsyncWrite([]byte(fmt.Sprintf("%d %d\n", g, i)), nil); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}(g)
+		}
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		next := make([]int, writers)
+		sc2 := bufio.NewScanner(c)
+		for n := 0; n < writers*per; n++ {
+			if !sc2.Scan() {
+				t.Fatalf("after %d lines: %v", n, sc2.Err())
+			}
+			var g, i int
+			if _, err := fmt.Sscanf(sc2.Text(), "%d %d", &g, &i); err != nil {
+				t.Fatalf("line %q: %v", sc2.Text(), err)
+			}
+			if i != next[g] {
+				t.Fatalf("goroutine %d: got write %d, want %d", g, i, next[g])
+			}
+			next[g]++
+		}
+		wg.Wait()
+	})
+}
+
+// Dial from the server's loops to a standard-library listener, and a
+// handler that dials from inside the loop (the proxy pattern).
+func TestDial(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() { io.Copy(c, c); c.Close() }()
+			}
+		}()
+		s := startServer(t, b, echoHandler())
+		got := make(chan string, 1)
+		h := &HandlerFuncs{
+			Open: func(c *Conn) { c.Write([]byte("ping")) },
+			Data: func(c *Conn) {
+				if c.Buffered() >= 4 {
+					p, _ := c.Next(4)
+					got <- string(p)
+					c.Close()
+				}
+			},
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, err := s.Dial(ctx, "tcp", ln.Addr().String(), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.RemoteAddr().String() != ln.Addr().String() {
+			t.Errorf("RemoteAddr %v, want %v", c.RemoteAddr(), ln.Addr())
+		}
+		select {
+		case p := <-got:
+			if p != "ping" {
+				t.Fatalf("got %q", p)
+			}
+		case <-ctx.Done():
+			t.Fatal("no echo through the dialed connection")
+		}
+		// A refused port fails with a clear error.
+		dead, _ := net.Listen("tcp", "127.0.0.1:0")
+		addr := dead.Addr().String()
+		dead.Close()
+		if _, err := s.Dial(ctx, "tcp", addr, &HandlerFuncs{}); !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("dial to a closed port: %v, want ECONNREFUSED", err)
+		}
+		// Dial from within a handler: the loop forwards one message.
+		fwd := startServer(t, b, &HandlerFuncs{Data: func(c *Conn) {
+			p, _ := c.Next(-1)
+			msg := append([]byte(nil), p...)
+			_, err := c.Loop().Dial("tcp", ln.Addr().String(), &HandlerFuncs{
+				Open: func(up *Conn) { up.Write(msg) },
+				Data: func(up *Conn) {
+					r, _ := up.Next(-1)
+					c.Write(r)
+					if c.OutputBuffered() >= len(msg) {
+						up.Close()
+					}
+				},
+			}, 5*time.Second)
+			if err != nil {
+				c.Write([]byte("dial error: " + err.Error()))
+			}
+		}})
+		cc, err := net.Dial("tcp", fwd.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		cc.SetDeadline(time.Now().Add(10 * time.Second))
+		cc.Write([]byte("via-loop"))
+		p, err := readFull(cc, 8)
+		if err != nil || string(p) != "via-loop" {
+			t.Fatalf("forwarded %q %v", p, err)
+		}
+	})
+}
+
+// Per-connection timers fire on the loop; stopped ones do not; the idle
+// timeout closes silent connections.
+func TestTimers(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		h := &HandlerFuncs{Open: func(c *Conn) {
+			stopped := c.AfterFunc(20*time.Millisecond, func() { c.Write([]byte("never")) })
+			c.AfterFunc(50*time.Millisecond, func() { c.Write([]byte("tick")) })
+			stopped.Stop()
+		}}
+		s := startServer(t, b, h)
+		c, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		p, err := readFull(c, 4)
+		if err != nil || string(p) != "tick" {
+			t.Fatalf("got %q %v", p, err)
+		}
+
+		idle := startServer(t, b, echoHandler(), WithIdleTimeout(100*time.Millisecond))
+		ic, err := net.Dial("tcp", idle.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ic.Close()
+		ic.SetDeadline(time.Now().Add(5 * time.Second))
+		start := time.Now()
+		if _, err := ic.Read(make([]byte, 1)); err != io.EOF {
+			t.Fatalf("idle connection: read %v, want EOF", err)
+		}
+		if time.Since(start) < 80*time.Millisecond {
+			t.Fatalf("closed after %v, before the idle timeout", time.Since(start))
+		}
+	})
+}
+
+// Shutdown with live connections: listeners stop at once, connections that
+// stay open are cut at the deadline, and every fd is released.
+func TestShutdownWithLiveConnections(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		runtime.GC()
+		base := countFDs(t)
+		s, err := Listen("tcp", "127.0.0.1:0", echoHandler(), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var clients []net.Conn
+		for i := 0; i < 10; i++ {
+			c, err := net.Dial("tcp", s.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			clients = append(clients, c)
+		}
+		waitConns(t, s, 10)
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		if err := s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown: %v, want DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d < 150*time.Millisecond {
+			t.Fatalf("Shutdown returned after %v without waiting for connections", d)
+		}
+		for _, c := range clients {
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := c.Read(make([]byte, 1)); err == nil {
+				t.Fatal("client still connected after Shutdown")
+			}
+			c.Close()
+		}
+		if _, err := net.Dial("tcp", s.Addr().String()); err == nil {
+			t.Fatal("listener still accepting after Shutdown")
+		}
+		for _, l := range s.Loops() {
+			select {
+			case <-l.Done():
+			default:
+				t.Fatal("loop still running after Shutdown")
+			}
+		}
+		if after := countFDs(t); after > base {
+			t.Fatalf("fds: %d after Shutdown, %d before the server", after, base)
+		}
+
+		// Graceful: connections that finish within the grace period.
+		s2, _ := Listen("tcp", "127.0.0.1:0", echoHandler(), WithBackend(b), WithLoops(1), WithLogger(testLogger(t)))
+		c, _ := net.Dial("tcp", s2.Addr().String())
+		waitConns(t, s2, 1)
+		go func() { time.Sleep(50 * time.Millisecond); c.Close() }()
+		ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel2()
+		if err := s2.Shutdown(ctx2); err != nil {
+			t.Fatalf("graceful Shutdown: %v", err)
+		}
+	})
+}
+
+// A panicking handler closes only its own connection.
+func TestPanicIsolation(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		closeErr := make(chan error, 4)
+		h := &HandlerFuncs{
+			Data: func(c *Conn) {
+				p, _ := c.Next(-1)
+				if bytes.Contains(p, []byte("boom")) {
+					panic("handler exploded")
+				}
+				c.Write(p)
+			},
+			Close: func(c *Conn, err error) { closeErr <- err },
+		}
+		s := startServer(t, b, h, WithLoops(1))
+		good, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer good.Close()
+		bad, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bad.Close()
+		bad.Write([]byte("boom"))
+		bad.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := bad.Read(make([]byte, 1)); err == nil {
+			t.Fatal("panicking connection was not closed")
+		}
+		if err := <-closeErr; !errors.Is(err, reactor.ErrHandlerPanic) {
+			t.Fatalf("OnClose error %v, want ErrHandlerPanic", err)
+		}
+		good.SetDeadline(time.Now().Add(5 * time.Second))
+		good.Write([]byte("still here"))
+		p, err := readFull(good, 10)
+		if err != nil || string(p) != "still here" {
+			t.Fatalf("other connection on the loop: %q %v", p, err)
+		}
+		if n := s.Stats()[0].Panics; n != 1 {
+			t.Fatalf("Stats.Panics = %d", n)
+		}
+	})
+}
+
+// Many goroutines post to a loop that parks between bursts: nothing is
+// lost and everything runs on the loop.
+func TestWakeupStorm(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		l, err := reactor.NewLoop(0, reactor.Config{Backend: b, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		const posters, per = 64, 2000
+		count := 0 // loop-owned: only posted closures touch it
+		var wg sync.WaitGroup
+		for p := 0; p < posters; p++ {
+			wg.Add(1)
+			go func(p int) {
+				defer wg.Done()
+				for i := 0; i < per; i++ {
+					if err := l.Post(func() { count++ }); err != nil {
+						t.Error(err)
+						return
+					}
+					if i%(100+p) == 0 {
+						time.Sleep(time.Duration(p%3) * 100 * time.Microsecond) // let the loop park
+					}
+				}
+			}(p)
+		}
+		wg.Wait()
+		done := make(chan int)
+		l.Post(func() { done <- count })
+		select {
+		case n := <-done:
+			if n != posters*per {
+				t.Fatalf("ran %d of %d posts", n, posters*per)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("loop never ran the final post: lost wake-up")
+		}
+		st := l.Stats()
+		t.Logf("posts %d, parks %d, wakeups %d", st.Posts, st.Parks, st.Wakeups)
+		if st.Wakeups > st.Parks+1 {
+			t.Fatalf("%d wake-up writes for %d parks: a running loop was woken", st.Wakeups, st.Parks)
+		}
+	})
+}
+
+// Unix sockets and IPv6 loopback serve like TCP over IPv4.
+func TestUnixAndIPv6(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		cases := []struct{ network, addr string }{
+			{"unix", filepath.Join(t.TempDir(), "veloq.sock")},
+			{"tcp6", "[::1]:0"},
+		}
+		for _, tc := range cases {
+			s, err := Listen(tc.network, tc.addr, echoHandler(), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+			if err != nil {
+				if tc.network == "tcp6" {
+					t.Logf("no IPv6 loopback: %v", err)
+					continue
+				}
+				t.Fatal(err)
+			}
+			c, err := net.Dial(tc.network, s.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			c.Write([]byte("over " + tc.network))
+			p, err := readFull(c, len("over ")+len(tc.network))
+			if err != nil || !strings.HasSuffix(string(p), tc.network) {
+				t.Fatalf("%s: %q %v", tc.network, p, err)
+			}
+			c.Close()
+			s.Close()
+		}
+	})
+}
+
+// Input the handler never consumes is bounded by the read buffer cap.
+func TestReadBufferCap(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		closed := make(chan error, 1)
+		h := &HandlerFuncs{Close: func(c *Conn, err error) { closed <- err }} // never consumes
+		s := startServer(t, b, h, WithReadBufferCap(64<<10))
+		c, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		go c.Write(make([]byte, 1<<20))
+		select {
+		case err := <-closed:
+			if !errors.Is(err, reactor.ErrInputTooLarge) {
+				t.Fatalf("OnClose: %v, want ErrInputTooLarge", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("connection over the cap stayed open")
+		}
+	})
+}
+
+// Balancing with one acceptor spreads connections over loops.
+func TestBalanceOneAcceptor(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		for _, bal := range []Balance{BalanceRoundRobin, BalanceLeastConns} {
+			s := startServer(t, b, echoHandler(), WithBalance(bal), WithLoops(2))
+			var cs []net.Conn
+			for i := 0; i < 10; i++ {
+				c, err := net.Dial("tcp", s.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				cs = append(cs, c)
+			}
+			waitConns(t, s, 10)
+			for _, l := range s.Loops() {
+				if n := l.NumConns(); n < 3 {
+					t.Errorf("balance %d: loop %d has %d of 10 connections", bal, l.ID(), n)
+				}
+			}
+			for _, c := range cs {
+				c.Close()
+			}
+		}
+	})
+}
+
+func waitConns(t *testing.T, s *Server, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.NumConns() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("server has %d connections, want %d", s.NumConns(), want)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

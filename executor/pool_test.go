@@ -1,0 +1,511 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestSpawnExactlyOnce spawns many tasks from many goroutines outside the
+// pool; each must run exactly once.
+func TestSpawnExactlyOnce(t *testing.T) {
+	n := 1_000_000
+	if raceEnabled || testing.Short() {
+		n = 200_000
+	}
+	const producers = 16
+	p := NewPool(WithWorkers(4))
+	defer shutdown(t, p)
+
+	counts := make([]atomic.Uint32, n)
+	var wg sync.WaitGroup
+	wg.Add(n)
+	var prod sync.WaitGroup
+	for g := range producers {
+		prod.Add(1)
+		go func() {
+			defer prod.Done()
+			for i := g; i < n; i += producers {
+				if err := p.Spawn(func() { counts[i].Add(1); wg.Done() }); err != nil {
+					t.Errorf("Spawn: %v", err)
+					wg.Done()
+				}
+			}
+		}()
+	}
+	prod.Wait()
+	waitGroup(t, &wg, "all tasks")
+	for i := range counts {
+		if c := counts[i].Load(); c != 1 {
+			t.Fatalf("task %d ran %d times", i, c)
+		}
+	}
+	s := p.Stats()
+	if s.Executed != uint64(n) || s.Spawned != uint64(n) {
+		t.Errorf("stats: spawned %d executed %d, want %d", s.Spawned, s.Executed, n)
+	}
+}
+
+// TestMixedSpawnPaths drives every entry point at once: outside Spawn, Go,
+// SpawnTo, and Worker.Spawn/Go from inside tasks (including overflow of the
+// local deque into the injector).
+func TestMixedSpawnPaths(t *testing.T) {
+	n := 200_000
+	if raceEnabled {
+		n = 40_000
+	}
+	p := NewPool(WithWorkers(3))
+	defer shutdown(t, p)
+	var ran atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(n)
+	done := func() { ran.Add(1); wg.Done() }
+	var prod sync.WaitGroup
+	for g := range 4 {
+		prod.Add(1)
+		go func() {
+			defer prod.Done()
+			for i := g; i < n; {
+				switch rand.IntN(4) {
+				case 0:
+					mustNil(t, p.Spawn(done))
+					i += 4
+				case 1:
+					mustNil(t, p.SpawnTo(rand.IntN(p.Workers()), done))
+					i += 4
+				default:
+					// A fork of up to 300 children from inside a worker:
+					// more than a deque holds.
+					k := min(300, (n-i+3)/4)
+					mustNil(t, p.Go(func(w *Worker) {
+						for j := range k {
+							if j%2 == 0 {
+								mustNil(t, w.Spawn(done))
+							} else {
+								mustNil(t, w.Go(func(*Worker) { done() }))
+							}
+						}
+					}))
+					i += 4 * k
+				}
+			}
+		}()
+	}
+	prod.Wait()
+	waitGroup(t, &wg, "mixed tasks")
+	if got := ran.Load(); got != int64(n) {
+		t.Fatalf("ran %d, want %d", got, n)
+	}
+}
+
+func mustNil(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Errorf("unexpected error: %v", err)
+	}
+}
+
+// TestStealFromLocalDeque puts every task on one worker's own deque; that
+// worker then stays busy, so the other workers can only get them by
+// stealing.
+func TestStealFromLocalDeque(t *testing.T) {
+	const workers, tasks = 4, 200
+	p := NewPool(WithWorkers(workers))
+	defer shutdown(t, p)
+
+	var ranBy [workers]atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(tasks)
+	// The spawner keeps its own worker busy until others have run a
+	// quarter of its local tasks (or the liveness deadline passes).
+	var others atomic.Int64
+	spawnerDone := make(chan struct{})
+	mustNil(t, p.Go(func(w *Worker) {
+		defer close(spawnerDone)
+		me := w.ID()
+		for range tasks {
+			mustNil(t, w.Go(func(x *Worker) {
+				ranBy[x.ID()].Add(1)
+				if x.ID() != me {
+					others.Add(1)
+				}
+				spin(20 * time.Microsecond)
+				wg.Done()
+			}))
+		}
+		deadline := time.Now().Add(liveness)
+		for others.Load() < tasks/4 && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}))
+	<-spawnerDone
+	waitGroup(t, &wg, "local tasks")
+	s := p.Stats()
+	if s.Stolen == 0 {
+		t.Fatalf("no task was stolen: %+v", s)
+	}
+	if others.Load() == 0 {
+		t.Fatalf("no other worker ran any of the spawner's tasks: %+v", s)
+	}
+	t.Logf("stolen %d; ran by worker: %d %d %d %d", s.Stolen,
+		ranBy[0].Load(), ranBy[1].Load(), ranBy[2].Load(), ranBy[3].Load())
+}
+
+// TestP2CSpread checks that spawns from outside land on every worker.
+func TestP2CSpread(t *testing.T) {
+	const workers, n = 4, 20_000
+	p := NewPool(WithWorkers(workers))
+	defer shutdown(t, p)
+	var wg sync.WaitGroup
+	wg.Add(n)
+	for range n {
+		mustNil(t, p.Spawn(func() { spin(time.Microsecond); wg.Done() }))
+	}
+	waitGroup(t, &wg, "spread tasks")
+	s := p.Stats()
+	for _, w := range s.Workers {
+		// A fair share is n/workers; P2C should give each at least a
+		// quarter of that (random placement alone would).
+		if w.Spawned < n/workers/4 {
+			t.Errorf("worker %d got %d of %d spawns: %+v", w.ID, w.Spawned, n, s)
+		}
+	}
+}
+
+// TestP2CPrefersLessLoaded blocks one worker with a long queue and checks
+// that new spawns avoid it.
+func TestP2CPrefersLessLoaded(t *testing.T) {
+	const workers = 2
+	p := NewPool(WithWorkers(workers))
+	defer shutdown(t, p)
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	// Occupy both workers, then queue 100 tasks on worker 0's inbox.
+	started := make(chan struct{}, workers)
+	for i := range workers {
+		wg.Add(1)
+		mustNil(t, p.SpawnTo(i, func() { started <- struct{}{}; <-gate; wg.Done() }))
+	}
+	for range workers {
+		<-started
+	}
+	for range 100 {
+		wg.Add(1)
+		mustNil(t, p.SpawnTo(0, wg.Done))
+	}
+	before := p.Stats().Workers
+	for range 50 {
+		wg.Add(1)
+		mustNil(t, p.Spawn(wg.Done))
+	}
+	after := p.Stats().Workers
+	close(gate)
+	waitGroup(t, &wg, "tasks")
+	if got := after[1].Spawned - before[1].Spawned; got != 50 {
+		t.Errorf("worker 1 (empty) got %d of 50 spawns; worker 0 has 100 queued", got)
+	}
+}
+
+// TestRandomPausesNoDeadlock has producers that pause at random, so workers
+// park and wake over and over; every task must still run.
+func TestRandomPausesNoDeadlock(t *testing.T) {
+	rounds := 300
+	if raceEnabled || testing.Short() {
+		rounds = 100
+	}
+	p := NewPool(WithWorkers(4))
+	defer shutdown(t, p)
+	// One WaitGroup per producer, so that a producer can wait for its own
+	// tasks (letting the pool go idle) while the others keep adding.
+	var wgs [6]sync.WaitGroup
+	var prod sync.WaitGroup
+	for g := range wgs {
+		prod.Add(1)
+		go func() {
+			defer prod.Done()
+			wg := &wgs[g]
+			r := rand.New(rand.NewPCG(uint64(g), 1))
+			for range rounds {
+				burst := r.IntN(20)
+				for range burst {
+					wg.Add(1)
+					var err error
+					switch r.IntN(3) {
+					case 0:
+						err = p.Spawn(wg.Done)
+					case 1:
+						err = p.SpawnTo(r.IntN(4), wg.Done)
+					default:
+						err = p.Go(func(w *Worker) {
+							wg.Add(1)
+							mustNil(t, w.Spawn(wg.Done))
+							wg.Done()
+						})
+					}
+					if err != nil {
+						t.Errorf("spawn: %v", err)
+						wg.Done()
+					}
+				}
+				switch r.IntN(4) {
+				case 0:
+					time.Sleep(time.Duration(r.IntN(500)) * time.Microsecond)
+				case 1:
+					// Wait for our tasks to drain; the pool may go idle.
+					if !waitGroupErr(t, wg, "a burst") {
+						return
+					}
+				}
+			}
+		}()
+	}
+	prod.Wait()
+	for i := range wgs {
+		waitGroup(t, &wgs[i], "paused producers' tasks")
+	}
+	// Once idle the workers must all park, not spin for ever.
+	eventually(t, "all workers parked", func() bool {
+		s := p.Stats()
+		return s.Parked == p.Workers() && s.Spinning == 0
+	})
+}
+
+func TestSpawnTo(t *testing.T) {
+	const workers, n = 4, 1000
+	p := NewPool(WithWorkers(workers))
+	defer shutdown(t, p)
+	var wg sync.WaitGroup
+	wg.Add(n)
+	for range n {
+		mustNil(t, p.SpawnTo(2, wg.Done))
+	}
+	waitGroup(t, &wg, "directed tasks")
+	s := p.Stats()
+	for _, w := range s.Workers {
+		want := uint64(0)
+		if w.ID == 2 {
+			want = n
+		}
+		if w.Executed != want {
+			t.Errorf("worker %d executed %d, want %d", w.ID, w.Executed, want)
+		}
+	}
+	for _, bad := range []int{-1, workers, 100} {
+		if err := p.SpawnTo(bad, func() {}); !errors.Is(err, ErrInvalidWorker) {
+			t.Errorf("SpawnTo(%d) = %v, want ErrInvalidWorker", bad, err)
+		}
+	}
+}
+
+func TestNilTasks(t *testing.T) {
+	p := NewPool(WithWorkers(1))
+	defer shutdown(t, p)
+	tests := []struct {
+		name string
+		err  error
+	}{
+		{"Spawn", p.Spawn(nil)},
+		{"Go", p.Go(nil)},
+		{"SpawnTo", p.SpawnTo(0, nil)},
+		{"Submit", func() error {
+			_, err := Submit[int](p, context.Background(), nil).Wait(context.Background())
+			return err
+		}()},
+	}
+	for _, tt := range tests {
+		if !errors.Is(tt.err, ErrNilTask) {
+			t.Errorf("%s(nil) = %v, want ErrNilTask", tt.name, tt.err)
+		}
+	}
+}
+
+func TestPanicIsolation(t *testing.T) {
+	var logs syncBuffer
+	p := NewPool(WithWorkers(2), WithLogger(testLogger(&logs)))
+	defer shutdown(t, p)
+
+	var wg sync.WaitGroup
+	wg.Add(3)
+	mustNil(t, p.Spawn(func() { defer wg.Done(); panic("boom") }))
+	mustNil(t, p.SpawnTo(1, func() { defer wg.Done(); panic("boom to 1") }))
+	mustNil(t, p.Go(func(w *Worker) {
+		mustNil(t, w.Spawn(func() { defer wg.Done(); panic("boom local") }))
+	}))
+	waitGroup(t, &wg, "panicking tasks")
+
+	// The pool keeps working on every worker.
+	wg.Add(102)
+	for range 100 {
+		mustNil(t, p.Spawn(wg.Done))
+	}
+	mustNil(t, p.SpawnTo(0, wg.Done))
+	mustNil(t, p.SpawnTo(1, wg.Done))
+	waitGroup(t, &wg, "tasks after panics")
+
+	if got := p.Stats().Panics; got != 3 {
+		t.Errorf("Panics = %d, want 3", got)
+	}
+	if out := logs.String(); !strings.Contains(out, "boom local") || !strings.Contains(out, "stack=") {
+		t.Errorf("panic not logged with its stack:\n%s", out)
+	}
+
+	// A future's panic becomes its error.
+	sentinel := errors.New("sentinel")
+	tests := []struct {
+		name  string
+		value any
+		also  error
+	}{
+		{"string", "kaput", nil},
+		{"error", sentinel, sentinel},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := Submit(p, context.Background(), func(context.Context) (int, error) { panic(tt.value) })
+			_, err := f.Wait(context.Background())
+			if !errors.Is(err, ErrPanicked) {
+				t.Fatalf("err = %v, want ErrPanicked", err)
+			}
+			var pe *PanicError
+			if !errors.As(err, &pe) || pe.Value != tt.value || len(pe.Stack) == 0 {
+				t.Fatalf("err = %#v, want *PanicError with value and stack", err)
+			}
+			if tt.also != nil && !errors.Is(err, tt.also) {
+				t.Fatalf("err = %v does not match the panic value %v", err, tt.also)
+			}
+		})
+	}
+}
+
+func TestShutdown(t *testing.T) {
+	p := NewPool(WithWorkers(2))
+	gate := make(chan struct{})
+	var ran atomic.Int64
+	// Block both workers, queue more work behind them.
+	for i := range 2 {
+		mustNil(t, p.SpawnTo(i, func() { <-gate }))
+	}
+	const queued = 1000
+	for range queued {
+		mustNil(t, p.Spawn(func() { ran.Add(1) }))
+	}
+	// A task that forks while the pool is shutting down still gets its
+	// children run.
+	var forked atomic.Int64
+	mustNil(t, p.Go(func(w *Worker) {
+		<-gate
+		for range 10 {
+			mustNil(t, w.Spawn(func() { forked.Add(1) }))
+		}
+	}))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	err := p.Shutdown(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown with blocked workers = %v, want DeadlineExceeded", err)
+	}
+	for name, err := range map[string]error{
+		"Spawn":   p.Spawn(func() {}),
+		"Go":      p.Go(func(*Worker) {}),
+		"SpawnTo": p.SpawnTo(0, func() {}),
+		"Submit": func() error {
+			_, err := Submit(p, context.Background(), func(context.Context) (int, error) { return 1, nil }).Wait(context.Background())
+			return err
+		}(),
+	} {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Shutdown = %v, want ErrClosed", name, err)
+		}
+	}
+	close(gate)
+	shutdown(t, p)
+	if got := ran.Load(); got != queued {
+		t.Errorf("ran %d queued tasks, want %d", got, queued)
+	}
+	if got := forked.Load(); got != 10 {
+		t.Errorf("ran %d forked tasks, want 10", got)
+	}
+	shutdown(t, p) // idempotent
+}
+
+// TestShutdownRace spawns while shutting down: every Spawn that returned
+// nil must have run.
+func TestShutdownRace(t *testing.T) {
+	for range 20 {
+		p := NewPool(WithWorkers(3))
+		var accepted, ran atomic.Int64
+		var prod sync.WaitGroup
+		for range 4 {
+			prod.Add(1)
+			go func() {
+				defer prod.Done()
+				for {
+					if err := p.Spawn(func() { ran.Add(1) }); err != nil {
+						if !errors.Is(err, ErrClosed) {
+							t.Errorf("Spawn: %v", err)
+						}
+						return
+					}
+					accepted.Add(1)
+				}
+			}()
+		}
+		time.Sleep(time.Millisecond)
+		shutdown(t, p)
+		prod.Wait()
+		if accepted.Load() != ran.Load() {
+			t.Fatalf("accepted %d tasks, ran %d", accepted.Load(), ran.Load())
+		}
+	}
+}
+
+func TestWorkerHandle(t *testing.T) {
+	p := NewPool(WithWorkers(3))
+	defer shutdown(t, p)
+	got := make(chan int, 1)
+	mustNil(t, p.Go(func(w *Worker) { got <- w.ID() }))
+	if id := <-got; id < 0 || id >= 3 {
+		t.Fatalf("worker ID %d out of range", id)
+	}
+	f := Submit(p, context.Background(), func(ctx context.Context) (int, error) {
+		w := WorkerFrom(ctx)
+		if w == nil {
+			return -1, errors.New("no worker in context")
+		}
+		return w.ID(), nil
+	})
+	if id, err := f.Wait(context.Background()); err != nil || id < 0 || id >= 3 {
+		t.Fatalf("WorkerFrom in Submit: id %d, err %v", id, err)
+	}
+	if WorkerFrom(context.Background()) != nil {
+		t.Fatal("WorkerFrom(Background) != nil")
+	}
+}
+
+func TestStatsQueueLen(t *testing.T) {
+	p := NewPool(WithWorkers(1))
+	gate := make(chan struct{})
+	started := make(chan struct{})
+	mustNil(t, p.SpawnTo(0, func() { close(started); <-gate }))
+	<-started
+	for range 10 {
+		mustNil(t, p.Spawn(func() {}))
+		mustNil(t, p.SpawnTo(0, func() {}))
+	}
+	s := p.Stats()
+	if s.QueueLen != 20 || s.Workers[0].QueueLen != 20 {
+		t.Errorf("QueueLen = %d (worker %d), want 20", s.QueueLen, s.Workers[0].QueueLen)
+	}
+	close(gate)
+	shutdown(t, p)
+	s = p.Stats()
+	if s.QueueLen != 0 || s.Executed != 21 {
+		t.Errorf("after shutdown QueueLen = %d Executed = %d, want 0 and 21", s.QueueLen, s.Executed)
+	}
+}

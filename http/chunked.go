@@ -208,14 +208,14 @@ func (d *ChunkedDecoder) scanTrailer(sec []byte) (int, error) {
 		s := d.scan
 		i := bytes.IndexByte(window[s:], '\n')
 		if i < 0 {
-			if len(window) >= maxBytes {
-				return 0, errTrailerTooLarge
-			}
 			// Reject a bad line as soon as it is visible.
 			if s < len(window) {
 				if err := checkFieldLine(window[s:], false); err != nil {
 					return 0, err
 				}
+			}
+			if len(window) >= maxBytes {
+				return 0, errTrailerTooLarge
 			}
 			return 0, ErrNeedMore
 		}

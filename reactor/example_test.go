@@ -1,0 +1,24 @@
+package reactor_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/veloq/veloq/reactor"
+)
+
+// A loop runs posted closures and timers on its own thread.
+func ExampleLoop_Post() {
+	l, err := reactor.NewLoop(0, reactor.Config{Backend: reactor.BackendEpoll})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+	done := make(chan string)
+	l.Post(func() {
+		l.AfterFunc(10*time.Millisecond, func() { done <- "timer fired on the loop" })
+	})
+	fmt.Println(<-done)
+	// Output: timer fired on the loop
+}

@@ -1,0 +1,208 @@
+package executor
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The Spawn benchmarks measure spawn plus execution of an empty task,
+// amortised: b.N tasks are spawned and the clock stops when the last one
+// has run. BenchmarkGoWaitGroup is the same with a goroutine per task.
+
+func BenchmarkSpawn(b *testing.B) {
+	p := NewPool()
+	defer shutdown(b, p)
+	var wg sync.WaitGroup
+	done := wg.Done // one func value, no allocation per task
+	b.ReportAllocs()
+	b.ResetTimer()
+	wg.Add(b.N)
+	for range b.N {
+		if err := p.Spawn(done); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wg.Wait()
+}
+
+func BenchmarkGoWaitGroup(b *testing.B) {
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	wg.Add(b.N)
+	for range b.N {
+		go func() { wg.Done() }()
+	}
+	wg.Wait()
+}
+
+func BenchmarkSpawnParallel(b *testing.B) {
+	p := NewPool()
+	defer shutdown(b, p)
+	var wg sync.WaitGroup
+	done := wg.Done
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			wg.Add(1)
+			if err := p.Spawn(done); err != nil {
+				b.Error(err)
+				wg.Done()
+			}
+		}
+	})
+	wg.Wait()
+}
+
+func BenchmarkGoWaitGroupParallel(b *testing.B) {
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			wg.Add(1)
+			go func() { wg.Done() }()
+		}
+	})
+	wg.Wait()
+}
+
+// BenchmarkWorkerSpawn spawns from inside a worker onto its own deque.
+func BenchmarkWorkerSpawn(b *testing.B) {
+	p := NewPool()
+	defer shutdown(b, p)
+	var wg sync.WaitGroup
+	done := wg.Done
+	b.ReportAllocs()
+	b.ResetTimer()
+	wg.Add(b.N + 1)
+	if err := p.Go(func(w *Worker) {
+		for range b.N {
+			if err := w.Spawn(done); err != nil {
+				b.Error(err)
+			}
+		}
+		wg.Done()
+	}); err != nil {
+		b.Fatal(err)
+	}
+	wg.Wait()
+}
+
+// BenchmarkSpawnTo measures the directed inbox path.
+func BenchmarkSpawnTo(b *testing.B) {
+	p := NewPool()
+	defer shutdown(b, p)
+	var wg sync.WaitGroup
+	done := wg.Done
+	n := p.Workers()
+	b.ReportAllocs()
+	b.ResetTimer()
+	wg.Add(b.N)
+	for i := range b.N {
+		if err := p.SpawnTo(i%n, done); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wg.Wait()
+}
+
+// BenchmarkStealLatency measures how long a task pushed onto a busy
+// worker's own deque waits until another worker steals and starts it. The
+// pushing worker spins until then, so the task can only be stolen. The other
+// workers are idle (parked) at the start of each iteration, so the figure
+// includes waking one: it is the latency an idle pool adds to fork-join
+// work. Reported as ns/op and as steal-ns (the push-to-start time alone).
+func BenchmarkStealLatency(b *testing.B) {
+	p := NewPool(WithWorkers(2))
+	defer shutdown(b, p)
+	var total time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		var started atomic.Bool
+		var lat time.Duration
+		done := make(chan struct{})
+		if err := p.Go(func(w *Worker) {
+			t0 := time.Now()
+			if err := w.Spawn(func() { lat = time.Since(t0); started.Store(true) }); err != nil {
+				b.Error(err)
+			}
+			for !started.Load() {
+			}
+			close(done)
+		}); err != nil {
+			b.Fatal(err)
+		}
+		<-done
+		total += lat
+	}
+	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "steal-ns")
+}
+
+// BenchmarkSubmitWait measures a Future round trip from outside the pool.
+func BenchmarkSubmitWait(b *testing.B) {
+	p := NewPool()
+	defer shutdown(b, p)
+	ctx := context.Background()
+	fn := func(context.Context) (int, error) { return 1, nil }
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := Submit(p, ctx, fn).Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSubmitBatch measures Futures amortised: submit many, then wait.
+func BenchmarkSubmitBatch(b *testing.B) {
+	p := NewPool()
+	defer shutdown(b, p)
+	ctx := context.Background()
+	fn := func(context.Context) (int, error) { return 1, nil }
+	fs := make([]*Future[int], 0, 1024)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; {
+		fs = fs[:0]
+		for ; i < b.N && len(fs) < cap(fs); i++ {
+			fs = append(fs, Submit(p, ctx, fn))
+		}
+		for _, f := range fs {
+			if _, err := f.Wait(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+func BenchmarkBlockingSubmit(b *testing.B) {
+	bp := NewBlockingPool(WithQueueSize(1 << 20))
+	defer func() { _ = bp.Shutdown(context.Background()) }()
+	var wg sync.WaitGroup
+	done := wg.Done
+	b.ReportAllocs()
+	b.ResetTimer()
+	wg.Add(b.N)
+	for range b.N {
+		if err := bp.Submit(done); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wg.Wait()
+}
+
+func BenchmarkDequePushPop(b *testing.B) {
+	var d deque
+	t := taskOf(func() {})
+	b.ReportAllocs()
+	for range b.N {
+		d.push(t)
+		d.pop()
+	}
+}

@@ -1,0 +1,175 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func blockingShutdown(t testing.TB, b *BlockingPool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), liveness)
+	defer cancel()
+	if err := b.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+}
+
+func TestBlockingOverloadAndRecovery(t *testing.T) {
+	b := NewBlockingPool(WithMaxThreads(2), WithQueueSize(3))
+	defer blockingShutdown(t, b)
+	gate := make(chan struct{})
+	var ran atomic.Int64
+	var wg sync.WaitGroup
+	blocker := func() { <-gate; ran.Add(1); wg.Done() }
+	// 2 running + 3 queued are accepted...
+	for i := range 5 {
+		wg.Add(1)
+		if err := b.Submit(blocker); err != nil {
+			t.Fatalf("submit %d: %v", i, err)
+		}
+	}
+	// ...the next is shed.
+	if err := b.Submit(func() {}); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("Submit when full = %v, want ErrOverloaded", err)
+	}
+	s := b.Stats()
+	if s.Threads != 2 || s.Queued != 3 || s.Rejected != 1 {
+		t.Fatalf("stats when full = %+v", s)
+	}
+	close(gate)
+	waitGroup(t, &wg, "blocked tasks")
+	if ran.Load() != 5 {
+		t.Fatalf("ran %d, want 5", ran.Load())
+	}
+	// Recovered: accepting again.
+	wg.Add(1)
+	if err := b.Submit(wg.Done); err != nil {
+		t.Fatalf("Submit after draining = %v", err)
+	}
+	waitGroup(t, &wg, "task after recovery")
+}
+
+func TestBlockingElastic(t *testing.T) {
+	// All n tasks must be in flight at once to finish: the pool has to grow.
+	const n = 20
+	b := NewBlockingPool(WithMaxThreads(n), WithQueueSize(0))
+	defer blockingShutdown(t, b)
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	var done sync.WaitGroup
+	done.Add(n)
+	for range n {
+		if err := b.Submit(func() { arrived.Done(); arrived.Wait(); done.Done() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitGroup(t, &done, "tasks that need all threads")
+	if s := b.Stats(); s.PeakThreads != n {
+		t.Fatalf("PeakThreads = %d, want %d", s.PeakThreads, n)
+	}
+}
+
+func TestBlockingIdleExit(t *testing.T) {
+	b := NewBlockingPool(WithMaxThreads(8), WithIdleTimeout(20*time.Millisecond))
+	defer blockingShutdown(t, b)
+	var wg sync.WaitGroup
+	var arrived sync.WaitGroup
+	arrived.Add(4)
+	for range 4 {
+		wg.Add(1)
+		if err := b.Submit(func() { arrived.Done(); arrived.Wait(); wg.Done() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitGroup(t, &wg, "tasks")
+	eventually(t, "idle goroutines exit", func() bool { return b.Stats().Threads == 0 })
+	if s := b.Stats(); s.IdleExits != 4 || s.Idle != 0 {
+		t.Fatalf("stats after idling = %+v", s)
+	}
+	// And the pool grows again from zero.
+	wg.Add(1)
+	if err := b.Submit(wg.Done); err != nil {
+		t.Fatal(err)
+	}
+	waitGroup(t, &wg, "task after idle exit")
+}
+
+// TestBlockingIdleRace submits right around the idle timeout, where a
+// goroutine may be timing out as a submitter picks it.
+func TestBlockingIdleRace(t *testing.T) {
+	b := NewBlockingPool(WithMaxThreads(4), WithIdleTimeout(time.Millisecond), WithQueueSize(100))
+	defer blockingShutdown(t, b)
+	var wg sync.WaitGroup
+	n := 300
+	if raceEnabled {
+		n = 100
+	}
+	for i := range n {
+		wg.Add(1)
+		if err := b.Submit(wg.Done); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(i%3) * 500 * time.Microsecond)
+	}
+	waitGroup(t, &wg, "tasks around the idle timeout")
+}
+
+func TestBlockingShutdown(t *testing.T) {
+	b := NewBlockingPool(WithMaxThreads(1), WithQueueSize(10))
+	gate := make(chan struct{})
+	var ran atomic.Int64
+	for range 5 {
+		if err := b.Submit(func() { <-gate; ran.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if err := b.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown with a blocked task = %v, want DeadlineExceeded", err)
+	}
+	if err := b.Submit(func() {}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Submit after Shutdown = %v, want ErrClosed", err)
+	}
+	close(gate)
+	blockingShutdown(t, b)
+	if ran.Load() != 5 {
+		t.Fatalf("queued tasks ran %d, want 5", ran.Load())
+	}
+	if s := b.Stats(); s.Threads != 0 {
+		t.Fatalf("threads after Shutdown = %d", s.Threads)
+	}
+	// Idle goroutines are told to exit too.
+	b2 := NewBlockingPool()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	_ = b2.Submit(wg.Done)
+	wg.Wait()
+	eventually(t, "goroutine idle", func() bool { return b2.Stats().Idle == 1 })
+	blockingShutdown(t, b2)
+}
+
+func TestBlockingPanic(t *testing.T) {
+	var logs syncBuffer
+	b := NewBlockingPool(WithMaxThreads(1), WithBlockingLogger(testLogger(&logs)))
+	defer blockingShutdown(t, b)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	_ = b.Submit(func() { defer wg.Done(); panic("blocking boom") })
+	_ = b.Submit(wg.Done)
+	waitGroup(t, &wg, "tasks")
+	if s := b.Stats(); s.Panics != 1 || s.Completed != 2 {
+		t.Fatalf("stats = %+v", s)
+	}
+	if !strings.Contains(logs.String(), "blocking boom") {
+		t.Fatalf("panic not logged: %q", logs.String())
+	}
+	if err := b.Submit(nil); !errors.Is(err, ErrNilTask) {
+		t.Fatalf("Submit(nil) = %v", err)
+	}
+}

@@ -58,11 +58,17 @@ func (s *slot) load() task {
 	return task{fn: fn, wfn: wfn}
 }
 
+// store writes t into the slot. Atomic stores are the expensive part of the
+// deque (each is a locked instruction), so a field is written only when it
+// changes from or to nil; loads are plain moves. A nil func stored in an any
+// is a non-nil interface, so atomic.Value accepts it.
 func (s *slot) store(t task) {
-	// A nil func stored in an any is a non-nil interface, so atomic.Value
-	// accepts it.
-	s.fn.Store(t.fn)
-	s.wfn.Store(t.wfn)
+	if old, _ := s.fn.Load().(func()); t.fn != nil || old != nil {
+		s.fn.Store(t.fn)
+	}
+	if old, _ := s.wfn.Load().(func(*Worker)); t.wfn != nil || old != nil {
+		s.wfn.Store(t.wfn)
+	}
 }
 
 // len returns an estimate of the number of tasks; exact for the owner when
@@ -87,8 +93,27 @@ func (d *deque) push(t task) bool {
 	return true
 }
 
+// pushBatch adds as many of ts as fit, in order, publishing them with a
+// single store of bottom, and returns how many it added. Owner only.
+func (d *deque) pushBatch(ts []task) int {
+	b := d.bottom.Load()
+	n := min(len(ts), dequeSize-int(b-d.top.Load()))
+	if n <= 0 {
+		return 0
+	}
+	for i, t := range ts[:n] {
+		d.slots[(b+int64(i))&dequeMask].store(t)
+	}
+	d.bottom.Store(b + int64(n))
+	return n
+}
+
 // pop removes the newest task. Owner only.
 func (d *deque) pop() (task, bool) {
+	if d.bottom.Load() <= d.top.Load() {
+		// Empty, and only the owner can change that: skip the stores.
+		return task{}, false
+	}
 	b := d.bottom.Load() - 1
 	d.bottom.Store(b)
 	t := d.top.Load()

@@ -52,6 +52,18 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// idleStats waits until every worker has parked (a parking worker has
+// published its counters) and returns the pool's stats.
+func idleStats(t testing.TB, p *Pool) PoolStats {
+	t.Helper()
+	var s PoolStats
+	eventually(t, "all workers parked", func() bool {
+		s = p.Stats()
+		return s.Parked == p.Workers() && s.Spinning == 0
+	})
+	return s
+}
+
 func shutdown(t testing.TB, p *Pool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), liveness)

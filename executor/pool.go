@@ -121,7 +121,6 @@ func (p *Pool) inject(t task) error {
 	if !w.injected.push(t) {
 		return ErrClosed // w has exited: the pool is shutting down
 	}
-	w.spawned.Add(1)
 	p.wakeThief(w)
 	return nil
 }
@@ -162,7 +161,6 @@ func (p *Pool) SpawnTo(worker int, task func()) error {
 	if !w.inbox.push(taskOf(task)) {
 		return ErrClosed
 	}
-	w.spawned.Add(1)
 	p.notify(w)
 	return nil
 }
@@ -287,7 +285,9 @@ func (w *Worker) tryWakeSpinning() bool {
 }
 
 // PoolStats is a snapshot of a Pool's counters. Counters are read one by
-// one while the pool runs, so the totals are approximate.
+// one while the pool runs, so the totals are approximate; a busy worker
+// publishes its Executed count and its local spawns once per round (see
+// WithBudget) and whenever it parks, so they are exact once the pool is idle.
 type PoolStats struct {
 	Workers []WorkerStats
 
@@ -324,7 +324,7 @@ func (p *Pool) Stats() PoolStats {
 	for i, w := range ws {
 		ww := WorkerStats{
 			ID:            w.id,
-			Spawned:       w.spawned.Load(),
+			Spawned:       w.inbox.pushedCount() + w.injected.pushedCount() + w.localSpawned.Load(),
 			Executed:      w.executed.Load(),
 			Stolen:        w.stolen.Load(),
 			StealAttempts: w.stealAttempts.Load(),

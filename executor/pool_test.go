@@ -45,7 +45,7 @@ func TestSpawnExactlyOnce(t *testing.T) {
 			t.Fatalf("task %d ran %d times", i, c)
 		}
 	}
-	s := p.Stats()
+	s := idleStats(t, p)
 	if s.Executed != uint64(n) || s.Spawned != uint64(n) {
 		t.Errorf("stats: spawned %d executed %d, want %d", s.Spawned, s.Executed, n)
 	}
@@ -269,10 +269,7 @@ func TestRandomPausesNoDeadlock(t *testing.T) {
 		waitGroup(t, &wgs[i], "paused producers' tasks")
 	}
 	// Once idle the workers must all park, not spin for ever.
-	eventually(t, "all workers parked", func() bool {
-		s := p.Stats()
-		return s.Parked == p.Workers() && s.Spinning == 0
-	})
+	idleStats(t, p)
 }
 
 func TestSpawnTo(t *testing.T) {
@@ -285,7 +282,7 @@ func TestSpawnTo(t *testing.T) {
 		mustNil(t, p.SpawnTo(2, wg.Done))
 	}
 	waitGroup(t, &wg, "directed tasks")
-	s := p.Stats()
+	s := idleStats(t, p)
 	for _, w := range s.Workers {
 		want := uint64(0)
 		if w.ID == 2 {

@@ -74,6 +74,7 @@ type lockedQueue struct {
 	mu     sync.Mutex
 	ring   taskRing
 	closed bool
+	pushed uint64 // tasks ever pushed, for Stats
 	n      atomic.Int64
 }
 
@@ -87,6 +88,7 @@ func (q *lockedQueue) push(t task) bool {
 		return false
 	}
 	q.ring.push(t)
+	q.pushed++
 	q.n.Store(int64(q.ring.len()))
 	q.mu.Unlock()
 	return true
@@ -134,6 +136,13 @@ func (q *lockedQueue) popHalf(dst []task, max int) []task {
 	q.n.Store(int64(q.ring.len()))
 	q.mu.Unlock()
 	return dst
+}
+
+// pushedCount returns the number of tasks ever pushed.
+func (q *lockedQueue) pushedCount() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.pushed
 }
 
 // closeIfEmpty closes the queue if it is empty and reports whether it is

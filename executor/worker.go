@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 )
 
@@ -26,6 +27,8 @@ type Worker struct {
 	inboxBuf []task // directed tasks taken out of the inbox, run from here
 	inboxPos int
 	scratch  []task
+	nexec    uint64 // tasks run; published to executed
+	nlocal   uint64 // Worker.Spawn/Go calls; published to localSpawned
 
 	dq deque
 
@@ -37,10 +40,11 @@ type Worker struct {
 	inboxBuffered atomic.Int64 // len(inboxBuf)-inboxPos, for Stats
 	injected      lockedQueue  // tasks placed here by Spawn from outside; stealable
 
-	// Counters. spawned is written by spawners, the rest by the owner.
-	spawned       atomic.Uint64
-	_             [56]byte
+	// Counters, written by the owner only. The hottest two are kept in
+	// plain fields and published once per round: on many machines every
+	// atomic read-modify-write costs as much as a small task.
 	executed      atomic.Uint64
+	localSpawned  atomic.Uint64
 	stolen        atomic.Uint64
 	stealAttempts atomic.Uint64
 	parks         atomic.Uint64
@@ -60,7 +64,7 @@ func (w *Worker) Spawn(task func()) error {
 		return ErrNilTask
 	}
 	w.pushLocal(taskOf(task))
-	w.spawned.Add(1)
+	w.nlocal++
 	w.pool.wakeThief(nil)
 	return nil
 }
@@ -71,7 +75,7 @@ func (w *Worker) Go(task func(w *Worker)) error {
 		return ErrNilTask
 	}
 	w.pushLocal(wtaskOf(task))
-	w.spawned.Add(1)
+	w.nlocal++
 	w.pool.wakeThief(nil)
 	return nil
 }
@@ -117,6 +121,7 @@ func (w *Worker) run() {
 			// End of a round: let other goroutines on this thread (the
 			// reactors, timers) run before the next one.
 			w.ran = 0
+			w.publish()
 			runtime.Gosched()
 		}
 	}
@@ -199,10 +204,13 @@ func (w *Worker) takeBatch(batch []task) (task, bool) {
 		return task{}, false
 	}
 	first := batch[0]
-	for i := len(batch) - 1; i >= 1; i-- {
-		w.pushLocal(batch[i])
+	rest := batch[1:]
+	slices.Reverse(rest)
+	n := w.dq.pushBatch(rest)
+	for _, t := range rest[n:] {
+		w.pushLocal(t)
 	}
-	more := len(batch) > 1
+	more := len(rest) > 0
 	clear(batch)
 	w.scratch = batch[:0]
 	if more {
@@ -214,7 +222,13 @@ func (w *Worker) takeBatch(batch []task) (task, bool) {
 // exec runs t and counts it.
 func (w *Worker) exec(t task) {
 	w.call(t)
-	w.executed.Add(1)
+	w.nexec++
+}
+
+// publish makes the owner-only counters visible to Stats.
+func (w *Worker) publish() {
+	w.executed.Store(w.nexec)
+	w.localSpawned.Store(w.nlocal)
 }
 
 // call runs t, recovering a panic so that it cannot take the worker down.
@@ -314,13 +328,26 @@ func (w *Worker) stealFrom(v *Worker) (task, bool) {
 }
 
 // stopSpinning is called by a spinning thief that found work. If it was the
-// last spinner it wakes another worker: spawners skipped their wake-up
-// because it was spinning, and more work may have arrived since its search.
+// last spinner and stealable work is still visible anywhere, it wakes
+// another worker: spawners skipped their wake-ups because it was spinning.
+// The check is after the decrement, and those spawners published their tasks
+// before they saw it spinning, so the scan sees every such task that is
+// still queued; if it sees none, no wake-up is owed. (Go's scheduler wakes
+// unconditionally here; scanning first avoids waking a worker per task when
+// a single producer feeds the pool.)
 func (w *Worker) stopSpinning() {
 	w.spinning = false
-	if w.pool.nspinning.Add(-1) == 0 {
+	if w.pool.nspinning.Add(-1) == 0 && w.surplus() {
 		w.pool.wakeThief(nil)
 	}
+}
+
+// surplus reports whether stealable work is queued anywhere.
+func (w *Worker) surplus() bool {
+	return w.dq.len() > 0 ||
+		w.injected.n.Load() > 0 ||
+		w.pool.injector.n.Load() > 0 ||
+		w.othersHaveWork()
 }
 
 // Worker park states.
@@ -368,6 +395,7 @@ const (
 // worker must exit (the pool is closed and nothing is left for it).
 func (w *Worker) park() bool {
 	p := w.pool
+	w.publish()
 	wasSpinning := w.spinning
 	if wasSpinning {
 		w.spinning = false

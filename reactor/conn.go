@@ -58,7 +58,10 @@ type Conn struct {
 	dirty    bool
 	inFlight bool // io_uring: a send is in flight
 
-	paused     bool // reading stopped by backpressure or Close
+	paused     bool // reading stopped (backpressure, PauseRead or Close)
+	holdRead   bool // PauseRead in force
+	holdData   bool // HoldData or PauseRead: input is buffered, OnData waits
+	eofPending bool // the peer's FIN came during a hold; delivered on release
 	eof        bool // peer sent FIN
 	wrShut     bool // CloseWrite requested
 	wrShutDone bool
@@ -272,6 +275,59 @@ func (c *Conn) AfterFunc(d time.Duration, fn func()) *Timer {
 	})
 }
 
+// PauseRead stops reading from the peer until ResumeRead: the kernel
+// buffers, then TCP flow control slows the peer. No OnData runs meanwhile.
+// It is the tool for backpressure between connections (a proxy's fast side
+// waiting for its slow side). While paused, the peer's FIN or reset is
+// noticed only when reading resumes or a write fails.
+func (c *Conn) PauseRead() {
+	if c.state != connOpen || c.holdRead {
+		return
+	}
+	c.holdRead, c.holdData = true, true
+	c.loop.pauseRead(c)
+}
+
+// ResumeRead undoes PauseRead. Reading restarts unless backpressure (output
+// above the high-water mark) still holds it; input that arrived before the
+// pause took effect is presented at once.
+func (c *Conn) ResumeRead() {
+	if !c.holdRead {
+		return
+	}
+	c.holdRead = false
+	l := c.loop
+	if c.state == connOpen && c.paused && c.pendingOut() <= l.cfg.WriteHighWater {
+		c.paused = false
+		l.be.resumeRead(c)
+	}
+	c.ReleaseData()
+}
+
+// HoldData stops OnData callbacks without stopping reading: input keeps
+// arriving into the connection's buffer (up to Config.ReadBufferCap) and a
+// reset or error still closes the connection. The peer's FIN is kept until
+// ReleaseData, after the input before it. Offloading uses it to keep a
+// connection's requests in order while one is off the loop.
+func (c *Conn) HoldData() {
+	if c.state == connOpen {
+		c.holdData = true
+	}
+}
+
+// ReleaseData undoes HoldData and presents the input that arrived meanwhile
+// (and then the FIN, if one came) without waiting for more bytes.
+func (c *Conn) ReleaseData() {
+	if !c.holdData || c.holdRead {
+		return
+	}
+	c.holdData = false
+	if len(c.in) > 0 || c.eofPending {
+		l := c.loop
+		l.Defer(func() { l.redeliver(c) })
+	}
+}
+
 // Closed reports whether the connection is closing or closed.
 func (c *Conn) Closed() bool { return c.state != connOpen }
 
@@ -349,7 +405,11 @@ func (l *Loop) configure(c *Conn) {
 
 // register adopts an accepted fd: table slot, socket options, reading,
 // idle timer, OnOpen.
-func (l *Loop) register(fd int, network string, h Handler) {
+// counted says the connection was already added to NumConns at handoff.
+func (l *Loop) register(fd int, network string, h Handler, counted bool) {
+	if counted {
+		l.nconn.Add(-1) // newConn counts it again
+	}
 	if l.stopping {
 		unix.Close(fd)
 		return
@@ -394,6 +454,16 @@ func (l *Loop) onData(c *Conn, chunk []byte) {
 		return // closing: input is dropped
 	}
 	c.lastActive = l.now
+	if c.holdData {
+		// HoldData or PauseRead is in force: keep the bytes, run no handler.
+		if len(c.in)+len(chunk) > l.cfg.ReadBufferCap {
+			l.abort(c, ErrInputTooLarge)
+			return
+		}
+		c.view, c.viewOwned = chunk, false
+		l.keepRestAppend(c)
+		return
+	}
 	if len(c.in) == 0 {
 		c.view, c.viewOwned = chunk, false
 	} else {
@@ -436,6 +506,43 @@ func (l *Loop) keepRest(c *Conn) {
 	c.in = append(l.cache.Get(len(rest))[:0], rest...)
 }
 
+// keepRestAppend appends the view (in read memory) to the owned input.
+func (l *Loop) keepRestAppend(c *Conn) {
+	chunk := c.view
+	c.view = nil
+	if len(c.in) == 0 {
+		if c.in != nil {
+			l.cache.Put(c.in)
+		}
+		c.in = append(l.cache.Get(len(chunk))[:0], chunk...)
+		return
+	}
+	if need := len(c.in) + len(chunk); need > cap(c.in) {
+		nb := l.cache.Get(need)
+		copy(nb, c.in)
+		nb = nb[:len(c.in)]
+		l.cache.Put(c.in)
+		c.in = nb
+	}
+	c.in = append(c.in, chunk...)
+}
+
+// redeliver presents input buffered during a PauseRead to the handler.
+func (l *Loop) redeliver(c *Conn) {
+	if c.state != connOpen || c.holdData {
+		return
+	}
+	if len(c.in) > 0 {
+		c.view, c.viewOwned = c.in, true
+		l.callData(c)
+		l.keepRest(c)
+	}
+	if c.eofPending && c.state == connOpen && !c.holdData {
+		c.eofPending = false
+		l.deliverEOF(c)
+	}
+}
+
 func (l *Loop) dropInput(c *Conn) {
 	c.view = nil
 	if c.in != nil {
@@ -453,6 +560,14 @@ func (l *Loop) onEOF(c *Conn) {
 	if c.state != connOpen {
 		return
 	}
+	if c.holdData {
+		c.eofPending = true
+		return
+	}
+	l.deliverEOF(c)
+}
+
+func (l *Loop) deliverEOF(c *Conn) {
 	if eh, ok := c.h.(EOFHandler); ok {
 		l.callEOF(c, eh)
 		if c.state == connOpen && c.wrShutDone {
@@ -478,7 +593,7 @@ func (l *Loop) afterWrite(c *Conn) {
 	case c.state == connOpen && !c.paused && pending > l.cfg.WriteHighWater:
 		c.paused = true
 		l.be.pauseRead(c)
-	case c.state == connOpen && c.paused && pending <= l.cfg.WriteLowWater:
+	case c.state == connOpen && c.paused && !c.holdRead && pending <= l.cfg.WriteLowWater:
 		c.paused = false
 		l.be.resumeRead(c)
 	}

@@ -123,10 +123,14 @@ func (l *Loop) onAccept(ln *listener, fd int) {
 		target = ln.dispatch()
 	}
 	if target == l {
-		l.register(fd, ln.network, ln.h)
+		l.register(fd, ln.network, ln.h, false)
 		return
 	}
-	if err := target.Post(func() { target.register(fd, ln.network, ln.h) }); err != nil {
+	// Count the connection on its target now, so least-connections
+	// placement sees it before the target loop gets to it.
+	target.nconn.Add(1)
+	if err := target.Post(func() { target.register(fd, ln.network, ln.h, true) }); err != nil {
+		target.nconn.Add(-1)
 		unix.Close(fd)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/veloq/veloq/bufpool"
 	"github.com/veloq/veloq/internal/affinity"
 	"github.com/veloq/veloq/internal/mpsc"
@@ -51,6 +53,7 @@ type Loop struct {
 	stopping bool
 	stopped  chan struct{}
 
+	tid           int // the loop's OS thread, for InLoop
 	lastAcceptLog int64
 	stats         loopCounters
 }
@@ -114,6 +117,12 @@ func (l *Loop) NumConns() int { return int(l.nconn.Load()) }
 // Done is closed when the loop has stopped and released its resources.
 func (l *Loop) Done() <-chan struct{} { return l.stopped }
 
+// InLoop reports whether the caller runs on l's goroutine. The loop's
+// goroutine is locked to one OS thread for its whole life and no other
+// goroutine runs on a locked thread, so comparing thread ids is exact. It
+// costs a system call: use it in assertions, not on hot paths.
+func (l *Loop) InLoop() bool { return unix.Gettid() == l.tid }
+
 // Logger returns the loop's logger.
 func (l *Loop) Logger() *slog.Logger { return l.log }
 
@@ -127,6 +136,7 @@ func (l *Loop) run(ready chan<- error) {
 	// The thread stays locked until the goroutine exits, so it is destroyed
 	// with the loop instead of returning pinned to the scheduler's pool.
 	runtime.LockOSThread()
+	l.tid = unix.Gettid()
 	if l.cfg.CPU >= 0 {
 		if err := affinity.Pin(l.cfg.CPU); err != nil {
 			ready <- fmt.Errorf("reactor: loop %d: %w", l.id, err)

@@ -63,7 +63,9 @@ func (p *Parser) Reset() {
 // rejection maps to.
 //
 // After success or a protocol error the Parser is reset, ready for the
-// next request. On success req's byte fields are views into buf.
+// next request. On success req's byte fields are views into buf; after
+// an error or ErrNeedMore, req's contents are unspecified. The Request
+// passed to the calls that continue a head need not be the same one.
 //
 // Parse does not allocate, except once per Parser and Request to size
 // the header tables.
@@ -77,7 +79,15 @@ func (p *Parser) Parse(buf []byte, req *Request) (n int, err error) {
 	if len(b) > maxHead {
 		b = b[:maxHead]
 	}
-	n, err = p.scanHead(b)
+	// Fields completed in earlier calls are views into an earlier buffer;
+	// fill rebuilds them from their spans. Those completed in this call
+	// are appended to req.Headers directly.
+	from := len(p.spans)
+	if need := max(from, p.Limits.maxHeaders()); cap(req.Headers) < need {
+		req.Headers = make([]HeaderField, 0, need)
+	}
+	req.Headers = req.Headers[:from]
+	n, err = p.scanHead(b, req)
 	if err == ErrNeedMore {
 		if len(buf) > maxHead {
 			p.Reset()
@@ -86,7 +96,7 @@ func (p *Parser) Parse(buf []byte, req *Request) (n int, err error) {
 		return 0, err
 	}
 	if err == nil {
-		err = p.fill(buf[:n], req)
+		err = p.fill(buf[:n], req, from)
 	}
 	p.Reset()
 	if err != nil {
@@ -97,7 +107,7 @@ func (p *Parser) Parse(buf []byte, req *Request) (n int, err error) {
 
 // scanHead runs the state machine over b. It returns the head length when
 // the final empty line has been seen.
-func (p *Parser) scanHead(b []byte) (int, error) {
+func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 	i := p.scan
 	for {
 		switch p.state {
@@ -126,9 +136,7 @@ func (p *Parser) scanHead(b []byte) (int, error) {
 			p.state = stMethod
 
 		case stMethod:
-			for i < len(b) && charClass[b[i]]&cToken != 0 {
-				i++
-			}
+			i += tokenLen(b[i:])
 			if i >= len(b) {
 				p.scan = i
 				return 0, ErrNeedMore
@@ -143,11 +151,11 @@ func (p *Parser) scanHead(b []byte) (int, error) {
 		case stTarget:
 			ts := p.methodEnd + 1
 			maxTarget := p.Limits.maxTargetBytes()
-			for i < len(b) && charClass[b[i]]&cTarget != 0 {
-				if i-ts >= maxTarget {
-					return 0, errTargetTooLong
-				}
-				i++
+			// Scan at most one byte past the longest allowed target.
+			lim := min(len(b), ts+maxTarget+1)
+			i += targetLen(b[i:lim])
+			if i-ts > maxTarget {
+				return 0, errTargetTooLong
 			}
 			if i >= len(b) {
 				p.scan = i
@@ -221,9 +229,7 @@ func (p *Parser) scanHead(b []byte) (int, error) {
 			p.state = stName
 
 		case stName:
-			for i < len(b) && charClass[b[i]]&cToken != 0 {
-				i++
-			}
+			i += tokenLen(b[i:])
 			if i >= len(b) {
 				p.scan = i
 				return 0, ErrNeedMore
@@ -240,9 +246,7 @@ func (p *Parser) scanHead(b []byte) (int, error) {
 			p.state = stValue
 
 		case stValue:
-			for i < len(b) && charClass[b[i]]&cValue != 0 {
-				i++
-			}
+			i += valueLen(b[i:])
 			if i >= len(b) {
 				p.scan = i
 				return 0, ErrNeedMore
@@ -275,29 +279,31 @@ func (p *Parser) scanHead(b []byte) (int, error) {
 				p.spans = make([]fieldSpan, 0, p.Limits.maxHeaders())
 			}
 			p.spans = append(p.spans, fieldSpan{int32(p.lineStart), int32(p.nameEnd), int32(vs), int32(ve)})
+			req.Headers = append(req.Headers, HeaderField{
+				Name:  b[p.lineStart:p.nameEnd:p.nameEnd],
+				Value: b[vs:ve:ve],
+			})
 			i += 2
 			p.state = stFieldStart
 		}
 	}
 }
 
-// fill builds req from the complete head in b and applies the semantic
-// checks that need the whole header section.
-func (p *Parser) fill(b []byte, req *Request) error {
-	req.Reset()
-	req.Method = b[p.reqStart:p.methodEnd:p.methodEnd]
-	req.Target = b[p.methodEnd+1 : p.targetEnd : p.targetEnd]
-	req.ProtoMajor = 1
-	req.ProtoMinor = int(b[p.targetEnd+8] - '0')
-
-	if cap(req.Headers) < len(p.spans) {
-		req.Headers = make([]HeaderField, 0, max(len(p.spans), p.Limits.maxHeaders()))
+// fill completes req from the head in b and applies the semantic checks
+// that need the whole header section. Fields before index from were
+// parsed by earlier calls and are rebuilt from their spans.
+func (p *Parser) fill(b []byte, req *Request, from int) error {
+	hdrs := req.Headers
+	for i, s := range p.spans[:from] {
+		hdrs[i] = HeaderField{Name: b[s.ns:s.ne:s.ne], Value: b[s.vs:s.ve:s.ve]}
 	}
-	for _, s := range p.spans {
-		req.Headers = append(req.Headers, HeaderField{
-			Name:  b[s.ns:s.ne:s.ne],
-			Value: b[s.vs:s.ve:s.ve],
-		})
+	*req = Request{
+		Method:        b[p.reqStart:p.methodEnd:p.methodEnd],
+		Target:        b[p.methodEnd+1 : p.targetEnd : p.targetEnd],
+		ProtoMajor:    1,
+		ProtoMinor:    int(b[p.targetEnd+8] - '0'),
+		Headers:       hdrs,
+		ContentLength: -1,
 	}
 	if err := req.splitTarget(); err != nil {
 		return err

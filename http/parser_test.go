@@ -652,3 +652,28 @@ func TestParseAllocs(t *testing.T) {
 		t.Errorf("incremental Parse allocates %v times", allocs)
 	}
 }
+
+func TestParseResumeWithOtherRequest(t *testing.T) {
+	in := chromeRequest
+	var whole Parser
+	var want Request
+	if _, err := whole.Parse([]byte(in), &want); err != nil {
+		t.Fatal(err)
+	}
+	var p Parser
+	cuts := []int{40, 200, 201, 350, len(in) - 1}
+	for _, k := range cuts {
+		var fresh Request
+		if _, err := p.Parse([]byte(in[:k]), &fresh); err != ErrNeedMore {
+			t.Fatalf("prefix %d: %v", k, err)
+		}
+	}
+	var got Request
+	got.Headers = make([]HeaderField, 3) // stale contents must not leak
+	if _, err := p.Parse([]byte(in), &got); err != nil {
+		t.Fatal(err)
+	}
+	if describe(&got) != describe(&want) {
+		t.Fatalf("got\n%s\nwant\n%s", describe(&got), describe(&want))
+	}
+}

@@ -1,5 +1,7 @@
 package http
 
+import "encoding/binary"
+
 // Character classes used by the parsers. The table is computed once at
 // package initialisation and never modified afterwards.
 const (
@@ -102,4 +104,73 @@ func nextListElem(list []byte) (elem, rest []byte) {
 		}
 	}
 	return trimOWS(list), nil
+}
+
+// Word-at-a-time scanning: each helper returns a mask whose high bit is
+// set in every byte lane that may need a closer look. It never misses such
+// a byte; it may flag a clean byte above a flagged one (borrow), which
+// only sends the caller to its exact byte loop earlier.
+const (
+	lanes01 = 0x0101010101010101
+	lanes80 = 0x8080808080808080
+)
+
+// specialValue reports lanes holding a byte < 0x20 or 0x7f: the bytes of a
+// field value other than HTAB that are not allowed, and HTAB itself.
+func specialValue(x uint64) uint64 {
+	y := x ^ (0x7f * lanes01)
+	return ((x-0x20*lanes01) & ^x | (y-lanes01) & ^y) & lanes80
+}
+
+// specialTarget reports lanes holding a byte <= 0x20 or >= 0x7f, i.e.
+// anything but VCHAR.
+func specialTarget(x uint64) uint64 {
+	return ((x-0x21*lanes01)&^x | (x + lanes01) | x) & lanes80
+}
+
+// valueLen returns the length of the prefix of b made of field-value bytes
+// (VCHAR, obs-text, SP, HTAB).
+func valueLen(b []byte) int {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if specialValue(binary.LittleEndian.Uint64(b[i:])) != 0 {
+			break
+		}
+	}
+	for _, c := range b[i:] {
+		if charClass[c]&cValue == 0 {
+			break
+		}
+		i++
+	}
+	return i
+}
+
+// targetLen returns the length of the prefix of b made of VCHARs.
+func targetLen(b []byte) int {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if specialTarget(binary.LittleEndian.Uint64(b[i:])) != 0 {
+			break
+		}
+	}
+	for _, c := range b[i:] {
+		if charClass[c]&cTarget == 0 {
+			break
+		}
+		i++
+	}
+	return i
+}
+
+// tokenLen returns the length of the prefix of b made of tchars.
+func tokenLen(b []byte) int {
+	i := 0
+	for _, c := range b {
+		if charClass[c]&cToken == 0 {
+			break
+		}
+		i++
+	}
+	return i
 }

@@ -1,0 +1,161 @@
+package http
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func BenchmarkParse(b *testing.B) {
+	b.Run("chrome-GET", func(b *testing.B) {
+		buf := []byte(chromeRequest)
+		var p Parser
+		var req Request
+		b.SetBytes(int64(len(buf)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := p.Parse(buf, &req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("chrome-GET-2-reads", func(b *testing.B) {
+		// The head arrives in two reads: the parser resumes.
+		buf := []byte(chromeRequest)
+		half := buf[:len(buf)/2]
+		var p Parser
+		var req Request
+		b.SetBytes(int64(len(buf)))
+		b.ReportAllocs()
+		for b.Loop() {
+			p.Parse(half, &req)
+			if _, err := p.Parse(buf, &req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("minimal-GET", func(b *testing.B) {
+		buf := []byte("GET / HTTP/1.1\r\nHost: localhost:8080\r\n\r\n")
+		var p Parser
+		var req Request
+		b.SetBytes(int64(len(buf)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := p.Parse(buf, &req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pipelined-16", func(b *testing.B) {
+		buf := []byte(strings.Repeat("GET /plaintext HTTP/1.1\r\nHost: server\r\nAccept: text/plain\r\nConnection: keep-alive\r\n\r\n", 16))
+		var p Parser
+		var req Request
+		b.SetBytes(int64(len(buf)))
+		b.ReportAllocs()
+		for b.Loop() {
+			for in := buf; len(in) > 0; {
+				n, err := p.Parse(in, &req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				in = in[n:]
+			}
+		}
+	})
+}
+
+func BenchmarkRequestHeader(b *testing.B) {
+	var p Parser
+	var req Request
+	if _, err := p.Parse([]byte(chromeRequest), &req); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if req.Header("accept-language") == nil {
+			b.Fatal("missing")
+		}
+	}
+}
+
+func BenchmarkChunkedDecode(b *testing.B) {
+	chunk := strings.Repeat("x", 1024)
+	var enc []byte
+	for range 64 {
+		enc = AppendChunk(enc, []byte(chunk))
+	}
+	enc = AppendLastChunk(enc)
+	b.Run("Next-64x1KiB", func(b *testing.B) {
+		var d ChunkedDecoder
+		b.SetBytes(int64(len(enc)))
+		b.ReportAllocs()
+		for b.Loop() {
+			d.Reset()
+			for in := enc; ; {
+				n, _, done, err := d.Next(in)
+				if done {
+					break
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				in = in[n:]
+			}
+		}
+	})
+	b.Run("Decode-64x1KiB", func(b *testing.B) {
+		var d ChunkedDecoder
+		out := make([]byte, len(enc))
+		b.SetBytes(int64(len(enc)))
+		b.ReportAllocs()
+		for b.Loop() {
+			d.Reset()
+			if _, _, done, err := d.Decode(enc, out); !done || err != nil {
+				b.Fatal(done, err)
+			}
+		}
+	})
+	small := []byte("5\r\nhello\r\n1;ext=\"v\"\r\n,\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\n")
+	b.Run("Decode-small", func(b *testing.B) {
+		var d ChunkedDecoder
+		out := make([]byte, len(small))
+		b.SetBytes(int64(len(small)))
+		b.ReportAllocs()
+		for b.Loop() {
+			d.Reset()
+			if _, _, done, err := d.Decode(small, out); !done || err != nil {
+				b.Fatal(done, err)
+			}
+		}
+	})
+}
+
+func BenchmarkResponse(b *testing.B) {
+	var p Parser
+	var req Request
+	if _, err := p.Parse([]byte(chromeRequest), &req); err != nil {
+		b.Fatal(err)
+	}
+	var r Response
+	var dc DateCache
+	body := make([]byte, 0, 64)
+	out := make([]byte, 0, 512)
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset(body)
+		r.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		r.WriteString("Hello, World!")
+		out = r.AppendTo(out[:0], &req, dc.Bytes(now))
+	}
+}
+
+func BenchmarkDateCache(b *testing.B) {
+	var d DateCache
+	dst := make([]byte, 0, 64)
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = d.Append(dst[:0], now)
+	}
+}

@@ -26,18 +26,21 @@ type Worker struct {
 	ran      int    // tasks run in the current round (see WithBudget)
 	inboxBuf []task // directed tasks taken out of the inbox, run from here
 	inboxPos int
-	scratch  []task
+	scratch  []task // batches moving into the deque
+	spill    []task // the half of a full deque moving to the injector
 	nexec    uint64 // tasks run; published to executed
 	nlocal   uint64 // Worker.Spawn/Go calls; published to localSpawned
 
+	_  [64]byte // the owner writes the fields above on every task; thieves hammer dq.top
 	dq deque
+	_  [64]byte
 
 	// state is the park state machine, described at park.
 	state atomic.Int32
 	wake  chan struct{} // capacity 1; sent to only by the waker that won the CAS from wsParked
 
 	inbox         lockedQueue  // directed tasks (SpawnTo); never stolen
-	inboxBuffered atomic.Int64 // len(inboxBuf)-inboxPos, for Stats
+	inboxBuffered atomic.Int64 // len(inboxBuf)-inboxPos as last published, for Stats
 	injected      lockedQueue  // tasks placed here by Spawn from outside; stealable
 
 	// Counters, written by the owner only. The hottest two are kept in
@@ -86,11 +89,11 @@ func (w *Worker) pushLocal(t task) {
 	if w.dq.push(t) {
 		return
 	}
-	batch := w.dq.grabHalf(w.scratch[:0])
+	batch := w.dq.grabHalf(w.spill[:0])
 	batch = append(batch, t)
 	w.pool.injector.pushBatch(batch)
 	clear(batch)
-	w.scratch = batch[:0]
+	w.spill = batch[:0]
 }
 
 // load is the placement load used by power-of-two-choices.
@@ -172,7 +175,6 @@ func (w *Worker) fromInbox() (task, bool) {
 	t := w.inboxBuf[w.inboxPos]
 	w.inboxBuf[w.inboxPos] = task{}
 	w.inboxPos++
-	w.inboxBuffered.Add(-1)
 	return t, true
 }
 
@@ -229,6 +231,7 @@ func (w *Worker) exec(t task) {
 func (w *Worker) publish() {
 	w.executed.Store(w.nexec)
 	w.localSpawned.Store(w.nlocal)
+	w.inboxBuffered.Store(int64(len(w.inboxBuf) - w.inboxPos))
 }
 
 // call runs t, recovering a panic so that it cannot take the worker down.
@@ -486,6 +489,6 @@ func (w *Worker) tryExit() bool {
 		return false
 	}
 	w.pool.nparked.Add(-1)
-	w.inboxBuf, w.scratch = nil, nil
+	w.inboxBuf, w.scratch, w.spill = nil, nil, nil
 	return true
 }

@@ -40,6 +40,7 @@ func run(args []string) error {
 	backend := fs.String("backend", "auto", "I/O backend: auto, uring or epoll")
 	pin := fs.Bool("pin", false, "pin each loop to its own CPU")
 	verbose := fs.Bool("v", false, "log at debug level")
+	mode := fs.String("mode", "tcp", "tcp (echo) or http (GET / hello, POST /echo)")
 	work := fs.Int("work", 0, "CPU cost per echoed message: rounds of hashing over it")
 	offload := fs.Bool("offload", false, "with -work, hash on the work-stealing pool instead of the loop")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
@@ -57,6 +58,12 @@ func run(args []string) error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
+	if *mode == "http" {
+		return runHTTP(httpConfig{addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, logger: logger})
+	}
+	if *mode != "tcp" {
+		return fmt.Errorf("-mode must be tcp or http, not %q", *mode)
+	}
 	var h vnet.Handler = &vnet.HandlerFuncs{Data: func(c *vnet.Conn) {
 		in, _ := c.Next(-1)
 		c.Write(in)
@@ -74,15 +81,15 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	mode := "tcp echo"
+	desc := "tcp echo"
 	if *work > 0 {
 		where := "inline"
 		if *offload {
 			where = fmt.Sprintf("offloaded to %d workers", *workers)
 		}
-		mode = fmt.Sprintf("tcp echo with %d rounds of work per message, %s,", *work, where)
+		desc = fmt.Sprintf("tcp echo with %d rounds of work per message, %s,", *work, where)
 	}
-	fmt.Printf("echo-server: %s on %s, backend %s, %d loops, pid %d\n", mode, s.Addr(), s.Backend(), *loops, os.Getpid())
+	fmt.Printf("echo-server: %s on %s, backend %s, %d loops, pid %d\n", desc, s.Addr(), s.Backend(), *loops, os.Getpid())
 
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)

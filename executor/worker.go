@@ -170,7 +170,7 @@ func (w *Worker) fromInbox() (task, bool) {
 		if len(w.inboxBuf) == 0 {
 			return task{}, false
 		}
-		w.inboxBuffered.Store(int64(len(w.inboxBuf)))
+		w.inboxBuffered.Store(int64(len(w.inboxBuf) - 1)) // all but the one returned now
 	}
 	t := w.inboxBuf[w.inboxPos]
 	w.inboxBuf[w.inboxPos] = task{}

@@ -12,7 +12,8 @@ const (
 type Limits struct {
 	// MaxHeaderBytes bounds the request head: request-line, field lines
 	// and the empty line, CRLFs included (default 8 KiB). It also bounds a
-	// chunked body's trailer section. Exceeding it is a 431.
+	// chunked body's trailer section. Exceeding it is a 431. Values above
+	// 1 GiB are treated as 1 GiB.
 	MaxHeaderBytes int
 	// MaxTargetBytes bounds the request-target (default 4 KiB). Exceeding
 	// it is a 414.
@@ -37,7 +38,8 @@ func DefaultLimits() Limits {
 
 func (l *Limits) maxHeaderBytes() int {
 	if l.MaxHeaderBytes > 0 {
-		return l.MaxHeaderBytes
+		// Offsets into the head are stored as int32.
+		return min(l.MaxHeaderBytes, 1<<30)
 	}
 	return DefaultMaxHeaderBytes
 }

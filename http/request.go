@@ -38,7 +38,9 @@ type Request struct {
 	Headers []HeaderField
 
 	// Host is the value of the Host header, nil if absent (possible only
-	// in HTTP/1.0).
+	// in HTTP/1.0). For an absolute-form Target, RFC 9112 §3.2.2 says the
+	// authority in Target takes precedence; the parser leaves that choice
+	// to the server and does not compare the two.
 	Host []byte
 	// ContentLength is the value of Content-Length, or -1 if the request
 	// has none. It is -1 when Chunked is set.

@@ -1,0 +1,57 @@
+package http
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+func naiveLen(b []byte, class uint8) int {
+	for i, c := range b {
+		if charClass[c]&class == 0 {
+			return i
+		}
+	}
+	return len(b)
+}
+
+func TestScanHelpers(t *testing.T) {
+	funcs := []struct {
+		name  string
+		fn    func([]byte) int
+		class uint8
+	}{
+		{"valueLen", valueLen, cValue},
+		{"targetLen", targetLen, cTarget},
+		{"tokenLen", tokenLen, cToken},
+	}
+	for _, f := range funcs {
+		// Every byte value in every lane, after clean and after high bytes.
+		for _, fill := range []byte{'a', 0xff, '~', '!'} {
+			buf := make([]byte, 19)
+			for c := 0; c < 256; c++ {
+				for pos := range buf {
+					for i := range buf {
+						buf[i] = fill
+					}
+					buf[pos] = byte(c)
+					if got, want := f.fn(buf), naiveLen(buf, f.class); got != want {
+						t.Fatalf("%s(%q) = %d, want %d", f.name, buf, got, want)
+					}
+				}
+			}
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		for range 20000 {
+			buf := make([]byte, r.IntN(40))
+			for i := range buf {
+				buf[i] = byte(0x1e + r.IntN(0x64)) // around the edges of VCHAR
+				if r.IntN(10) == 0 {
+					buf[i] = byte(r.IntN(256))
+				}
+			}
+			if got, want := f.fn(buf), naiveLen(buf, f.class); got != want {
+				t.Fatalf("%s(%q) = %d, want %d", f.name, buf, got, want)
+			}
+		}
+	}
+}

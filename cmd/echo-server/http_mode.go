@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 
@@ -17,6 +18,6 @@ type httpConfig struct {
 }
 
 // runHTTP serves HTTP mode. It is being written on top of package http.
-func runHTTP(cfg httpConfig) error {
+func runHTTP(ctx context.Context, cfg httpConfig) error {
 	return errors.New("-mode http is not available in this build yet")
 }

@@ -48,6 +48,10 @@ func run(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// Handle signals before announcing the server, so a supervisor's
+	// SIGTERM right after the start line still stops it cleanly.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	b, err := reactor.ParseBackend(*backend)
 	if err != nil {
 		return err
@@ -59,7 +63,7 @@ func run(args []string) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
 	if *mode == "http" {
-		return runHTTP(httpConfig{addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, logger: logger})
+		return runHTTP(ctx, httpConfig{addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, logger: logger})
 	}
 	if *mode != "tcp" {
 		return fmt.Errorf("-mode must be tcp or http, not %q", *mode)
@@ -102,8 +106,6 @@ func run(args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	<-ctx.Done()
 	fmt.Println("echo-server: shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -59,6 +59,11 @@ type Request struct {
 	// Upgrade is the value of the Upgrade header of an HTTP/1.1 request
 	// whose Connection header lists "upgrade"; nil otherwise.
 	Upgrade []byte
+
+	// Body is the whole request body, set by [Server] before a [Handler]
+	// runs (Content-Length or decoded chunked); nil when there is none.
+	// The parser does not set it.
+	Body []byte
 }
 
 // Reset clears r, keeping the capacity of Headers.

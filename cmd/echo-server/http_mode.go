@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
+	"time"
 
+	vhttp "github.com/veloq/veloq/http"
+	vnet "github.com/veloq/veloq/net"
 	"github.com/veloq/veloq/reactor"
 )
 
@@ -17,7 +22,57 @@ type httpConfig struct {
 	logger        *slog.Logger
 }
 
-// runHTTP serves HTTP mode. It is being written on top of package http.
+// helloBody is what GET / answers.
+const helloBody = "Hello, World!"
+
+// httpHandler answers GET / with a greeting and POST /echo with the
+// request body; everything else is 404. It runs inline on the loop and
+// allocates nothing.
+func httpHandler(w *vhttp.ResponseWriter, r *vhttp.Request) {
+	switch string(r.Path) {
+	case "/":
+		if string(r.Method) != "GET" && string(r.Method) != "HEAD" {
+			w.Header().Set("Allow", "GET, HEAD")
+			w.WriteHeader(vhttp.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteString(helloBody)
+	case "/echo":
+		if string(r.Method) != "POST" {
+			w.Header().Set("Allow", "POST")
+			w.WriteHeader(vhttp.StatusMethodNotAllowed)
+			return
+		}
+		var n [20]byte
+		h := w.Header()
+		h.SetBytes([]byte("X-Method"), r.Method)
+		h.SetBytes([]byte("X-Path"), r.Path)
+		h.SetBytes([]byte("X-Body-Len"), strconv.AppendInt(n[:0], int64(len(r.Body)), 10))
+		if ct := r.Header("Content-Type"); ct != nil {
+			h.SetBytes([]byte("Content-Type"), ct)
+		}
+		w.Write(r.Body)
+	default:
+		w.WriteHeader(vhttp.StatusNotFound)
+	}
+}
+
+// runHTTP serves HTTP mode until ctx is done (SIGINT or SIGTERM; main
+// installs the handling before the start line is printed).
 func runHTTP(ctx context.Context, cfg httpConfig) error {
-	return errors.New("-mode http is not available in this build yet")
+	s := vhttp.NewServer(vhttp.HandlerFunc(httpHandler),
+		vhttp.WithLoops(cfg.loops), vhttp.WithBackend(cfg.backend), vhttp.WithLogger(cfg.logger),
+		vhttp.WithNetOptions(vnet.WithPin(cfg.pin)))
+	if err := s.Listen(cfg.network, cfg.addr); err != nil {
+		return err
+	}
+	fmt.Printf("echo-server: http on %s, backend %s, %d loops, pid %d\n",
+		s.Addr(), s.NetServer().Backend(), cfg.loops, os.Getpid())
+
+	<-ctx.Done()
+	fmt.Println("echo-server: shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.Shutdown(sctx)
 }

@@ -1,0 +1,417 @@
+package http
+
+import (
+	"syscall"
+	"time"
+
+	vnet "github.com/veloq/veloq/net"
+	"github.com/veloq/veloq/reactor"
+)
+
+// phase is where a connection is in its request cycle. It decides which
+// timeout applies and what arriving input means.
+type phase uint8
+
+const (
+	phaseIdle     phase = iota // between requests, nothing buffered
+	phaseHead                  // part of a request head has arrived
+	phaseBody                  // head complete, body arriving into conn.body
+	phaseStdBody               // a FromStd handler runs; its body streams to it
+	phaseBusy                  // a handler runs off the loop; input waits
+	phaseDraining              // closing after an answer; input is discarded
+)
+
+// longPoll is how often a connection's timer looks at it when no deadline
+// applies.
+const longPoll = time.Minute
+
+// conn is the server's state for one connection. It lives on the
+// connection's loop; only the FromStd exchange crosses goroutines.
+type conn struct {
+	srv        *Server
+	ls         *loopState
+	c          *vnet.Conn
+	prev, next *conn
+
+	parser     Parser
+	dec        ChunkedDecoder
+	phase      phase
+	phaseStart int64 // loop clock (UnixNano) when the phase began
+
+	timer       *reactor.Timer
+	timerAt     int64
+	lastPending int
+	progressAt  int64
+
+	// A body that did not arrive with its head is collected here; the
+	// head is copied to head meanwhile and parsed again at the end.
+	head      []byte
+	body      []byte
+	remaining int64 // Content-Length bytes still to come
+	chunked   bool
+	sent100   bool
+	eof       bool
+
+	std *stdExchange // the FromStd request in progress
+}
+
+func (cs *conn) now() int64 { return cs.c.Loop().Now().UnixNano() }
+
+func (s *Server) firstTimeout() time.Duration {
+	if s.opts.idleTimeout > 0 {
+		return s.opts.idleTimeout
+	}
+	return longPoll
+}
+
+// armAt makes the timer fire no later than deadline.
+func (cs *conn) armAt(deadline int64) {
+	if cs.timer.Pending() && cs.timerAt <= deadline {
+		return
+	}
+	d := deadline - cs.now()
+	cs.timer.Reset(time.Duration(max(d, 0)))
+	cs.timerAt = deadline
+}
+
+// onTimer enforces the deadline of the current phase and the write
+// timeout, then re-arms for the next check.
+func (cs *conn) onTimer() {
+	c := cs.c
+	if c.Closed() {
+		return
+	}
+	o := &cs.srv.opts
+	now := cs.now()
+	next := int64(longPoll)
+	var deadline int64
+	switch cs.phase {
+	case phaseIdle:
+		if o.idleTimeout > 0 {
+			deadline = cs.phaseStart + int64(o.idleTimeout)
+		}
+	case phaseHead:
+		if o.readHeaderTimeout > 0 {
+			deadline = cs.phaseStart + int64(o.readHeaderTimeout)
+		}
+	case phaseDraining:
+		deadline = cs.phaseStart + int64(o.lingerTimeout)
+	}
+	if deadline != 0 {
+		if now >= deadline {
+			if cs.phase != phaseDraining {
+				cs.ls.st.timeouts.Add(1)
+			}
+			c.Close()
+			return
+		}
+		next = min(next, deadline-now)
+	}
+	if wt := int64(o.writeTimeout); wt > 0 {
+		if p := c.OutputBuffered(); p > 0 {
+			if cs.lastPending == 0 || p < cs.lastPending {
+				cs.progressAt = now
+			}
+			cs.lastPending = p
+			if now-cs.progressAt >= wt {
+				// The peer stopped reading: a graceful close would wait for
+				// that output too, so cut the socket instead.
+				cs.ls.st.timeouts.Add(1)
+				_ = syscall.Shutdown(c.Fd(), syscall.SHUT_RDWR)
+				c.Close()
+				return
+			}
+			next = min(next, max(wt/4, int64(time.Millisecond)))
+		} else {
+			cs.lastPending = 0
+		}
+	}
+	cs.timer.Reset(time.Duration(next))
+	cs.timerAt = now + next
+}
+
+func (cs *conn) onData() {
+	switch cs.phase {
+	case phaseDraining:
+		cs.c.Discard(-1)
+		return
+	case phaseBusy:
+		return // the input waits for the response in progress
+	case phaseStdBody:
+		cs.feedStd()
+		return
+	case phaseBody:
+		if !cs.readBody() {
+			return
+		}
+	}
+	cs.serveLoop()
+}
+
+// serveLoop answers every complete request in the input, in order. All the
+// responses are written before it returns, so they leave in one send.
+func (cs *conn) serveLoop() {
+	c := cs.c
+	ls := cs.ls
+	for {
+		buf, _ := c.Peek(0)
+		if len(buf) == 0 {
+			return
+		}
+		if cs.phase == phaseIdle {
+			cs.phase = phaseHead
+			cs.phaseStart = cs.now()
+		}
+		req := &ls.req
+		n, err := cs.parser.Parse(buf, req)
+		if err != nil {
+			if err == ErrNeedMore {
+				if rht := cs.srv.opts.readHeaderTimeout; rht > 0 {
+					cs.armAt(cs.phaseStart + int64(rht))
+				}
+				return
+			}
+			ls.st.protoErrors.Add(1)
+			cs.fail(ErrorStatus(err))
+			return
+		}
+		if cs.srv.std != nil {
+			c.Discard(n)
+			cs.startStd(req)
+			return
+		}
+		total := n
+		switch {
+		case req.Chunked:
+			cs.dec.Reset()
+			cs.body = cs.body[:0]
+			k, done, err := cs.decode(buf[n:])
+			if err != nil {
+				ls.st.protoErrors.Add(1)
+				cs.fail(ErrorStatus(err))
+				return
+			}
+			if !done {
+				cs.enterBody(req, buf[:n])
+				c.Discard(n + k)
+				return
+			}
+			req.Body = cs.body
+			total = n + k
+		case req.ContentLength > 0:
+			end := n + int(req.ContentLength) // bounded by MaxBodyBytes
+			if len(buf) < end {
+				cs.body = append(make([]byte, 0, req.ContentLength), buf[n:]...)
+				cs.remaining = req.ContentLength - int64(len(buf)-n)
+				cs.enterBody(req, buf[:n])
+				c.Discard(len(buf))
+				return
+			}
+			req.Body = buf[n:end:end]
+			total = end
+		}
+		if !cs.serve(req, buf[:n], total) {
+			return
+		}
+	}
+}
+
+// enterBody waits for the rest of req's body. The head is copied, since
+// its bytes leave the connection's input.
+func (cs *conn) enterBody(req *Request, head []byte) {
+	cs.head = append(cs.head[:0], head...)
+	cs.chunked = req.Chunked
+	cs.phase = phaseBody
+	if req.Expect100 && !cs.sent100 {
+		cs.sent100 = true
+		cs.ls.scratch = AppendContinue(cs.ls.scratch[:0])
+		cs.c.Write(cs.ls.scratch)
+	}
+}
+
+// decode runs the chunked decoder over in, collecting the body.
+func (cs *conn) decode(in []byte) (consumed int, done bool, err error) {
+	for {
+		k, data, d, e := cs.dec.Next(in[consumed:])
+		consumed += k
+		cs.body = append(cs.body, data...)
+		switch {
+		case d:
+			return consumed, true, nil
+		case e == ErrNeedMore:
+			return consumed, false, nil
+		case e != nil:
+			return consumed, false, e
+		}
+	}
+}
+
+// readBody collects more of a body; once it is complete it answers the
+// request and reports true.
+func (cs *conn) readBody() bool {
+	c := cs.c
+	buf, _ := c.Peek(0)
+	if cs.chunked {
+		k, done, err := cs.decode(buf)
+		c.Discard(k)
+		if err != nil {
+			cs.ls.st.protoErrors.Add(1)
+			cs.fail(ErrorStatus(err))
+			return false
+		}
+		if !done {
+			return false
+		}
+	} else {
+		k := min(int64(len(buf)), cs.remaining)
+		cs.body = append(cs.body, buf[:k]...)
+		c.Discard(int(k))
+		cs.remaining -= k
+		if cs.remaining > 0 {
+			return false
+		}
+	}
+	req := &cs.ls.req
+	if _, err := cs.parser.Parse(cs.head, req); err != nil {
+		cs.fail(StatusInternalServerError) // cannot happen: it parsed before
+		return false
+	}
+	req.Body = cs.body
+	return cs.serve(req, cs.head, 0)
+}
+
+// serve runs the handler for req, whose head is the raw bytes in head,
+// writes its response and consumes consume bytes of input. It reports
+// whether the next request may be served.
+func (cs *conn) serve(req *Request, head []byte, consume int) bool {
+	ls := cs.ls
+	w := &ls.w
+	w.reset(cs, req, head, ls.body)
+	cs.callHandler(w, req)
+	if b := w.resp.Body(); cap(b) > cap(ls.body) && cap(b) <= 64<<10 {
+		ls.body = b[:0]
+	}
+	if job := w.job; job != nil {
+		w.job = nil
+		cs.c.Discard(consume)
+		cs.endBody()
+		cs.phase = phaseBusy
+		cs.offload(job)
+		return false
+	}
+	if w.panicked {
+		cs.c.Discard(consume)
+		cs.endBody()
+		cs.fail(StatusInternalServerError)
+		return false
+	}
+	cs.writeResponse(&w.resp, req)
+	cs.c.Discard(consume)
+	cs.endBody()
+	return cs.afterResponse(&w.resp)
+}
+
+func (cs *conn) callHandler(w *ResponseWriter, req *Request) {
+	defer cs.recoverHandler(w)
+	cs.srv.h.ServeHTTP(w, req)
+}
+
+func (cs *conn) recoverHandler(w *ResponseWriter) {
+	if r := recover(); r != nil {
+		w.panicked = true
+		w.job = nil
+		cs.ls.st.panics.Add(1)
+		cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", cs.c.RemoteAddr())
+	}
+}
+
+// endBody forgets the body of the request just answered.
+func (cs *conn) endBody() {
+	cs.sent100 = false
+	cs.remaining = 0
+	if cap(cs.body) > 64<<10 {
+		cs.body = nil
+	} else {
+		cs.body = cs.body[:0]
+	}
+	if cap(cs.head) > 16<<10 {
+		cs.head = nil
+	}
+}
+
+// writeResponse serializes resp, the answer to req, into the output.
+func (cs *conn) writeResponse(resp *Response, req *Request) {
+	if cs.srv.shutting.Load() {
+		req.Close = true
+	}
+	ls := cs.ls
+	date := ls.dates.Bytes(cs.c.Loop().Now())
+	body := resp.Body()
+	ls.scratch = resp.AppendHead(ls.scratch[:0], req, date, int64(len(body)))
+	cs.c.Write(ls.scratch)
+	if resp.BodyAllowed() {
+		cs.c.Write(body)
+	}
+}
+
+// afterResponse moves on after a response was written: to the next
+// request, or to closing. It reports whether the next request may be
+// served.
+func (cs *conn) afterResponse(resp *Response) bool {
+	cs.ls.st.requests.Add(1)
+	if resp.ShouldClose() {
+		cs.linger()
+		return false
+	}
+	cs.phase = phaseIdle
+	cs.phaseStart = cs.now()
+	if it := cs.srv.opts.idleTimeout; it > 0 {
+		cs.armAt(cs.phaseStart + int64(it))
+	}
+	return true
+}
+
+// fail answers with an error status and closes the connection.
+func (cs *conn) fail(status int) {
+	ls := cs.ls
+	ls.scratch = AppendError(ls.scratch[:0], status, ls.dates.Bytes(cs.c.Loop().Now()))
+	cs.c.Write(ls.scratch)
+	cs.linger()
+}
+
+// linger closes the connection after its output: it half-closes, then
+// discards input until the peer closes too or the linger timeout passes.
+// Closing with unread input would make the kernel send a reset, which can
+// destroy the response before the client reads it.
+func (cs *conn) linger() {
+	c := cs.c
+	c.Discard(-1)
+	cs.phase = phaseDraining
+	if cs.eof || c.CloseWrite() != nil {
+		c.Close()
+		return
+	}
+	cs.phaseStart = cs.now()
+	cs.armAt(cs.phaseStart + int64(cs.srv.opts.lingerTimeout))
+}
+
+func (cs *conn) onEOF() {
+	cs.eof = true
+	switch cs.phase {
+	case phaseBusy, phaseStdBody:
+		// The response in progress still goes out; then the connection
+		// closes. A FromStd request sees its context canceled.
+		if cs.std != nil {
+			cs.std.peerGone()
+		}
+	default:
+		cs.c.Close()
+	}
+}
+
+func (cs *conn) onClose(err error) {
+	if cs.std != nil {
+		cs.std.connClosed(err)
+		cs.std = nil
+	}
+}

@@ -1,0 +1,188 @@
+package http
+
+import (
+	"context"
+	"net"
+	"sync"
+
+	"github.com/veloq/veloq/executor"
+	vnet "github.com/veloq/veloq/net"
+)
+
+// A Handler answers HTTP requests on the fast path: it runs inline on the
+// connection's loop with the request as a view into the input and a
+// [ResponseWriter] that buffers the answer, and must neither block nor
+// keep r, r's byte slices or w after it returns. Wrap a handler that does
+// heavy work with [Offloaded]; adapt a net/http handler with [FromStd].
+//
+// A panicking handler is recovered and logged; the client gets
+// 500 Internal Server Error and its connection is closed.
+type Handler interface {
+	ServeHTTP(w *ResponseWriter, r *Request)
+}
+
+// HandlerFunc adapts a function to [Handler].
+type HandlerFunc func(w *ResponseWriter, r *Request)
+
+// ServeHTTP calls f(w, r).
+func (f HandlerFunc) ServeHTTP(w *ResponseWriter, r *Request) { f(w, r) }
+
+// A ResponseWriter collects a handler's response: status, header fields
+// and body, all buffered. The server serializes it when the handler
+// returns, with Date, Server, Content-Length and Connection handling
+// (see [Response.AppendTo]). It allocates nothing once its buffers have
+// grown to the sizes the handler uses.
+type ResponseWriter struct {
+	resp     Response
+	cs       *conn
+	head     []byte // the raw request head, for Offloaded
+	job      *offloadJob
+	panicked bool
+	off      bool // running on a pool worker
+	raddr    net.Addr
+}
+
+func (w *ResponseWriter) reset(cs *conn, req *Request, head, body []byte) {
+	w.resp.Reset(body)
+	w.cs, w.head = cs, head
+	w.job, w.panicked = nil, false
+}
+
+// Header returns the response fields for the handler to fill. Framing
+// fields (Content-Length, Transfer-Encoding) are ignored; "Connection:
+// close" closes the connection after the response.
+func (w *ResponseWriter) Header() *ResponseHeader { return w.resp.Header() }
+
+// WriteHeader sets the status code (default 200). It may be called any
+// time before the handler returns; the last call wins.
+func (w *ResponseWriter) WriteHeader(code int) { w.resp.SetStatus(code) }
+
+// Status returns the status code set so far.
+func (w *ResponseWriter) Status() int { return w.resp.Status() }
+
+// Write appends p to the body. It never fails.
+func (w *ResponseWriter) Write(p []byte) (int, error) { return w.resp.Write(p) }
+
+// WriteString appends s to the body. It never fails.
+func (w *ResponseWriter) WriteString(s string) (int, error) { return w.resp.WriteString(s) }
+
+// Body returns the body written so far.
+func (w *ResponseWriter) Body() []byte { return w.resp.Body() }
+
+// Conn returns the connection, for a handler running inline on its loop;
+// nil for an offloaded handler, which must not touch the connection.
+func (w *ResponseWriter) Conn() *vnet.Conn {
+	if w.off || w.cs == nil {
+		return nil
+	}
+	return w.cs.c
+}
+
+// RemoteAddr returns the client's address.
+func (w *ResponseWriter) RemoteAddr() net.Addr {
+	if w.off || w.cs == nil {
+		return w.raddr
+	}
+	return w.cs.c.RemoteAddr()
+}
+
+// Offloaded returns a handler that runs h on the stealable pool p instead
+// of on the loop, for handlers that burn CPU. The request (head and body)
+// is copied for it. Reading from the connection goes on meanwhile, but
+// the requests pipelined behind it wait, so responses stay in order.
+//
+// Offloaded may be used anywhere in a chain of handlers: the part of the
+// chain before it runs on the loop.
+func Offloaded(p *executor.Pool, h Handler) Handler { return &offloadHandler{p: p, h: h} }
+
+type offloadHandler struct {
+	p *executor.Pool
+	h Handler
+}
+
+func (o *offloadHandler) ServeHTTP(w *ResponseWriter, r *Request) {
+	if w.off || w.cs == nil {
+		o.h.ServeHTTP(w, r) // already off the loop
+		return
+	}
+	w.job = newOffloadJob(w, r, o)
+}
+
+// An offloadJob is a request copied off the connection's input, with its
+// own writer, run on a pool worker.
+type offloadJob struct {
+	o      *offloadHandler
+	parser Parser
+	buf    []byte
+	req    Request
+	w      ResponseWriter
+	body   []byte
+}
+
+var jobPool = sync.Pool{New: func() any { return new(offloadJob) }}
+
+func newOffloadJob(w *ResponseWriter, r *Request, o *offloadHandler) *offloadJob {
+	j := jobPool.Get().(*offloadJob)
+	j.o = o
+	j.buf = append(append(j.buf[:0], w.head...), r.Body...)
+	j.parser.Limits = w.cs.srv.opts.limits
+	if _, err := j.parser.Parse(j.buf[:len(w.head)], &j.req); err != nil {
+		panic("http: offloaded request does not parse again: " + err.Error())
+	}
+	if r.Body != nil {
+		j.req.Body = j.buf[len(w.head):]
+	}
+	j.req.Close = r.Close
+	j.w.reset(w.cs, &j.req, nil, j.body)
+	j.w.off = true
+	j.w.raddr = w.cs.c.RemoteAddr()
+	return j
+}
+
+func (j *offloadJob) release() {
+	if b := j.w.resp.Body(); cap(b) <= 64<<10 {
+		j.body = b[:0]
+	} else {
+		j.body = nil
+	}
+	if cap(j.buf) > 64<<10 {
+		j.buf = nil
+	}
+	j.o, j.w.cs, j.w.raddr = nil, nil, nil
+	jobPool.Put(j)
+}
+
+// run runs the handler on a pool worker.
+func (j *offloadJob) run(context.Context) (struct{}, error) {
+	defer func() {
+		if r := recover(); r != nil {
+			j.w.panicked = true
+			j.w.cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", j.w.raddr)
+		}
+	}()
+	j.o.h.ServeHTTP(&j.w, &j.req)
+	return struct{}{}, nil
+}
+
+// offload hands job to the pool; its response is written back on the loop.
+// The connection's input is held meanwhile (vnet.Offload), so the next
+// request waits for this one.
+func (cs *conn) offload(j *offloadJob) {
+	cs.ls.st.offloaded.Add(1)
+	vnet.Offload(context.Background(), cs.c, j.o.p, j.run, func(c *vnet.Conn, _ struct{}, err error) {
+		defer j.release()
+		if c.Closed() {
+			return
+		}
+		switch {
+		case err != nil: // the pool refused the task
+			cs.fail(StatusServiceUnavailable)
+		case j.w.panicked:
+			cs.ls.st.panics.Add(1)
+			cs.fail(StatusInternalServerError)
+		default:
+			cs.writeResponse(&j.w.resp, &j.req)
+			cs.afterResponse(&j.w.resp)
+		}
+	})
+}

@@ -1,0 +1,110 @@
+package http
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/veloq/veloq/executor"
+	vnet "github.com/veloq/veloq/net"
+	"github.com/veloq/veloq/reactor"
+)
+
+// Default server settings.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	// DefaultLingerTimeout bounds how long a connection closed after an
+	// error keeps draining the peer's input, so the error response is not
+	// destroyed by a reset.
+	DefaultLingerTimeout = 500 * time.Millisecond
+)
+
+type serverOptions struct {
+	limits            Limits
+	readHeaderTimeout time.Duration
+	idleTimeout       time.Duration
+	writeTimeout      time.Duration
+	lingerTimeout     time.Duration
+	maxConns          int
+	reject503         bool
+	offload           *executor.Pool
+	logger            *slog.Logger
+	net               []vnet.Option
+}
+
+// Option configures a [Server].
+type Option func(*serverOptions)
+
+// WithLimits sets the request limits (head size, target size, number of
+// fields, body size). Zero fields mean the defaults.
+func WithLimits(l Limits) Option { return func(o *serverOptions) { o.limits = l } }
+
+// WithReadHeaderTimeout bounds the time from a request's first byte to the
+// end of its head (default 10s); a client slower than that (slowloris) is
+// disconnected. A negative d disables it.
+func WithReadHeaderTimeout(d time.Duration) Option {
+	return func(o *serverOptions) { o.readHeaderTimeout = d }
+}
+
+// WithIdleTimeout closes a keep-alive connection that has been waiting
+// for its next request for d (default 60s). A negative d disables it.
+func WithIdleTimeout(d time.Duration) Option { return func(o *serverOptions) { o.idleTimeout = d } }
+
+// WithWriteTimeout closes a connection whose pending output makes no
+// progress for d: a peer that stopped reading. Default off.
+func WithWriteTimeout(d time.Duration) Option { return func(o *serverOptions) { o.writeTimeout = d } }
+
+// WithMaxConns limits the open connections of the server to n (default 0:
+// no limit). A connection above the limit is answered with
+// 503 Service Unavailable and closed when reply503 is set, and closed at
+// once otherwise.
+func WithMaxConns(n int, reply503 bool) Option {
+	return func(o *serverOptions) { o.maxConns, o.reject503 = n, reply503 }
+}
+
+// WithOffload runs the server's handler on the stealable pool p instead of
+// inline on the loop, like wrapping it with [Offloaded]. Responses on a
+// connection stay in request order.
+func WithOffload(p *executor.Pool) Option { return func(o *serverOptions) { o.offload = p } }
+
+// WithLogger sets the logger of the server and of its loops. Default
+// slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(o *serverOptions) {
+		o.logger = l
+		o.net = append(o.net, vnet.WithLogger(l))
+	}
+}
+
+// WithLoops sets the number of reactor loops (see [vnet.WithLoops]).
+func WithLoops(n int) Option { return WithNetOptions(vnet.WithLoops(n)) }
+
+// WithBackend chooses the I/O backend (see [vnet.WithBackend]).
+func WithBackend(b reactor.Backend) Option { return WithNetOptions(vnet.WithBackend(b)) }
+
+// WithNetOptions passes options through to the TCP server underneath
+// (loops, backend, pinning, balancing, buffer sizes...).
+func WithNetOptions(opts ...vnet.Option) Option {
+	return func(o *serverOptions) { o.net = append(o.net, opts...) }
+}
+
+func (o *serverOptions) setDefaults() {
+	if o.readHeaderTimeout == 0 {
+		o.readHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if o.idleTimeout == 0 {
+		o.idleTimeout = DefaultIdleTimeout
+	}
+	if o.lingerTimeout <= 0 {
+		o.lingerTimeout = DefaultLingerTimeout
+	}
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	o.limits = Limits{
+		MaxHeaderBytes: o.limits.maxHeaderBytes(),
+		MaxTargetBytes: o.limits.maxTargetBytes(),
+		MaxHeaders:     o.limits.maxHeaders(),
+		MaxBodyBytes:   o.limits.maxBodyBytes(),
+	}
+}

@@ -1,0 +1,283 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	vnet "github.com/veloq/veloq/net"
+)
+
+// ErrServerClosed is returned by Listen after Shutdown or Close.
+var ErrServerClosed = errors.New("http: server closed")
+
+// A Server serves HTTP/1.1 on veloq's reactor loops. Each connection
+// belongs to one loop; a [Handler] runs inline on that loop unless it is
+// offloaded (see [Offloaded], [WithOffload], [FromStd]).
+//
+// The server implements keep-alive, pipelining (the responses to all the
+// requests parsed from one read go out in one send), HTTP/1.0, HEAD,
+// Content-Length and chunked request bodies, Expect: 100-continue, the
+// read-header, idle and write timeouts, a connection limit and graceful
+// shutdown. Malformed requests are answered with the status of their
+// [ProtocolError] and the connection is closed.
+type Server struct {
+	h    Handler
+	std  *stdHandler // the root handler when it comes from FromStd
+	opts serverOptions
+
+	mu     sync.Mutex
+	ns     *vnet.Server
+	loops  []*loopState // by loop ID
+	closed bool
+
+	shutting atomic.Bool
+	active   atomic.Int64
+}
+
+// NewServer returns a server for h. It serves nothing until Listen.
+func NewServer(h Handler, opts ...Option) *Server {
+	s := &Server{}
+	for _, opt := range opts {
+		opt(&s.opts)
+	}
+	s.opts.setDefaults()
+	if h == nil {
+		h = HandlerFunc(func(w *ResponseWriter, _ *Request) { w.WriteHeader(StatusNotFound) })
+	}
+	if s.opts.offload != nil {
+		if _, isStd := h.(*stdHandler); !isStd {
+			h = Offloaded(s.opts.offload, h)
+		}
+	}
+	s.h = h
+	s.std, _ = h.(*stdHandler)
+	return s
+}
+
+// Listen starts serving on network ("tcp", "tcp4", "tcp6" or "unix") and
+// address; it returns once connections are accepted. It may be called
+// more than once to serve several addresses.
+func (s *Server) Listen(network, address string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrServerClosed
+	}
+	if s.ns == nil {
+		// Leave room for a whole head plus a body in flight; options given
+		// by the caller come later and win.
+		nopts := append([]vnet.Option{
+			vnet.WithReadBufferCap(s.opts.limits.MaxHeaderBytes + 256<<10),
+		}, s.opts.net...)
+		ns, err := vnet.NewServer(netHandler{s}, nopts...)
+		if err != nil {
+			return err
+		}
+		loops := ns.Loops()
+		s.loops = make([]*loopState, len(loops))
+		for _, l := range loops {
+			s.loops[l.ID()] = newLoopState(s)
+		}
+		s.ns = ns
+	}
+	_, err := s.ns.Listen(network, address)
+	return err
+}
+
+// ListenAndServe serves h on address until ctx is done, then shuts the
+// server down, waiting for the requests in progress to finish.
+func ListenAndServe(ctx context.Context, network, address string, h Handler, opts ...Option) error {
+	s := NewServer(h, opts...)
+	if err := s.Listen(network, address); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return s.Shutdown(context.Background())
+}
+
+// Addr returns the first listening address, or nil.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ns == nil {
+		return nil
+	}
+	return s.ns.Addr()
+}
+
+// NetServer returns the TCP server underneath (nil before Listen), for its
+// loops and statistics.
+func (s *Server) NetServer() *vnet.Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ns
+}
+
+// Shutdown stops the server gracefully: it stops accepting, closes idle
+// keep-alive connections, lets the requests in progress finish (their
+// responses carry "Connection: close"), then stops the loops. If ctx ends
+// first, the remaining connections are cut and ctx's error is returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	ns := s.ns
+	s.mu.Unlock()
+	s.shutting.Store(true)
+	if ns == nil {
+		return nil
+	}
+	for _, l := range ns.Loops() {
+		ls := s.loops[l.ID()]
+		_ = l.Post(ls.closeIdle)
+	}
+	return ns.Shutdown(ctx)
+}
+
+// Close stops the server at once, cutting every connection.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := s.Shutdown(ctx)
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// Stats are a server's counters, summed over its loops.
+type Stats struct {
+	Conns       int64  // connections open now
+	Accepted    uint64 // connections accepted
+	Rejected    uint64 // connections refused by the connection limit
+	Requests    uint64 // requests handled (responses written)
+	Offloaded   uint64 // requests handled off the loop
+	ProtoErrors uint64 // requests rejected by the parser
+	Panics      uint64 // handler panics
+	Timeouts    uint64 // connections closed by a timeout
+}
+
+// Stats returns the server's counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	loops := s.loops
+	s.mu.Unlock()
+	st := Stats{Conns: s.active.Load()}
+	for _, ls := range loops {
+		st.Accepted += ls.st.accepted.Load()
+		st.Rejected += ls.st.rejected.Load()
+		st.Requests += ls.st.requests.Load()
+		st.Offloaded += ls.st.offloaded.Load()
+		st.ProtoErrors += ls.st.protoErrors.Load()
+		st.Panics += ls.st.panics.Load()
+		st.Timeouts += ls.st.timeouts.Load()
+	}
+	return st
+}
+
+// loopStats are one loop's counters: written by the loop only, read by
+// Stats from any goroutine.
+type loopStats struct {
+	accepted, rejected, requests, offloaded atomic.Uint64
+	protoErrors, panics, timeouts           atomic.Uint64
+}
+
+// loopState is what the connections of one loop share. Only that loop
+// touches it (except the counters).
+type loopState struct {
+	srv     *Server
+	dates   DateCache
+	req     Request
+	w       ResponseWriter
+	body    []byte // the inline writer's body buffer
+	scratch []byte // serialized heads
+	conns   connList
+	st      loopStats
+	_       [64]byte // keep the next loop's counters off this cache line
+}
+
+func newLoopState(s *Server) *loopState {
+	return &loopState{srv: s, body: make([]byte, 0, 4<<10), scratch: make([]byte, 0, 1<<10)}
+}
+
+// closeIdle closes the connections waiting for a request; the others close
+// after their current response since the server is shutting down.
+func (ls *loopState) closeIdle() {
+	for cs := ls.conns.head; cs != nil; {
+		next := cs.next
+		if cs.phase == phaseIdle {
+			cs.c.Close()
+		}
+		cs = next
+	}
+}
+
+// connList is an intrusive list of a loop's connections.
+type connList struct{ head *conn }
+
+func (l *connList) add(cs *conn) {
+	cs.next = l.head
+	if l.head != nil {
+		l.head.prev = cs
+	}
+	l.head = cs
+}
+
+func (l *connList) remove(cs *conn) {
+	if cs.prev != nil {
+		cs.prev.next = cs.next
+	} else if l.head == cs {
+		l.head = cs.next
+	}
+	if cs.next != nil {
+		cs.next.prev = cs.prev
+	}
+	cs.prev, cs.next = nil, nil
+}
+
+// netHandler adapts the server to the TCP layer's callbacks.
+type netHandler struct{ s *Server }
+
+func (h netHandler) OnOpen(c *vnet.Conn) {
+	s := h.s
+	ls := s.loops[c.Loop().ID()]
+	ls.st.accepted.Add(1)
+	n := s.active.Add(1)
+	cs := &conn{srv: s, ls: ls, c: c}
+	cs.parser.Limits = s.opts.limits
+	cs.dec.Limits = s.opts.limits
+	c.SetContext(cs)
+	ls.conns.add(cs)
+	cs.phaseStart = cs.now()
+	cs.timer = c.AfterFunc(cs.srv.firstTimeout(), cs.onTimer)
+	cs.timerAt = cs.phaseStart + int64(cs.srv.firstTimeout())
+	switch {
+	case s.shutting.Load():
+		c.Close()
+	case s.opts.maxConns > 0 && n > int64(s.opts.maxConns):
+		ls.st.rejected.Add(1)
+		if s.opts.reject503 {
+			cs.fail(StatusServiceUnavailable)
+		} else {
+			c.Close()
+		}
+	}
+}
+
+func (h netHandler) OnData(c *vnet.Conn) { c.Context().(*conn).onData() }
+
+func (h netHandler) OnEOF(c *vnet.Conn) { c.Context().(*conn).onEOF() }
+
+func (h netHandler) OnClose(c *vnet.Conn, err error) {
+	cs := c.Context().(*conn)
+	cs.ls.conns.remove(cs)
+	cs.srv.active.Add(-1)
+	cs.timer.Stop()
+	cs.onClose(err)
+}

@@ -506,3 +506,44 @@ func TestStatsQueueLen(t *testing.T) {
 		t.Errorf("after shutdown QueueLen = %d Executed = %d, want 0 and 21", s.QueueLen, s.Executed)
 	}
 }
+
+// TestPingPong sends one task at a time through an otherwise idle pool, so
+// that nearly every spawn has to wake a parked worker: a lost wake-up hangs.
+func TestPingPong(t *testing.T) {
+	rounds := 20_000
+	if raceEnabled || testing.Short() {
+		rounds = 3_000
+	}
+	p := NewPool(WithWorkers(4))
+	defer shutdown(t, p)
+	ch := make(chan struct{})
+	signal := func() { ch <- struct{}{} }
+	recv := func(what string, i int) {
+		select {
+		case <-ch:
+		case <-time.After(liveness):
+			t.Fatalf("%s round %d: task never ran (lost wake-up?)", what, i)
+		}
+	}
+	for i := range rounds {
+		mustNil(t, p.Spawn(signal))
+		recv("Spawn", i)
+	}
+	for i := range rounds {
+		mustNil(t, p.SpawnTo(i%4, signal))
+		recv("SpawnTo", i)
+	}
+	// A relay: each task hands the next hop to another worker's inbox.
+	var hop func(n int)
+	hop = func(n int) {
+		if n == 0 {
+			signal()
+			return
+		}
+		mustNil(t, p.SpawnTo(n%4, func() { hop(n - 1) }))
+	}
+	for i := range rounds / 100 {
+		hop(100)
+		recv("relay", i)
+	}
+}

@@ -67,12 +67,7 @@ func (s *Server) Listen(network, address string) error {
 		return ErrServerClosed
 	}
 	if s.ns == nil {
-		// Leave room for a whole head plus a body in flight; options given
-		// by the caller come later and win.
-		nopts := append([]vnet.Option{
-			vnet.WithReadBufferCap(s.opts.limits.MaxHeaderBytes + 256<<10),
-		}, s.opts.net...)
-		ns, err := vnet.NewServer(netHandler{s}, nopts...)
+		ns, err := vnet.NewServer(netHandler{s}, s.opts.net...)
 		if err != nil {
 			return err
 		}

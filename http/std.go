@@ -1,14 +1,750 @@
 package http
 
-// stdHandler is the Handler FromStd returns.
-type stdHandler struct{}
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	nethttp "net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
 
-func (*stdHandler) ServeHTTP(w *ResponseWriter, r *Request) { w.WriteHeader(StatusNotImplemented) }
+	"github.com/veloq/veloq/executor"
+	vnet "github.com/veloq/veloq/net"
+)
 
-// stdExchange is one FromStd request in progress.
-type stdExchange struct{}
+// Sizes of the FromStd adapter's buffers.
+const (
+	// stdPipeCap is how much request body may wait for the handler before
+	// the loop stops reading from the client.
+	stdPipeCap = 64 << 10
+	// stdStreamAt is how much response body the writer buffers before it
+	// starts streaming (chunked, unless the handler set Content-Length).
+	stdStreamAt = 32 << 10
+	// stdOutHigh is the connection output above which a streaming handler
+	// waits for the client to catch up.
+	stdOutHigh = 256 << 10
+)
 
-func (cs *conn) startStd(req *Request)  { cs.fail(StatusNotImplemented) }
-func (cs *conn) feedStd()               {}
-func (x *stdExchange) peerGone()        {}
-func (x *stdExchange) connClosed(error) {}
+// FromStd adapts a net/http handler. As the [Server]'s root handler it
+// runs each request on the stealable pool p (on a new goroutine when p is
+// nil) with net/http semantics:
+//
+//   - a real *net/http.Request: method, URL, protocol, header, Host,
+//     RemoteAddr, ContentLength, TransferEncoding, and a Body that streams
+//     the request body as it arrives (when the handler does not keep up,
+//     the loop stops reading from the client);
+//   - a request context canceled when the client closes or resets the
+//     connection, and when the handler returns;
+//   - a ResponseWriter that buffers the body and sends it with
+//     Content-Length when the handler returns, or streams it (chunked for
+//     HTTP/1.1, unless the handler set Content-Length) once the handler
+//     calls Flush (net/http.Flusher) or writes more than 32 KiB;
+//   - Expect: 100-continue answered when the handler first reads the body;
+//   - a panic answered with 500 if nothing was sent, the connection closed
+//     either way (net/http.ErrAbortHandler is not logged).
+//
+// Responses on a keep-alive connection go out in request order: the next
+// request is read when the previous response is complete. Hijacking is not
+// supported.
+//
+// Used below the root (e.g. inside another Handler), the handler runs
+// inline on the loop with the body already read, which blocks the loop
+// for as long as it runs.
+func FromStd(h nethttp.Handler, p *executor.Pool) Handler {
+	return &stdHandler{h: h, pool: p}
+}
+
+// stdHandler is the Handler FromStd returns. The server recognises it as
+// its root handler and drives it through stdExchange.
+type stdHandler struct {
+	h    nethttp.Handler
+	pool *executor.Pool
+}
+
+// ServeHTTP runs the handler inline; see FromStd.
+func (sh *stdHandler) ServeHTTP(w *ResponseWriter, r *Request) {
+	var raddr net.Addr
+	if w.cs != nil || w.raddr != nil {
+		raddr = w.RemoteAddr()
+	}
+	sreq, err := stdRequest(context.Background(), r, raddr)
+	if err != nil {
+		w.WriteHeader(StatusBadRequest)
+		return
+	}
+	if len(r.Body) > 0 {
+		sreq.Body = io.NopCloser(bytes.NewReader(r.Body))
+	}
+	rec := &inlineStdWriter{w: w, header: make(nethttp.Header)}
+	sh.h.ServeHTTP(rec, sreq)
+	rec.WriteHeader(StatusOK)
+}
+
+// inlineStdWriter is the net/http.ResponseWriter of an inline FromStd
+// handler: it writes through to a ResponseWriter.
+type inlineStdWriter struct {
+	w      *ResponseWriter
+	header nethttp.Header
+	wrote  bool
+}
+
+func (rw *inlineStdWriter) Header() nethttp.Header { return rw.header }
+
+func (rw *inlineStdWriter) WriteHeader(code int) {
+	if rw.wrote || code < 200 {
+		return
+	}
+	rw.wrote = true
+	rw.w.WriteHeader(code)
+	for k, vs := range rw.header {
+		for _, v := range vs {
+			rw.w.Header().Add(k, v)
+		}
+	}
+}
+
+func (rw *inlineStdWriter) Write(p []byte) (int, error) {
+	rw.WriteHeader(StatusOK)
+	return rw.w.Write(p)
+}
+
+// stdRequest builds a net/http request from a parsed head, like
+// net/http's server does.
+func stdRequest(ctx context.Context, r *Request, raddr net.Addr) (*nethttp.Request, error) {
+	sr := &nethttp.Request{
+		Method:        string(r.Method),
+		RequestURI:    string(r.Target),
+		ProtoMajor:    1,
+		ProtoMinor:    r.ProtoMinor,
+		Header:        make(nethttp.Header, len(r.Headers)),
+		ContentLength: r.ContentLength,
+		Close:         r.Close,
+		Body:          nethttp.NoBody,
+	}
+	if r.ProtoMinor == 0 {
+		sr.Proto = "HTTP/1.0"
+	} else {
+		sr.ProtoMinor = 1
+		sr.Proto = "HTTP/1.1"
+	}
+	var err error
+	if sr.Method == "CONNECT" && len(r.Target) > 0 && r.Target[0] != '/' {
+		sr.URL = &url.URL{Host: sr.RequestURI}
+	} else if sr.URL, err = url.ParseRequestURI(sr.RequestURI); err != nil {
+		return nil, err
+	}
+	for _, f := range r.Headers {
+		k := nethttp.CanonicalHeaderKey(string(f.Name))
+		if k == "Host" {
+			continue
+		}
+		sr.Header[k] = append(sr.Header[k], string(f.Value))
+	}
+	sr.Host = sr.URL.Host
+	if sr.Host == "" {
+		sr.Host = string(r.Host)
+	}
+	switch {
+	case r.Chunked:
+		sr.ContentLength = -1
+		sr.TransferEncoding = []string{"chunked"}
+		sr.Header.Del("Transfer-Encoding")
+	case r.ContentLength < 0:
+		sr.ContentLength = 0
+	}
+	if raddr != nil {
+		sr.RemoteAddr = raddr.String()
+	}
+	return sr.WithContext(ctx), nil
+}
+
+// stdExchange is one FromStd request in progress. The loop owns the
+// fields marked "loop"; the handler's goroutine owns the writer; they meet
+// in the body pipe and in closures posted to the loop.
+type stdExchange struct {
+	sh     *stdHandler
+	cs     *conn
+	c      *vnet.Conn
+	cancel context.CancelFunc
+	req    *nethttp.Request
+	vreq   Request // method, version and Close, for serializing the head
+	pipe   *bodyPipe
+	w      stdWriter
+
+	// loop
+	chunked   bool
+	remaining int64
+	bodyDone  bool
+	paused    bool
+	expect100 bool
+	headSent  bool
+}
+
+// startStd begins a FromStd request whose head was just parsed (and
+// consumed from the input).
+func (cs *conn) startStd(req *Request) {
+	sh := cs.srv.std
+	c := cs.c
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), nethttp.LocalAddrContextKey, c.LocalAddr()))
+	sreq, err := stdRequest(ctx, req, c.RemoteAddr())
+	if err != nil {
+		cancel()
+		cs.ls.st.protoErrors.Add(1)
+		cs.fail(StatusBadRequest)
+		return
+	}
+	x := &stdExchange{sh: sh, cs: cs, c: c, cancel: cancel, req: sreq}
+	x.vreq = Request{Method: []byte(sreq.Method), ProtoMajor: 1, ProtoMinor: req.ProtoMinor, Close: req.Close}
+	x.w = stdWriter{x: x, header: make(nethttp.Header), cl: -1}
+	cs.std = x
+	cs.phase = phaseBusy
+	if req.HasBody() {
+		x.pipe = &bodyPipe{x: x}
+		x.pipe.cond.L = &x.pipe.mu
+		sreq.Body = x.pipe
+		x.chunked = req.Chunked
+		x.remaining = req.ContentLength
+		x.expect100 = req.Expect100
+		cs.dec.Reset()
+		cs.phase = phaseStdBody
+	} else {
+		x.bodyDone = true
+	}
+	cs.ls.st.offloaded.Add(1)
+	if sh.pool == nil {
+		go x.run()
+	} else if err := sh.pool.Spawn(x.run); err != nil {
+		cs.std = nil
+		cancel()
+		cs.fail(StatusServiceUnavailable)
+		return
+	}
+	if cs.phase == phaseStdBody {
+		cs.feedStd()
+	}
+}
+
+// feedStd moves request body bytes from the input into the pipe.
+func (cs *conn) feedStd() {
+	x := cs.std
+	c := cs.c
+	buf, _ := c.Peek(0)
+	full := false
+	if x.chunked {
+		off := 0
+		for !x.bodyDone {
+			k, data, done, err := cs.dec.Next(buf[off:])
+			off += k
+			if len(data) > 0 {
+				full = x.pipe.write(data) || full
+			}
+			if done {
+				x.bodyDone = true
+			} else if err == ErrNeedMore {
+				break
+			} else if err != nil {
+				c.Discard(off)
+				x.pipe.closeWrite(err)
+				cs.ls.st.protoErrors.Add(1)
+				x.protocolError(ErrorStatus(err))
+				return
+			}
+		}
+		c.Discard(off)
+	} else {
+		k := min(int64(len(buf)), x.remaining)
+		if k > 0 {
+			full = x.pipe.write(buf[:k])
+		}
+		c.Discard(int(k))
+		x.remaining -= k
+		x.bodyDone = x.remaining == 0
+	}
+	if x.bodyDone {
+		x.pipe.closeWrite(io.EOF)
+		if cs.phase == phaseStdBody {
+			cs.phase = phaseBusy
+		}
+		return
+	}
+	if full && !x.paused {
+		x.paused = true
+		c.PauseRead()
+	}
+}
+
+// protocolError ends the exchange on a malformed body: the handler sees a
+// read error, the client gets status (if no response started), and the
+// connection closes.
+func (x *stdExchange) protocolError(status int) {
+	cs := x.cs
+	x.cancel()
+	cs.std = nil // the handler's further writes fail
+	cs.fail(status)
+}
+
+// resumeRead runs on the loop when the handler has drained the pipe.
+func (x *stdExchange) resumeRead() {
+	if x.paused && x.cs.std == x {
+		x.paused = false
+		x.c.ResumeRead()
+	}
+}
+
+// peerGone runs on the loop when the client half-closed during the
+// exchange: like net/http, the request's context is canceled.
+func (x *stdExchange) peerGone() {
+	x.cancel()
+	if !x.bodyDone {
+		x.pipe.closeWrite(io.ErrUnexpectedEOF)
+	}
+}
+
+// connClosed runs on the loop when the connection is gone.
+func (x *stdExchange) connClosed(err error) {
+	x.cancel()
+	if x.pipe != nil {
+		if err == nil {
+			err = net.ErrClosed
+		}
+		x.pipe.closeWrite(err)
+	}
+}
+
+// run runs the handler on a pool worker.
+func (x *stdExchange) run() {
+	defer func() {
+		if r := recover(); r != nil {
+			if r != nethttp.ErrAbortHandler {
+				x.cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", x.req.RemoteAddr, "uri", x.req.RequestURI)
+			}
+			x.w.panicked()
+		}
+	}()
+	x.sh.h.ServeHTTP(&x.w, x.req)
+	x.w.finish()
+}
+
+// done runs on the loop after the last bytes of the response were
+// written: the connection moves on to the next request, or closes.
+func (x *stdExchange) done(mustClose bool) {
+	cs := x.cs
+	x.cancel()
+	if x.pipe != nil {
+		x.pipe.Close()
+	}
+	if cs.std != x {
+		return
+	}
+	cs.std = nil
+	if x.c.Closed() {
+		return
+	}
+	cs.ls.st.requests.Add(1)
+	if x.paused {
+		x.paused = false
+		x.c.ResumeRead()
+	}
+	if mustClose || !x.bodyDone || cs.eof || cs.srv.shutting.Load() {
+		cs.linger()
+		return
+	}
+	cs.phase = phaseIdle
+	cs.phaseStart = cs.now()
+	if it := cs.srv.opts.idleTimeout; it > 0 {
+		cs.armAt(cs.phaseStart + int64(it))
+	}
+	// Present the input that waited (pipelined requests) again.
+	x.c.HoldData()
+	x.c.ReleaseData()
+}
+
+// bodyPipe carries a request body from the loop to the handler. The loop
+// never blocks: it appends, and pauses reading from the client when more
+// than stdPipeCap waits; the reader resumes it once half is drained.
+type bodyPipe struct {
+	x         *stdExchange
+	mu        sync.Mutex
+	cond      sync.Cond
+	buf       []byte
+	r         int
+	err       error // set by the loop: io.EOF at the end of the body
+	rclosed   bool
+	paused    bool // the loop stopped reading because of this pipe
+	readStart bool
+}
+
+// write appends b (loop side) and reports whether the pipe is over its
+// capacity.
+func (p *bodyPipe) write(b []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rclosed || p.err != nil {
+		return false
+	}
+	if p.r > 0 {
+		n := copy(p.buf, p.buf[p.r:])
+		p.buf, p.r = p.buf[:n], 0
+	}
+	p.buf = append(p.buf, b...)
+	p.cond.Signal()
+	if len(p.buf) > stdPipeCap {
+		p.paused = true
+		return true
+	}
+	return false
+}
+
+// closeWrite ends the body (loop side) with err, io.EOF for a complete one.
+func (p *bodyPipe) closeWrite(err error) {
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.mu.Unlock()
+	p.cond.Broadcast()
+}
+
+// Read implements io.Reader for the handler.
+func (p *bodyPipe) Read(b []byte) (int, error) {
+	p.mu.Lock()
+	if !p.readStart {
+		p.readStart = true
+		if p.x.expect100 {
+			x := p.x
+			_ = x.c.Loop().Post(func() {
+				if x.cs.std == x && !x.headSent && !x.bodyDone && !x.c.Closed() {
+					x.c.Write(AppendContinue(nil))
+				}
+			})
+		}
+	}
+	for len(p.buf)-p.r == 0 && p.err == nil && !p.rclosed {
+		p.cond.Wait()
+	}
+	if p.rclosed {
+		p.mu.Unlock()
+		return 0, nethttp.ErrBodyReadAfterClose
+	}
+	if len(p.buf)-p.r == 0 {
+		err := p.err
+		p.mu.Unlock()
+		return 0, err
+	}
+	n := copy(b, p.buf[p.r:])
+	p.r += n
+	if p.r == len(p.buf) {
+		p.buf, p.r = p.buf[:0], 0
+	}
+	resume := p.paused && len(p.buf)-p.r <= stdPipeCap/2
+	if resume {
+		p.paused = false
+	}
+	p.mu.Unlock()
+	if resume {
+		_ = p.x.c.Loop().Post(p.x.resumeRead)
+	}
+	return n, nil
+}
+
+// Close implements io.Closer: the rest of the body is discarded.
+func (p *bodyPipe) Close() error {
+	p.mu.Lock()
+	p.rclosed = true
+	p.buf, p.r = nil, 0
+	resume := p.paused
+	p.paused = false
+	p.mu.Unlock()
+	p.cond.Broadcast()
+	if resume {
+		_ = p.x.c.Loop().Post(p.x.resumeRead)
+	}
+	return nil
+}
+
+// stdWriter is the net/http.ResponseWriter of a FromStd handler. It runs
+// on the handler's goroutine; everything it sends is posted to the loop.
+type stdWriter struct {
+	x           *stdExchange
+	header      nethttp.Header
+	snapshot    nethttp.Header
+	status      int
+	wroteHeader bool
+	buf         []byte
+	written     int64
+	cl          int64 // the handler's Content-Length, or -1
+	resp        Response
+	streaming   bool // the head went out: writes are sent as they come
+	chunked     bool
+	mustClose   bool
+	err         error // the connection is gone
+}
+
+var (
+	_ nethttp.ResponseWriter = (*stdWriter)(nil)
+	_ nethttp.Flusher        = (*stdWriter)(nil)
+)
+
+// Header implements net/http.ResponseWriter.
+func (w *stdWriter) Header() nethttp.Header { return w.header }
+
+// WriteHeader implements net/http.ResponseWriter. Informational (1xx)
+// statuses are ignored.
+func (w *stdWriter) WriteHeader(code int) {
+	if w.wroteHeader {
+		return
+	}
+	if code < 200 || code > 999 {
+		if code < 100 || code > 999 {
+			panic(fmt.Sprintf("invalid WriteHeader code %v", code))
+		}
+		return
+	}
+	w.wroteHeader = true
+	w.status = code
+	w.snapshot = w.header.Clone()
+	if v := w.snapshot.Get("Content-Length"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			w.cl = n
+		}
+	}
+}
+
+func (w *stdWriter) bodyAllowed() bool {
+	return w.status >= 200 && w.status != StatusNoContent && w.status != StatusNotModified
+}
+
+// Write implements net/http.ResponseWriter.
+func (w *stdWriter) Write(p []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(StatusOK)
+	}
+	if w.err != nil {
+		return 0, w.err
+	}
+	if !w.bodyAllowed() {
+		return 0, nethttp.ErrBodyNotAllowed
+	}
+	if w.cl >= 0 && w.written+int64(len(p)) > w.cl {
+		return 0, nethttp.ErrContentLength
+	}
+	w.written += int64(len(p))
+	if w.x.vreq.IsHead() {
+		if !w.streaming {
+			w.buf = append(w.buf, p...) // for Content-Length and sniffing
+			if len(w.buf) > stdStreamAt {
+				w.buf = w.buf[:stdStreamAt]
+			}
+		}
+		return len(p), nil
+	}
+	w.buf = append(w.buf, p...)
+	if len(w.buf) >= stdStreamAt {
+		if err := w.send(false); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// WriteString writes s like Write.
+func (w *stdWriter) WriteString(s string) (int, error) { return w.Write([]byte(s)) }
+
+// Flush implements net/http.Flusher: the head and the body written so far
+// go to the client now; the response streams from here on.
+func (w *stdWriter) Flush() {
+	if !w.wroteHeader {
+		w.WriteHeader(StatusOK)
+	}
+	_ = w.send(false)
+}
+
+// prepareHead fills resp from the header snapshot and decides the framing
+// of a streamed response.
+func (w *stdWriter) prepareHead(final bool) int64 {
+	w.resp.Reset(nil)
+	w.resp.SetStatus(w.status)
+	h := w.resp.Header()
+	for k, vs := range w.snapshot {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	if w.bodyAllowed() && !h.Has("Content-Type") && len(w.buf) > 0 && w.snapshot.Get("X-Content-Type-Options") != "nosniff" {
+		h.Set("Content-Type", nethttp.DetectContentType(w.buf))
+	}
+	switch {
+	case !w.bodyAllowed():
+		return 0
+	case w.cl >= 0:
+		return w.cl
+	case final:
+		return int64(len(w.buf))
+	default:
+		return -1 // chunked, or delimited by closing for HTTP/1.0
+	}
+}
+
+// send posts the head (the first time) and the buffered body to the loop
+// and waits until the loop has taken them and the connection's output is
+// below stdOutHigh: the handler cannot outrun the client.
+func (w *stdWriter) send(final bool) error {
+	if w.err != nil {
+		return w.err
+	}
+	var head bool
+	var cl int64
+	if !w.streaming {
+		head = true
+		cl = w.prepareHead(false)
+		w.streaming = true
+	}
+	data := w.buf
+	if w.x.vreq.IsHead() {
+		data = nil
+	}
+	if len(data) == 0 && !head {
+		return nil
+	}
+	x := w.x
+	errc := make(chan error, 1)
+	err := x.c.Loop().Post(func() {
+		c := x.c
+		if c.Closed() || x.cs.std != x {
+			errc <- net.ErrClosed
+			return
+		}
+		if head {
+			x.writeHead(&w.resp, cl)
+			w.chunked = w.resp.Chunked()
+			w.mustClose = w.resp.ShouldClose()
+		}
+		switch {
+		case len(data) == 0:
+		case w.chunked:
+			ls := x.cs.ls
+			ls.scratch = AppendChunkHeader(ls.scratch[:0], len(data))
+			c.Write(ls.scratch)
+			c.Write(data)
+			c.WriteString("\r\n")
+		default:
+			c.Write(data)
+		}
+		x.waitDrain(errc)
+	})
+	if err == nil {
+		err = <-errc
+	}
+	w.buf = w.buf[:0]
+	if err != nil {
+		w.err = err
+	}
+	return err
+}
+
+// writeHead serializes the head on the loop, with the loop's date.
+func (x *stdExchange) writeHead(resp *Response, cl int64) {
+	cs := x.cs
+	if cs.srv.shutting.Load() {
+		x.vreq.Close = true
+	}
+	x.headSent = true
+	ls := cs.ls
+	ls.scratch = resp.AppendHead(ls.scratch[:0], &x.vreq, ls.dates.Bytes(x.c.Loop().Now()), cl)
+	x.c.Write(ls.scratch)
+}
+
+// waitDrain reports on errc once the connection's output is below
+// stdOutHigh (or the connection is gone).
+func (x *stdExchange) waitDrain(errc chan<- error) {
+	c := x.c
+	switch {
+	case c.Closed():
+		errc <- net.ErrClosed
+	case c.OutputBuffered() <= stdOutHigh:
+		errc <- nil
+	default:
+		c.Loop().AfterFunc(time.Millisecond, func() { x.waitDrain(errc) })
+	}
+}
+
+// finish completes the response after the handler returned.
+func (w *stdWriter) finish() {
+	if !w.wroteHeader {
+		w.WriteHeader(StatusOK)
+	}
+	x := w.x
+	if w.err != nil {
+		x.postDone(true)
+		return
+	}
+	if !w.streaming {
+		cl := w.prepareHead(true)
+		data := w.buf
+		if x.vreq.IsHead() || !w.bodyAllowed() {
+			data = nil
+		}
+		err := x.c.Loop().Post(func() {
+			if x.c.Closed() || x.cs.std != x {
+				x.done(true)
+				return
+			}
+			x.writeHead(&w.resp, cl)
+			if len(data) > 0 {
+				x.c.Write(data)
+			}
+			x.done(w.resp.ShouldClose() || (w.cl >= 0 && int64(len(data)) < w.cl && !x.vreq.IsHead()))
+		})
+		if err != nil {
+			x.cancel()
+		}
+		return
+	}
+	if err := w.send(true); err != nil {
+		x.postDone(true)
+		return
+	}
+	short := w.cl >= 0 && w.written < w.cl && !x.vreq.IsHead()
+	chunked, mustClose := w.chunked, w.mustClose || short
+	err := x.c.Loop().Post(func() {
+		if chunked && !x.c.Closed() {
+			x.c.Write(AppendLastChunk(nil))
+		}
+		x.done(mustClose)
+	})
+	if err != nil {
+		x.cancel()
+	}
+}
+
+// postDone ends the exchange without a (further) response.
+func (x *stdExchange) postDone(mustClose bool) {
+	if err := x.c.Loop().Post(func() { x.done(mustClose) }); err != nil {
+		x.cancel()
+	}
+}
+
+// panicked answers a handler's panic: 500 if nothing was sent yet, then
+// the connection closes.
+func (w *stdWriter) panicked() {
+	x := w.x
+	sent := w.streaming
+	err := x.c.Loop().Post(func() {
+		if x.cs.std == x && !x.c.Closed() {
+			x.cs.ls.st.panics.Add(1)
+			if !sent {
+				ls := x.cs.ls
+				ls.scratch = AppendError(ls.scratch[:0], StatusInternalServerError, ls.dates.Bytes(x.c.Loop().Now()))
+				x.c.Write(ls.scratch)
+			}
+		}
+		x.done(true)
+	})
+	if err != nil {
+		x.cancel()
+	}
+}

@@ -230,3 +230,274 @@ func TestServerPipelining(t *testing.T) {
 		}
 	})
 }
+
+func TestServerConnectionSemantics(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		s := startServer(t, b, HandlerFunc(testHandler))
+		tests := []struct {
+			name, req  string
+			method     string
+			wantConn   string
+			wantBody   string
+			wantClosed bool
+		}{
+			{"1.1 keep-alive", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", "GET", "", "Hello, World!", false},
+			{"1.1 close", "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "GET", "close", "Hello, World!", true},
+			{"1.0", "GET / HTTP/1.0\r\n\r\n", "GET", "close", "Hello, World!", true},
+			{"1.0 keep-alive", "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", "GET", "keep-alive", "Hello, World!", false},
+			{"HEAD", "HEAD / HTTP/1.1\r\nHost: x\r\n\r\n", "HEAD", "", "", false},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				c, br := rawConn(t, s)
+				io.WriteString(c, tt.req)
+				resp, body := readResponse(t, br, tt.method)
+				if resp.StatusCode != 200 || body != tt.wantBody || resp.Header.Get("Connection") != tt.wantConn && !(tt.wantConn == "close" && resp.Close) {
+					t.Fatalf("%d %q Connection=%q close=%t", resp.StatusCode, body, resp.Header.Get("Connection"), resp.Close)
+				}
+				if tt.method == "HEAD" && resp.ContentLength != 13 {
+					t.Fatalf("HEAD Content-Length %d, want 13", resp.ContentLength)
+				}
+				if tt.wantClosed {
+					expectClosed(t, c, br)
+					return
+				}
+				// Still open: a second request is answered.
+				io.WriteString(c, tt.req)
+				if resp, _ := readResponse(t, br, tt.method); resp.StatusCode != 200 {
+					t.Fatalf("second request: %d", resp.StatusCode)
+				}
+			})
+		}
+	})
+}
+
+func TestServerExpectContinue(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		s := startServer(t, b, HandlerFunc(testHandler))
+		c, br := rawConn(t, s)
+		io.WriteString(c, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+		if line, _ := br.ReadString('\n'); line != "HTTP/1.1 100 Continue\r\n" {
+			t.Fatalf("interim response: %q", line)
+		}
+		br.ReadString('\n')
+		io.WriteString(c, "hello")
+		if resp, body := readResponse(t, br, "POST"); resp.StatusCode != 200 || body != "hello" {
+			t.Fatalf("%d %q", resp.StatusCode, body)
+		}
+		// Through Go's client too.
+		cl := newClient()
+		cl.Transport.(*nethttp.Transport).ExpectContinueTimeout = 5 * time.Second
+		req, _ := nethttp.NewRequest("POST", "http://"+s.Addr().String()+"/echo", strings.NewReader("payload"))
+		req.Header.Set("Expect", "100-continue")
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(got) != "payload" {
+			t.Fatalf("client with Expect: %q", got)
+		}
+	})
+}
+
+func TestServerProtocolErrors(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		s := startServer(t, b, HandlerFunc(testHandler), WithLimits(Limits{MaxBodyBytes: 1 << 10}))
+		tests := []struct {
+			name, req string
+			status    int
+		}{
+			{"bad method", "G(T / HTTP/1.1\r\nHost: x\r\n\r\n", 400},
+			{"bare LF", "GET / HTTP/1.1\nHost: x\r\n\r\n", 400},
+			{"no host", "GET / HTTP/1.1\r\n\r\n", 400},
+			{"bad content-length", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n", 400},
+			{"CL and TE", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+			{"bad chunk", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
+			{"body too large", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n", 413},
+			{"chunked too large", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n", 413},
+			{"URI too long", "GET /" + strings.Repeat("a", 5000) + " HTTP/1.1\r\nHost: x\r\n\r\n", 414},
+			{"header too large", "GET / HTTP/1.1\r\nHost: x\r\nX: " + strings.Repeat("a", 9000) + "\r\n\r\n", 431},
+			{"unknown coding", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501},
+			{"HTTP/2.0", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				c, br := rawConn(t, s)
+				io.WriteString(c, tt.req)
+				resp, _ := readResponse(t, br, "GET")
+				if resp.StatusCode != tt.status || !resp.Close {
+					t.Fatalf("status %d close=%t, want %d and close", resp.StatusCode, resp.Close, tt.status)
+				}
+				expectClosed(t, c, br)
+			})
+		}
+		if st := s.Stats(); st.ProtoErrors != uint64(len(tests)) {
+			t.Errorf("ProtoErrors = %d, want %d", st.ProtoErrors, len(tests))
+		}
+	})
+}
+
+func TestServerTimeouts(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		s := startServer(t, b, HandlerFunc(testHandler),
+			WithReadHeaderTimeout(150*time.Millisecond), WithIdleTimeout(300*time.Millisecond))
+
+		// Slowloris: a head trickling in is cut after the read-header timeout.
+		c, br := rawConn(t, s)
+		start := time.Now()
+		io.WriteString(c, "GET / HTTP/1.1\r\n")
+		go func() {
+			for i := 0; i < 20; i++ {
+				time.Sleep(30 * time.Millisecond)
+				if _, err := io.WriteString(c, "X-A: b\r\n"); err != nil {
+					return
+				}
+			}
+		}()
+		expectClosed(t, c, br)
+		if d := time.Since(start); d < 100*time.Millisecond || d > 2*time.Second {
+			t.Fatalf("slowloris closed after %v, want about 150ms", d)
+		}
+
+		// Idle: a keep-alive connection is closed after the idle timeout,
+		// not before.
+		c2, br2 := rawConn(t, s)
+		io.WriteString(c2, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		readResponse(t, br2, "GET")
+		time.Sleep(150 * time.Millisecond)
+		io.WriteString(c2, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		readResponse(t, br2, "GET") // within the idle timeout: still served
+		start = time.Now()
+		expectClosed(t, c2, br2)
+		if d := time.Since(start); d < 200*time.Millisecond || d > 2*time.Second {
+			t.Fatalf("idle connection closed after %v, want about 300ms", d)
+		}
+		if st := s.Stats(); st.Timeouts != 2 {
+			t.Errorf("Timeouts = %d, want 2", st.Timeouts)
+		}
+	})
+}
+
+func TestServerMaxConns(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		s := startServer(t, b, HandlerFunc(testHandler), WithMaxConns(2, true))
+		var keep []net.Conn
+		for range 2 {
+			c, br := rawConn(t, s)
+			io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+			readResponse(t, br, "GET")
+			keep = append(keep, c)
+		}
+		c, br := rawConn(t, s)
+		resp, _ := readResponse(t, br, "GET")
+		if resp.StatusCode != 503 {
+			t.Fatalf("third connection: %d, want 503", resp.StatusCode)
+		}
+		expectClosed(t, c, br)
+		keep[0].Close()
+		deadline := time.Now().Add(3 * time.Second)
+		for s.Stats().Conns > 1 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		c, br = rawConn(t, s)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		if resp, _ := readResponse(t, br, "GET"); resp.StatusCode != 200 {
+			t.Fatalf("after a slot freed: %d", resp.StatusCode)
+		}
+		if st := s.Stats(); st.Rejected != 1 {
+			t.Errorf("Rejected = %d, want 1", st.Rejected)
+		}
+	})
+}
+
+func TestServerPanic(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+		other, obr := rawConn(t, s)
+		io.WriteString(other, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		readResponse(t, obr, "GET")
+
+		c, br := rawConn(t, s)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\nGET /panic HTTP/1.1\r\nHost: x\r\n\r\n")
+		if resp, _ := readResponse(t, br, "GET"); resp.StatusCode != 200 {
+			t.Fatalf("request before the panic: %d", resp.StatusCode)
+		}
+		if resp, _ := readResponse(t, br, "GET"); resp.StatusCode != 500 {
+			t.Fatalf("panic: %d, want 500", resp.StatusCode)
+		}
+		expectClosed(t, c, br)
+		io.WriteString(other, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		if resp, _ := readResponse(t, obr, "GET"); resp.StatusCode != 200 {
+			t.Fatalf("other connection on the same loop: %d", resp.StatusCode)
+		}
+		if st := s.Stats(); st.Panics != 1 {
+			t.Errorf("Panics = %d, want 1", st.Panics)
+		}
+	})
+}
+
+func TestServerOffloadedInOrder(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		pool := testPool(t)
+		slow := Offloaded(pool, HandlerFunc(func(w *ResponseWriter, r *Request) {
+			time.Sleep(20 * time.Millisecond)
+			w.WriteString("slow ")
+			w.Write(r.Body)
+		}))
+		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, r *Request) {
+			if string(r.Path) == "/slow" {
+				slow.ServeHTTP(w, r)
+				return
+			}
+			w.Write(r.Path)
+		}))
+		c, br := rawConn(t, s)
+		io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"+
+			"POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nbody"+
+			"GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+		for _, want := range []string{"/a", "slow body", "/b"} {
+			if _, body := readResponse(t, br, "GET"); body != want {
+				t.Fatalf("got %q, want %q", body, want)
+			}
+		}
+		if st := s.Stats(); st.Offloaded != 1 {
+			t.Errorf("Offloaded = %d, want 1", st.Offloaded)
+		}
+	})
+}
+
+func TestServerShutdownFinishesInFlight(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		started := make(chan struct{})
+		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			close(started)
+			time.Sleep(200 * time.Millisecond)
+			io.WriteString(w, "finished")
+		})
+		s := NewServer(FromStd(h, testPool(t)), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+		if err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		idle, ibr := rawConn(t, s) // an idle keep-alive connection is closed at once
+		c, br := rawConn(t, s)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		<-started
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- s.Shutdown(ctx) }()
+		expectClosed(t, idle, ibr)
+		resp, body := readResponse(t, br, "GET")
+		if resp.StatusCode != 200 || body != "finished" || !resp.Close {
+			t.Fatalf("in-flight request: %d %q close=%t", resp.StatusCode, body, resp.Close)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+		if _, err := net.DialTimeout("tcp", s.Addr().String(), time.Second); err == nil {
+			t.Fatal("still accepting after Shutdown")
+		}
+	})
+}

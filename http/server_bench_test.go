@@ -1,0 +1,90 @@
+package http
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/veloq/veloq/reactor"
+)
+
+// BenchmarkServerFastPath measures the inline handler end to end over a
+// loopback connection: a client writes depth pipelined GET requests, the
+// server parses and answers them on its loop, the client reads the
+// responses. One op is depth requests; allocs/op counts both sides (the
+// client's reads and writes allocate nothing).
+func BenchmarkServerFastPath(b *testing.B) {
+	for _, be := range []reactor.Backend{reactor.BackendEpoll, reactor.BackendUring} {
+		for _, depth := range []int{1, 16} {
+			b.Run(string(be)+"/depth="+itoa(depth), func(b *testing.B) {
+				if be == reactor.BackendUring && reactor.ProbeUring() != nil {
+					b.Skip("io_uring unavailable")
+				}
+				benchFastPath(b, be, depth)
+			})
+		}
+	}
+}
+
+func itoa(n int) string {
+	var buf [20]byte
+	i := len(buf)
+	for {
+		i--
+		buf[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(buf[i:])
+		}
+	}
+}
+
+func benchFastPath(b *testing.B, be reactor.Backend, depth int) {
+	s := NewServer(HandlerFunc(func(w *ResponseWriter, r *Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteString("Hello, World!")
+	}), WithBackend(be), WithLoops(1), WithLogger(testLogger(b)))
+	if err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	c, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute))
+	one := []byte("GET / HTTP/1.1\r\nHost: localhost\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n")
+	req := bytes.Repeat(one, depth)
+
+	// Learn a response's length (the Date is fixed-width).
+	if _, err := c.Write(one); err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 64<<10)
+	n, err := c.Read(buf)
+	if err != nil || !bytes.HasSuffix(buf[:n], []byte("Hello, World!")) {
+		b.Fatalf("warm-up response %q: %v", buf[:n], err)
+	}
+	want := n * depth
+	b.ReportAllocs()
+	b.SetBytes(int64(len(req)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := c.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		for got := 0; got < want; {
+			n, err := c.Read(buf)
+			if err != nil && err != io.EOF {
+				b.Fatal(err)
+			}
+			got += n
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*depth)/b.Elapsed().Seconds(), "req/s")
+	b.ReportMetric(float64(depth), "req/op")
+}

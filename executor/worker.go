@@ -43,11 +43,13 @@ type Worker struct {
 	inboxBuffered atomic.Int64 // len(inboxBuf)-inboxPos as last published, for Stats
 	injected      lockedQueue  // tasks placed here by Spawn from outside; stealable
 
-	// Counters, written by the owner only. The hottest two are kept in
-	// plain fields and published once per round: on many machines every
-	// atomic read-modify-write costs as much as a small task.
+	// Counters, written by the owner only. The hottest ones are kept in
+	// plain fields and published once per round (publish): a locked
+	// instruction per task, or a cache line shared with spawners, would cost
+	// as much as a small task.
 	executed      atomic.Uint64
 	localSpawned  atomic.Uint64
+	dqLen         atomic.Int64 // deque length as last published, for placement
 	stolen        atomic.Uint64
 	stealAttempts atomic.Uint64
 	parks         atomic.Uint64
@@ -96,9 +98,12 @@ func (w *Worker) pushLocal(t task) {
 	w.spill = batch[:0]
 }
 
-// load is the placement load used by power-of-two-choices.
+// load is the placement load used by power-of-two-choices: the lengths of
+// the injection queue and the inbox, plus the deque's length as last
+// published. Reading the deque's own indices here would pull the owner's
+// hottest cache line away from it on every Spawn.
 func (w *Worker) load() int64 {
-	return w.injected.n.Load() + int64(w.dq.len()) + w.inbox.n.Load()
+	return w.injected.n.Load() + w.dqLen.Load() + w.inbox.n.Load()
 }
 
 // run is the worker's goroutine.
@@ -213,6 +218,9 @@ func (w *Worker) takeBatch(batch []task) (task, bool) {
 		w.pushLocal(t)
 	}
 	more := len(rest) > 0
+	if more {
+		w.dqLen.Store(int64(w.dq.len()))
+	}
 	clear(batch)
 	w.scratch = batch[:0]
 	if more {
@@ -232,6 +240,7 @@ func (w *Worker) publish() {
 	w.executed.Store(w.nexec)
 	w.localSpawned.Store(w.nlocal)
 	w.inboxBuffered.Store(int64(len(w.inboxBuf) - w.inboxPos))
+	w.dqLen.Store(int64(w.dq.len()))
 }
 
 // call runs t, recovering a panic so that it cannot take the worker down.

@@ -1,7 +1,17 @@
-// Package http is the HTTP/1.1 protocol core of veloq: a request parser,
-// a chunked body decoder and response serializers that work on byte
-// slices, allocate nothing on the hot path and know nothing about sockets.
-// The server drives them from an event loop's read callback.
+// Package http is veloq's HTTP/1.1 server and its protocol core: a
+// request parser, a chunked body decoder and response serializers that
+// work on byte slices and allocate nothing on the hot path, and a
+// [Server] that drives them from the reactor loops' read callbacks.
+//
+// # Serving
+//
+// [NewServer] takes a [Handler], which runs inline on the connection's
+// loop with a [Request] view (body included) and a [ResponseWriter];
+// [Offloaded] (or [WithOffload]) moves a CPU-heavy handler to the
+// stealable pool, and [FromStd] serves any net/http handler there with
+// streamed bodies and net/http semantics. Keep-alive, pipelining,
+// HTTP/1.0, HEAD, chunked bodies, 100-continue, timeouts, a connection
+// limit and graceful [Server.Shutdown] are handled by the server.
 //
 // The package name shadows net/http on purpose; import it as vhttp where
 // both are needed.

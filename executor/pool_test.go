@@ -547,3 +547,34 @@ func TestPingPong(t *testing.T) {
 		recv("relay", i)
 	}
 }
+
+// TestQueuesShrinkWhenIdle checks that a burst's queue buffers are given
+// back once the pool goes idle.
+func TestQueuesShrinkWhenIdle(t *testing.T) {
+	p := NewPool(WithWorkers(1))
+	defer shutdown(t, p)
+	gate := make(chan struct{})
+	mustNil(t, p.SpawnTo(0, func() { <-gate }))
+	var wg sync.WaitGroup
+	const burst = 10 * shrinkAbove
+	wg.Add(2 * burst)
+	for range burst {
+		mustNil(t, p.Spawn(wg.Done))
+		mustNil(t, p.SpawnTo(0, wg.Done))
+	}
+	w := p.reg.Load().workers[0]
+	size := func(q *lockedQueue) int {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return len(q.ring.buf)
+	}
+	if size(&w.injected) < burst || size(&w.inbox) < burst {
+		t.Fatalf("queues did not grow: %d %d", size(&w.injected), size(&w.inbox))
+	}
+	close(gate)
+	waitGroup(t, &wg, "burst")
+	idleStats(t, p)
+	if a, b := size(&w.injected), size(&w.inbox); a > shrinkAbove || b > shrinkAbove {
+		t.Fatalf("idle queues still hold buffers of %d and %d tasks", a, b)
+	}
+}

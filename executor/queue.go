@@ -21,8 +21,11 @@ type taskRing struct {
 	n    int    // number of tasks
 }
 
-// shrinkAbove is the capacity above which a ring that drains to empty gives
-// its buffer back, so that a burst does not pin memory for ever.
+// shrinkAbove is the capacity above which an empty ring gives its buffer
+// back when its owner goes idle (lockedQueue.trim), so that a burst does not
+// pin memory for ever. Rings are not shrunk while in use: a producer that
+// keeps outrunning its consumer would make the buffer grow and shrink over
+// and over.
 const shrinkAbove = 1024
 
 func (r *taskRing) len() int { return r.n }
@@ -56,12 +59,6 @@ func (r *taskRing) pop() (task, bool) {
 	r.buf[i] = task{} // drop the reference for the garbage collector
 	r.head = (i + 1) & (len(r.buf) - 1)
 	r.n--
-	if r.n == 0 {
-		r.head = 0
-		if len(r.buf) > shrinkAbove {
-			r.buf = nil
-		}
-	}
 	return t, true
 }
 
@@ -76,6 +73,7 @@ type lockedQueue struct {
 	closed bool
 	pushed uint64 // tasks ever pushed, for Stats
 	n      atomic.Int64
+	big    atomic.Bool // the ring's buffer has grown past shrinkAbove
 }
 
 func (q *lockedQueue) len() int { return int(q.n.Load()) }
@@ -90,6 +88,7 @@ func (q *lockedQueue) push(t task) bool {
 	q.ring.push(t)
 	q.pushed++
 	q.n.Store(int64(q.ring.len()))
+	q.noteSize()
 	q.mu.Unlock()
 	return true
 }
@@ -101,6 +100,7 @@ func (q *lockedQueue) pushBatch(ts []task) {
 		q.ring.push(t)
 	}
 	q.n.Store(int64(q.ring.len()))
+	q.noteSize()
 	q.mu.Unlock()
 }
 
@@ -136,6 +136,27 @@ func (q *lockedQueue) popHalf(dst []task, max int) []task {
 	q.n.Store(int64(q.ring.len()))
 	q.mu.Unlock()
 	return dst
+}
+
+// noteSize records, with q.mu held, that the buffer has grown large.
+func (q *lockedQueue) noteSize() {
+	if len(q.ring.buf) > shrinkAbove && !q.big.Load() {
+		q.big.Store(true)
+	}
+}
+
+// trim releases a large buffer if the queue is empty. Workers call it when
+// they park, so memory returns to its baseline once the load is gone.
+func (q *lockedQueue) trim() {
+	if !q.big.Load() || q.n.Load() != 0 {
+		return
+	}
+	q.mu.Lock()
+	if q.ring.len() == 0 {
+		q.ring = taskRing{}
+		q.big.Store(false)
+	}
+	q.mu.Unlock()
 }
 
 // pushedCount returns the number of tasks ever pushed.

@@ -414,6 +414,9 @@ func (w *Worker) park() bool {
 		p.nspinning.Add(-1)
 	}
 	w.dq.clear()
+	w.inbox.trim()
+	w.injected.trim()
+	p.injector.trim()
 
 	p.nparked.Add(1)
 	w.state.Store(wsParking)

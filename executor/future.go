@@ -117,11 +117,18 @@ func (f *Future[T]) fail(err error) {
 // runOn is the pool task: it runs fn with a context that carries w.
 func (f *Future[T]) runOn(w *Worker) {
 	f.wctx = workerCtx{Context: f.ctx, w: w}
+	w.curCtx.Store(&f.wctx)
 	f.call(&f.wctx)
+	w.curCtx.Store(nil)
 }
 
-// run is the blocking-pool task.
-func (f *Future[T]) run() { f.call(f.ctx) }
+// run is the blocking-pool task. Its context hides any worker that ctx
+// carries (a Submit function may pass its own context to SubmitBlocking):
+// the blocking goroutine must not think it owns that worker's deque.
+func (f *Future[T]) run() {
+	f.wctx = workerCtx{Context: f.ctx}
+	f.call(&f.wctx)
+}
 
 func (f *Future[T]) call(ctx context.Context) {
 	if f.state.Load() != futPending {
@@ -256,15 +263,20 @@ type workerKey struct{}
 
 func (c *workerCtx) Value(key any) any {
 	if key == (workerKey{}) {
-		return c.w
+		return c
 	}
 	return c.Context.Value(key)
 }
 
 // WorkerFrom returns the worker running the Submit function that received
-// ctx, or nil if ctx did not come from Submit. The worker is valid only on
-// that function's goroutine and until it returns (see Worker).
+// ctx, or nil if ctx did not come from Submit or that function has
+// returned. The worker may be used only on that function's goroutine and
+// until it returns (see Worker); WorkerFrom cannot detect a context handed
+// to another goroutine while the function still runs.
 func WorkerFrom(ctx context.Context) *Worker {
-	w, _ := ctx.Value(workerKey{}).(*Worker)
-	return w
+	c, _ := ctx.Value(workerKey{}).(*workerCtx)
+	if c == nil || c.w == nil || c.w.curCtx.Load() != c {
+		return nil
+	}
+	return c.w
 }

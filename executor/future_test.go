@@ -228,3 +228,27 @@ func TestSubmitBlocking(t *testing.T) {
 		t.Fatalf("SubmitBlocking after Shutdown = %v, want ErrClosed", err)
 	}
 }
+
+func TestWorkerFromScope(t *testing.T) {
+	p := NewPool(WithWorkers(2))
+	defer shutdown(t, p)
+	b := NewBlockingPool()
+	defer blockingShutdown(t, b)
+	ctx := context.Background()
+	var kept context.Context
+	f := Submit(p, ctx, func(ctx context.Context) (bool, error) {
+		kept = ctx
+		// A blocking function given this context must not see the worker.
+		g := SubmitBlocking(b, ctx, func(ctx context.Context) (bool, error) {
+			return WorkerFrom(ctx) == nil, nil
+		})
+		hidden, err := g.Wait(ctx)
+		return WorkerFrom(ctx) != nil && hidden, err
+	})
+	if ok, err := f.Wait(ctx); !ok || err != nil {
+		t.Fatalf("inside: worker visible and hidden from blocking = %v, %v", ok, err)
+	}
+	if WorkerFrom(kept) != nil {
+		t.Fatal("WorkerFrom returned a worker for a context kept past its function")
+	}
+}

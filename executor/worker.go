@@ -50,6 +50,11 @@ type Worker struct {
 	executed      atomic.Uint64
 	localSpawned  atomic.Uint64
 	dqLen         atomic.Int64 // deque length as last published, for placement
+
+	// curCtx is the context of the Submit function the worker is running,
+	// if any; WorkerFrom checks it so that a context kept after its
+	// function returned does not yield the worker.
+	curCtx atomic.Pointer[workerCtx]
 	stolen        atomic.Uint64
 	stealAttempts atomic.Uint64
 	parks         atomic.Uint64

@@ -47,14 +47,14 @@ type Worker struct {
 	// plain fields and published once per round (publish): a locked
 	// instruction per task, or a cache line shared with spawners, would cost
 	// as much as a small task.
-	executed      atomic.Uint64
-	localSpawned  atomic.Uint64
-	dqLen         atomic.Int64 // deque length as last published, for placement
+	executed     atomic.Uint64
+	localSpawned atomic.Uint64
+	dqLen        atomic.Int64 // deque length as last published, for placement
 
 	// curCtx is the context of the Submit function the worker is running,
 	// if any; WorkerFrom checks it so that a context kept after its
 	// function returned does not yield the worker.
-	curCtx atomic.Pointer[workerCtx]
+	curCtx        atomic.Pointer[workerCtx]
 	stolen        atomic.Uint64
 	stealAttempts atomic.Uint64
 	parks         atomic.Uint64

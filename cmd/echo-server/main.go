@@ -110,6 +110,10 @@ func run(args []string) error {
 	fmt.Println("echo-server: shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	for _, st := range s.Stats() {
+		fmt.Printf("echo-server: loop %d (%s): %d accepted, %d bytes in, %d bytes out, %d iterations, %d parks, %d wake-ups, %d completions, %d panics\n",
+			st.ID, st.Backend, st.Accepted, st.BytesIn, st.BytesOut, st.Iterations, st.Parks, st.Wakeups, st.Completions, st.Panics)
+	}
 	err = s.Shutdown(sctx)
 	if pool != nil {
 		pool.Shutdown(sctx)

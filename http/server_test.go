@@ -15,28 +15,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/veloq/veloq/internal/backendtest"
 	"github.com/veloq/veloq/reactor"
-	"github.com/veloq/veloq/uring"
 )
 
-// backends is the table every server test runs over (the pattern of
-// net/helpers_test.go). io_uring skips where the kernel refuses it.
-var backends = []reactor.Backend{reactor.BackendUring, reactor.BackendEpoll}
+// backends and forEachBackend: every behaviour test runs over both
+// backends from one shared table.
+var backends = backendtest.All
 
 func forEachBackend(t *testing.T, f func(t *testing.T, b reactor.Backend)) {
-	for _, b := range backends {
-		t.Run(string(b), func(t *testing.T) {
-			if b == reactor.BackendUring {
-				if err := reactor.ProbeUring(); err != nil {
-					if errors.Is(err, uring.ErrUnavailable) || strings.Contains(err.Error(), "io_uring") {
-						t.Skipf("io_uring unavailable here: %v", err)
-					}
-					t.Fatalf("probe: %v", err)
-				}
-			}
-			f(t, b)
-		})
-	}
+	t.Helper()
+	backendtest.Run(t, f)
 }
 
 func testLogger(t testing.TB) *slog.Logger {

@@ -2,7 +2,6 @@ package net
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -10,28 +9,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/veloq/veloq/internal/backendtest"
 	"github.com/veloq/veloq/reactor"
-	"github.com/veloq/veloq/uring"
 )
 
-// backends is the table every behaviour test runs over. io_uring skips
-// with the reason where the kernel or a seccomp filter refuses it.
-var backends = []reactor.Backend{reactor.BackendUring, reactor.BackendEpoll}
+// backends and forEachBackend: every behaviour test runs over both
+// backends from one shared table.
+var backends = backendtest.All
 
 func forEachBackend(t *testing.T, f func(t *testing.T, b reactor.Backend)) {
-	for _, b := range backends {
-		t.Run(string(b), func(t *testing.T) {
-			if b == reactor.BackendUring {
-				if err := reactor.ProbeUring(); err != nil {
-					if errors.Is(err, uring.ErrUnavailable) || strings.Contains(err.Error(), "io_uring") {
-						t.Skipf("io_uring unavailable here: %v", err)
-					}
-					t.Fatalf("probe: %v", err)
-				}
-			}
-			f(t, b)
-		})
-	}
+	t.Helper()
+	backendtest.Run(t, f)
 }
 
 // testLogger discards info and keeps errors visible in -v output.

@@ -339,13 +339,20 @@ func (c *Conn) reserveOut(n int) {
 		c.out = l.cache.Get(n)[:0]
 		return
 	}
-	if len(c.out)+n > cap(c.out) {
-		nb := l.cache.Get(len(c.out) + n)
-		copy(nb, c.out)
-		nb = nb[:len(c.out)]
-		l.cache.Put(c.out)
-		c.out = nb
+	c.out = l.reserve(c.out, n)
+}
+
+// reserve returns b with room for n more bytes, moving it to a larger
+// pooled buffer when needed (the old one goes back to the cache).
+func (l *Loop) reserve(b []byte, n int) []byte {
+	if len(b)+n <= cap(b) {
+		return b
 	}
+	nb := l.cache.Get(len(b) + n)
+	copy(nb, b)
+	nb = nb[:len(b)]
+	l.cache.Put(b)
+	return nb
 }
 
 func (c *Conn) appendOut(p []byte) {
@@ -472,14 +479,7 @@ func (l *Loop) onData(c *Conn, chunk []byte) {
 			l.abort(c, ErrInputTooLarge)
 			return
 		}
-		if need > cap(c.in) {
-			nb := l.cache.Get(need)
-			copy(nb, c.in)
-			nb = nb[:len(c.in)]
-			l.cache.Put(c.in)
-			c.in = nb
-		}
-		c.in = append(c.in, chunk...)
+		c.in = append(l.reserve(c.in, len(chunk)), chunk...)
 		c.view, c.viewOwned = c.in, true
 	}
 	l.callData(c)
@@ -517,14 +517,7 @@ func (l *Loop) keepRestAppend(c *Conn) {
 		c.in = append(l.cache.Get(len(chunk))[:0], chunk...)
 		return
 	}
-	if need := len(c.in) + len(chunk); need > cap(c.in) {
-		nb := l.cache.Get(need)
-		copy(nb, c.in)
-		nb = nb[:len(c.in)]
-		l.cache.Put(c.in)
-		c.in = nb
-	}
-	c.in = append(c.in, chunk...)
+	c.in = append(l.reserve(c.in, len(chunk)), chunk...)
 }
 
 // redeliver presents input buffered during a PauseRead to the handler.

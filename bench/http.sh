@@ -1,6 +1,6 @@
 #!/bin/sh
-# HTTP plaintext: wrk (CPU 1) against echo-server -mode http and the
-# net/http peer (CPU 0: taskset makes Go use GOMAXPROCS=1), each run in turn, with
+# HTTP plaintext: wrk (CPU 1) against echo-server -mode http, the
+# cloudwego/hertz peer and the net/http peer (CPU 0: taskset makes Go use GOMAXPROCS=1), each run in turn, with
 # the server's CPU time (utime+stime from /proc) over the measured window.
 #   bench/http.sh [duration-seconds] [connections]
 # Needs wrk (apt-get install wrk). 16-deep pipelining uses wrk's Lua script.
@@ -11,6 +11,7 @@ CONNS=${2:-64}
 command -v wrk >/dev/null || { echo "http.sh: wrk not found (apt-get install wrk)"; exit 1; }
 mkdir -p bin results
 GOWORK=off go build -o bin/stdhttp ./peers/stdhttp
+GOWORK=off go build -o bin/hertzhttp ./peers/hertzhttp
 (cd .. && go build -o bench/bin/echo-server ./cmd/echo-server)
 TCK=$(getconf CLK_TCK)
 cat > bin/pipeline.lua <<'LUA'
@@ -46,5 +47,6 @@ for mode in 0 1; do
 	run veloq-uring 19301 $mode bin/echo-server -mode http -loops 1 -backend uring -addr 127.0.0.1:19301
 	run veloq-epoll 19302 $mode bin/echo-server -mode http -loops 1 -backend epoll -addr 127.0.0.1:19302
 	run net/http 19303 $mode bin/stdhttp -addr 127.0.0.1:19303
+	run hertz 19304 $mode bin/hertzhttp -addr 127.0.0.1:19304
 	echo
 done

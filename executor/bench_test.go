@@ -144,6 +144,35 @@ func BenchmarkStealLatency(b *testing.B) {
 	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "steal-ns")
 }
 
+// BenchmarkStealLatencyHot is BenchmarkStealLatency with one long task on
+// the pushing worker doing all b.N pushes back to back, so the thief has
+// usually not parked yet (it spins for a few microseconds after each steal):
+// the steady-state cost of a steal rather than of a wake-up.
+func BenchmarkStealLatencyHot(b *testing.B) {
+	p := NewPool(WithWorkers(2))
+	defer shutdown(b, p)
+	done := make(chan struct{})
+	b.ReportAllocs()
+	b.ResetTimer()
+	if err := p.Go(func(w *Worker) {
+		defer close(done)
+		var started atomic.Bool
+		mark := func() { started.Store(true) }
+		for range b.N {
+			started.Store(false)
+			if err := w.Spawn(mark); err != nil {
+				b.Error(err)
+				return
+			}
+			for !started.Load() {
+			}
+		}
+	}); err != nil {
+		b.Fatal(err)
+	}
+	<-done
+}
+
 // BenchmarkSubmitWait measures a Future round trip from outside the pool.
 func BenchmarkSubmitWait(b *testing.B) {
 	p := NewPool()

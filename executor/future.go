@@ -39,7 +39,8 @@ type Future[T any] struct {
 	closed atomic.Bool
 
 	// conts is a lock-free stack of OnLoop continuations. The completer
-	// swaps in &sealed, after which OnLoop posts directly.
+	// drains it and then installs &sealed, after which OnLoop posts
+	// directly.
 	conts  atomic.Pointer[cont[T]]
 	sealed cont[T]
 
@@ -168,15 +169,30 @@ func (f *Future[T]) complete(v T, err error) bool {
 	if ch := f.done.Load(); ch != nil && f.closed.CompareAndSwap(false, true) {
 		close(*ch)
 	}
-	// Run the continuations in the order they were registered.
-	var list *cont[T]
-	for c := f.conts.Swap(&f.sealed); c != nil; {
-		next := c.next
-		c.next = list
-		list, c = c, next
-	}
-	for c := list; c != nil; c = c.next {
-		f.post(c.loop, c.fn)
+	// Post the continuations in the order they were registered: take the
+	// stack, post it oldest first, and repeat until it is empty; only then
+	// seal it. An OnLoop that finds it sealed posts directly, and does so
+	// after everything registered before it.
+	for {
+		head := f.conts.Load()
+		if head == nil {
+			if f.conts.CompareAndSwap(nil, &f.sealed) {
+				break
+			}
+			continue
+		}
+		if !f.conts.CompareAndSwap(head, nil) {
+			continue
+		}
+		var list *cont[T]
+		for c := head; c != nil; {
+			next := c.next
+			c.next = list
+			list, c = c, next
+		}
+		for c := list; c != nil; c = c.next {
+			f.post(c.loop, c.fn)
+		}
 	}
 	return true
 }

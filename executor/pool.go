@@ -235,10 +235,12 @@ func (p *Pool) wakeThief(pref *Worker) {
 		if p.handToken(pref) {
 			return
 		}
-		// Nobody could take the token. A worker may have counted itself in
-		// nparked without having announced wsParking yet; giving the token
-		// back and checking again keeps the "released a token, so re-check"
-		// rule that the worker side relies on.
+		// Nobody could take the token: the parked worker we counted has
+		// woken, or has counted itself in nparked without announcing
+		// wsParking yet. While we held the token, a parking worker that
+		// saw stealable work could not take a spinning slot and left that
+		// work to us (see park), so give the token back and look at
+		// nparked again rather than just returning.
 		p.nspinning.Add(-1)
 		if retry > 0 {
 			runtime.Gosched()

@@ -3,7 +3,9 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -576,5 +578,46 @@ func TestQueuesShrinkWhenIdle(t *testing.T) {
 	idleStats(t, p)
 	if a, b := size(&w.injected), size(&w.inbox); a > shrinkAbove || b > shrinkAbove {
 		t.Fatalf("idle queues still hold buffers of %d and %d tasks", a, b)
+	}
+}
+
+// TestOwnerWaitsForSteal has a task push children onto its own deque one at
+// a time and wait for each to be stolen; its worker never gets back to its
+// deque, so every child needs an idle worker to notice it. This is the
+// schedule that once lost a wake-up (a parking worker left stealable work
+// to a waker that was only holding the spinning token for a moment).
+func TestOwnerWaitsForSteal(t *testing.T) {
+	rounds := 20_000
+	if raceEnabled || testing.Short() {
+		rounds = 2_000
+	}
+	for _, workers := range []int{2, 3} {
+		p := NewPool(WithWorkers(workers))
+		done := make(chan string, 1)
+		mustNil(t, p.Go(func(w *Worker) {
+			var started atomic.Bool
+			mark := func() { started.Store(true) }
+			for i := range rounds {
+				started.Store(false)
+				if err := w.Spawn(mark); err != nil {
+					done <- err.Error()
+					return
+				}
+				deadline := time.Now().Add(liveness)
+				for !started.Load() {
+					if time.Now().After(deadline) {
+						s := p.Stats()
+						done <- fmt.Sprintf("round %d: child never stolen; spinning %d parked %d", i, s.Spinning, s.Parked)
+						return
+					}
+					runtime.Gosched()
+				}
+			}
+			done <- ""
+		}))
+		if msg := <-done; msg != "" {
+			t.Fatalf("%d workers: %s", workers, msg)
+		}
+		shutdown(t, p)
 	}
 }

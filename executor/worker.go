@@ -304,7 +304,7 @@ func (w *Worker) steal() (task, bool) {
 		if w.inbox.n.Load() > 0 || w.injected.n.Load() > 0 || p.injector.n.Load() > 0 {
 			return task{}, false // work for us arrived; park's re-check finds it
 		}
-		for range 1 << round >> 1 {
+		for range 1 << round >> 1 { // exponential backoff: 0, 1, 2, 4 yields
 			runtime.Gosched()
 		}
 	}
@@ -389,12 +389,20 @@ func (w *Worker) surplus() bool {
 // in wsParking does not send at all: the worker's own CAS from wsParking to
 // wsParked fails and it never blocks.
 //
-// Which workers re-check which queues: every parking worker re-checks its
-// inbox, its deque, its injection queue and the injector. A worker that was
-// a spinning thief also re-checks every other worker's deque and injection
-// queue, because spawners skip the wake-up while a thief spins; that is the
-// rule that makes "wake only when none spins" safe (Go's scheduler uses the
-// same rule, see findRunnable in runtime/proc.go).
+// What the re-check covers: the worker's inbox, deque and injection queue,
+// the injector, and every other worker's deque and injection queue. Own
+// work cancels the park. Stealable work elsewhere makes the worker try to
+// become a spinning thief; if no spinning slot is free it parks anyway,
+// because whoever holds the slot is then responsible for that work: a
+// spinning thief, which either wakes the next worker when it stops spinning
+// or re-checks everything itself when it parks, or a waker holding the token
+// for a moment, which after giving it back looks at nparked again and so
+// sees this worker. That is what makes "wake only when none spins" safe.
+// (Go's scheduler, runtime/proc.go findRunnable, re-checks other run queues
+// only in Ms that were spinning; it can, because a goroutine's run queue
+// belongs to a running P. Here the owner of a deque may be busy for a long
+// time, in a task that waits for its own children to be stolen, so every
+// parking worker looks.)
 //
 // The waker of stealable work (wakeThief) hands over the spinning token with
 // wsNotifiedSpinning, so the woken worker counts as the spinning thief from
@@ -413,8 +421,7 @@ const (
 func (w *Worker) park() bool {
 	p := w.pool
 	w.publish()
-	wasSpinning := w.spinning
-	if wasSpinning {
+	if w.spinning {
 		w.spinning = false
 		p.nspinning.Add(-1)
 	}
@@ -427,8 +434,11 @@ func (w *Worker) park() bool {
 	w.state.Store(wsParking)
 
 	// The double check.
-	if w.hasOwnWork() || (wasSpinning && w.othersHaveWork()) {
+	if w.hasOwnWork() {
 		return w.cancelPark()
+	}
+	if w.othersHaveWork() && w.acquireSpin() {
+		return w.cancelParkSpinning()
 	}
 	if p.closed.Load() {
 		if w.tryExit() {
@@ -451,6 +461,38 @@ func (w *Worker) park() bool {
 		<-w.wake // a waker's CAS won; its send is on the way
 	}
 	w.wokeUp()
+	return true
+}
+
+// acquireSpin takes a spinning slot if one is free (at most maxSpin).
+func (w *Worker) acquireSpin() bool {
+	p := w.pool
+	for {
+		s := p.nspinning.Load()
+		if s >= p.maxSpin {
+			return false
+		}
+		if p.nspinning.CompareAndSwap(s, s+1) {
+			return true
+		}
+	}
+}
+
+// cancelParkSpinning leaves wsParking holding the spinning slot it has just
+// taken. If a waker handed it a token meanwhile, it keeps one of the two.
+func (w *Worker) cancelParkSpinning() bool {
+	if w.state.CompareAndSwap(wsParking, wsRunning) {
+		w.pool.nparked.Add(-1)
+		w.spinning = true
+		return true
+	}
+	if w.state.Load() == wsNotifiedSpinning {
+		// Two tokens: give ours back. We keep spinning with the waker's,
+		// so we still owe the re-check that a release calls for.
+		w.pool.nspinning.Add(-1)
+	}
+	w.wokeUp()
+	w.spinning = true
 	return true
 }
 

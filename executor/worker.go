@@ -278,14 +278,8 @@ func (w *Worker) steal() (task, bool) {
 		return task{}, false
 	}
 	if !w.spinning {
-		for {
-			s := p.nspinning.Load()
-			if s >= p.maxSpin {
-				return task{}, false
-			}
-			if p.nspinning.CompareAndSwap(s, s+1) {
-				break
-			}
+		if !w.acquireSpin() {
+			return task{}, false
 		}
 		w.spinning = true
 	}

@@ -144,6 +144,35 @@ func BenchmarkStealLatency(b *testing.B) {
 	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "steal-ns")
 }
 
+// BenchmarkChanWakeLatency is the reference for BenchmarkStealLatency with
+// plain Go: a busy goroutine wakes one blocked on a channel and spins until
+// it has run. Both are dominated by the runtime (and the OS, and on a VM the
+// hypervisor) bringing an idle thread back, not by the pool.
+func BenchmarkChanWakeLatency(b *testing.B) {
+	ch := make(chan time.Time)
+	var started atomic.Bool
+	var lat time.Duration
+	go func() {
+		for t0 := range ch {
+			lat = time.Since(t0)
+			started.Store(true)
+		}
+	}()
+	defer close(ch)
+	var total time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		started.Store(false)
+		time.Sleep(50 * time.Microsecond) // let the receiver block again
+		ch <- time.Now()
+		for !started.Load() {
+		}
+		total += lat
+	}
+	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "wake-ns")
+}
+
 // BenchmarkStealLatencyHot is BenchmarkStealLatency with one long task on
 // the pushing worker doing all b.N pushes back to back, so the thief has
 // usually not parked yet (it spins for a few microseconds after each steal):

@@ -15,26 +15,26 @@ import (
 func BenchmarkSpawn(b *testing.B) {
 	p := NewPool()
 	defer shutdown(b, p)
-	var wg sync.WaitGroup
-	done := wg.Done // one func value, no allocation per task
-	b.ReportAllocs()
-	b.ResetTimer()
-	wg.Add(b.N)
-	for range b.N {
-		if err := p.Spawn(done); err != nil {
-			b.Fatal(err)
-		}
-	}
-	wg.Wait()
+	benchSpawnAll(b, func(_ int, done func()) error { return p.Spawn(done) })
 }
 
 func BenchmarkGoWaitGroup(b *testing.B) {
+	benchSpawnAll(b, func(_ int, done func()) error { go done(); return nil })
+}
+
+// benchSpawnAll runs b.N empty tasks through spawn (i is the task's index)
+// and stops the clock when the last one has run. Every task is the same
+// func value, so the benchmark allocates nothing per task.
+func benchSpawnAll(b *testing.B, spawn func(i int, done func()) error) {
 	var wg sync.WaitGroup
+	done := wg.Done
 	b.ReportAllocs()
 	b.ResetTimer()
 	wg.Add(b.N)
-	for range b.N {
-		go func() { wg.Done() }()
+	for i := range b.N {
+		if err := spawn(i, done); err != nil {
+			b.Fatal(err)
+		}
 	}
 	wg.Wait()
 }
@@ -97,18 +97,8 @@ func BenchmarkWorkerSpawn(b *testing.B) {
 func BenchmarkSpawnTo(b *testing.B) {
 	p := NewPool()
 	defer shutdown(b, p)
-	var wg sync.WaitGroup
-	done := wg.Done
 	n := p.Workers()
-	b.ReportAllocs()
-	b.ResetTimer()
-	wg.Add(b.N)
-	for i := range b.N {
-		if err := p.SpawnTo(i%n, done); err != nil {
-			b.Fatal(err)
-		}
-	}
-	wg.Wait()
+	benchSpawnAll(b, func(i int, done func()) error { return p.SpawnTo(i%n, done) })
 }
 
 // BenchmarkStealLatency measures how long a task pushed onto a busy
@@ -242,17 +232,7 @@ func BenchmarkSubmitBatch(b *testing.B) {
 func BenchmarkBlockingSubmit(b *testing.B) {
 	bp := NewBlockingPool(WithQueueSize(1 << 20))
 	defer func() { _ = bp.Shutdown(context.Background()) }()
-	var wg sync.WaitGroup
-	done := wg.Done
-	b.ReportAllocs()
-	b.ResetTimer()
-	wg.Add(b.N)
-	for range b.N {
-		if err := bp.Submit(done); err != nil {
-			b.Fatal(err)
-		}
-	}
-	wg.Wait()
+	benchSpawnAll(b, func(_ int, done func()) error { return bp.Submit(done) })
 }
 
 func BenchmarkDequePushPop(b *testing.B) {

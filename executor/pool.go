@@ -195,28 +195,9 @@ func (p *Pool) workerExited() {
 
 // notify makes sure worker w looks at its inbox: a directed task can be run
 // by w only, so w is woken whatever the thieves are doing. The caller has
-// published the task before calling notify.
-func (p *Pool) notify(w *Worker) {
-	for {
-		switch w.state.Load() {
-		case wsParking:
-			if w.state.CompareAndSwap(wsParking, wsNotified) {
-				p.nparked.Add(-1)
-				return
-			}
-		case wsParked:
-			if w.state.CompareAndSwap(wsParked, wsNotified) {
-				p.nparked.Add(-1)
-				w.wake <- struct{}{}
-				return
-			}
-		default:
-			// Running (it will look at its inbox before parking), already
-			// notified, or exited (its inbox is closed).
-			return
-		}
-	}
-}
+// published the task before calling notify. If w is running, already
+// notified or exited (its inbox is closed), there is nothing to do.
+func (p *Pool) notify(w *Worker) { w.wakeAs(wsNotified) }
 
 // wakeThief is called after stealable work has been published. It wakes one
 // parked worker, preferring pref, and hands it the spinning token — but only
@@ -266,16 +247,22 @@ func (p *Pool) handToken(pref *Worker) bool {
 }
 
 // tryWakeSpinning wakes w with the spinning token if w is parking or parked.
-func (w *Worker) tryWakeSpinning() bool {
+func (w *Worker) tryWakeSpinning() bool { return w.wakeAs(wsNotifiedSpinning) }
+
+// wakeAs moves w from wsParking or wsParked to the notified state to,
+// taking it out of nparked. Only the waker whose CAS moved w out of
+// wsParked sends on w.wake; a worker still in wsParking sees the new state
+// when its own CAS fails. It reports false if w was in neither state.
+func (w *Worker) wakeAs(to int32) bool {
 	for {
 		switch w.state.Load() {
 		case wsParking:
-			if w.state.CompareAndSwap(wsParking, wsNotifiedSpinning) {
+			if w.state.CompareAndSwap(wsParking, to) {
 				w.pool.nparked.Add(-1)
 				return true
 			}
 		case wsParked:
-			if w.state.CompareAndSwap(wsParked, wsNotifiedSpinning) {
+			if w.state.CompareAndSwap(wsParked, to) {
 				w.pool.nparked.Add(-1)
 				w.wake <- struct{}{}
 				return true

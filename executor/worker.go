@@ -73,9 +73,7 @@ func (w *Worker) Spawn(task func()) error {
 	if task == nil {
 		return ErrNilTask
 	}
-	w.pushLocal(taskOf(task))
-	w.nlocal++
-	w.pool.wakeThief(nil)
+	w.spawn(taskOf(task))
 	return nil
 }
 
@@ -84,10 +82,15 @@ func (w *Worker) Go(task func(w *Worker)) error {
 	if task == nil {
 		return ErrNilTask
 	}
-	w.pushLocal(wtaskOf(task))
+	w.spawn(wtaskOf(task))
+	return nil
+}
+
+// spawn is Spawn and Go once the task is known to be non-nil.
+func (w *Worker) spawn(t task) {
+	w.pushLocal(t)
 	w.nlocal++
 	w.pool.wakeThief(nil)
-	return nil
 }
 
 // pushLocal pushes t onto the deque, moving the older half to the injector

@@ -436,6 +436,26 @@ func TestTimers(t *testing.T) {
 		if time.Since(start) < 80*time.Millisecond {
 			t.Fatalf("closed after %v, before the idle timeout", time.Since(start))
 		}
+
+		// Activity after a long park restarts the idle clock: the loop must
+		// stamp it with the time the data arrived, not the time it parked.
+		slow := startServer(t, b, echoHandler(), WithIdleTimeout(400*time.Millisecond), WithLoops(1))
+		sc, err := net.Dial("tcp", slow.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sc.Close()
+		sc.SetDeadline(time.Now().Add(5 * time.Second))
+		time.Sleep(300 * time.Millisecond) // the loop parks, nothing else to do
+		sc.Write([]byte("alive"))
+		if _, err := readFull(sc, 5); err != nil {
+			t.Fatalf("echo after a quiet spell: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond) // 500 ms since open, 200 ms since activity
+		sc.Write([]byte("still"))
+		if p, err := readFull(sc, 5); err != nil || string(p) != "still" {
+			t.Fatalf("connection active 200 ms ago was closed as idle: %q %v", p, err)
+		}
 	})
 }
 

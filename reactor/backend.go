@@ -33,8 +33,6 @@ type backend interface {
 	// closeConn stops all I/O on c and calls l.finalize once the kernel
 	// holds nothing of it.
 	closeConn(c *Conn)
-	// quiescent reports that no kernel operation is outstanding.
-	quiescent() bool
 	close() error
 }
 
@@ -59,8 +57,6 @@ func untoken(t uint64) (op uint64, slot, gen uint32) {
 }
 
 func (c *Conn) token(op uint64) uint64 { return token(op, c.slot, c.gen) }
-
-func (c *Conn) sameGen(gen uint32) bool { return c.gen&0xffffff == gen }
 
 // uringProbe caches the io_uring probe: the answer does not change while the
 // process runs, and "auto" must log its fallback reason only once.

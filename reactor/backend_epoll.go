@@ -58,7 +58,7 @@ func (b *epollBackend) poll(timeout time.Duration) error {
 		return err
 	}
 	if n > 0 {
-		l.now = l.clock()
+		l.now = l.clock() // the wait may have been long: handlers stamp activity with it
 	}
 	l.stats.completions.Add(uint64(n))
 	for i := 0; i < n; i++ {
@@ -106,9 +106,7 @@ func (b *epollBackend) event(c *Conn, ev uint32) {
 		return
 	}
 	if ev&(epoll.In|epoll.RDHup|epoll.Err|epoll.Hup) != 0 {
-		if c.state == connOpen && c.paused {
-			c.readable = true
-		} else {
+		if !(c.state == connOpen && c.paused) { // paused: resumeRead retries the read
 			// A FIN that arrived with the data raises no edge of its own:
 			// with RDHup/Hup set, read on past a short read to find it.
 			b.read(c, ev&(epoll.RDHup|epoll.Hup|epoll.Err) != 0)
@@ -124,12 +122,8 @@ func (b *epollBackend) event(c *Conn, ev uint32) {
 // to the handler.
 func (b *epollBackend) read(c *Conn, toEOF bool) {
 	l := b.l
-	c.readable = false
 	for i := 0; ; i++ {
 		if c.state != connOpen || c.paused || c.eof {
-			if c.state == connOpen && c.paused {
-				c.readable = true
-			}
 			return
 		}
 		if i == maxReadsOnce {
@@ -182,9 +176,6 @@ func (b *epollBackend) flush(c *Conn) {
 	}
 	l.cache.Put(c.sending)
 	c.sending, c.sendOff = nil, 0
-	if len(c.out) > 0 { // cannot happen within one flush, but keep it exact
-		b.flush(c)
-	}
 }
 
 func (b *epollBackend) addListener(ln *listener) error {
@@ -223,10 +214,7 @@ func (b *epollBackend) closeListener(ln *listener) {
 }
 
 func (b *epollBackend) addConn(c *Conn) error {
-	if err := b.p.Add(c.fd, connEvents, c.token(opRecv)); err != nil {
-		return err
-	}
-	return nil
+	return b.p.Add(c.fd, connEvents, c.token(opRecv))
 }
 
 func (b *epollBackend) connect(c *Conn, a sock.Addr) error {
@@ -260,7 +248,5 @@ func (b *epollBackend) closeConn(c *Conn) {
 	unix.Close(c.fd)
 	b.l.finalize(c)
 }
-
-func (b *epollBackend) quiescent() bool { return true }
 
 func (b *epollBackend) close() error { return b.p.Close() }

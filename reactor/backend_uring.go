@@ -150,7 +150,7 @@ func (b *uringBackend) poll(timeout time.Duration) error {
 	if n == 0 {
 		return nil
 	}
-	l.now = l.clock()
+	l.now = l.clock() // the wait may have been long: handlers stamp activity with it
 	l.stats.completions.Add(uint64(n))
 	for i := 0; i < n; i++ {
 		cqe := b.cqes[i]
@@ -438,8 +438,6 @@ func (b *uringBackend) maybeFinish(c *Conn) {
 	unix.Close(c.fd)
 	b.l.finalize(c)
 }
-
-func (b *uringBackend) quiescent() bool { return true }
 
 // close cancels the wake-up read and waits for its completion, so the
 // kernel holds no operation when the ring and buffer memory go away.

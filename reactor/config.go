@@ -133,7 +133,4 @@ var (
 	ErrDialTimeout = errors.New("reactor: dial timed out")
 	// ErrHandlerPanic: a handler callback panicked; the panic was logged.
 	ErrHandlerPanic = errors.New("reactor: handler panicked")
-	// ErrNotOnLoop: a loop-only method was called in a way the loop detected
-	// as coming from another goroutine.
-	ErrNotOnLoop = errors.New("reactor: called off the loop")
 )

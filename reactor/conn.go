@@ -67,7 +67,6 @@ type Conn struct {
 	wrShutDone bool
 	connecting bool
 	opened     bool
-	readable   bool // epoll: input may be waiting while paused
 
 	// io_uring bookkeeping
 	recvArmed  bool
@@ -184,18 +183,23 @@ func (c *Conn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Writev appends every buffer in bufs, as one Write each.
+// Writev appends every buffer in bufs, like one Write of their concatenation.
 func (c *Conn) Writev(bufs [][]byte) (int, error) {
 	if c.state != connOpen || c.wrShut {
 		return 0, ErrClosed
 	}
 	n := 0
 	for _, b := range bufs {
-		if len(b) > 0 {
-			c.appendOut(b)
-			n += len(b)
-		}
+		n += len(b)
 	}
+	if n == 0 {
+		return 0, nil
+	}
+	c.reserveOut(n) // one grow for all of them
+	for _, b := range bufs {
+		c.out = append(c.out, b...)
+	}
+	c.loop.markDirty(c)
 	return n, nil
 }
 
@@ -334,19 +338,18 @@ func (c *Conn) Closed() bool { return c.state != connOpen }
 func (c *Conn) pendingOut() int { return len(c.out) + len(c.sending) - c.sendOff }
 
 func (c *Conn) reserveOut(n int) {
-	l := c.loop
-	if c.out == nil {
-		c.out = l.cache.Get(n)[:0]
-		return
-	}
-	c.out = l.reserve(c.out, n)
+	c.out = c.loop.reserve(c.out, n)
 }
 
 // reserve returns b with room for n more bytes, moving it to a larger
-// pooled buffer when needed (the old one goes back to the cache).
+// pooled buffer when needed (the old one goes back to the cache). A nil b
+// gets a fresh pooled buffer.
 func (l *Loop) reserve(b []byte, n int) []byte {
 	if len(b)+n <= cap(b) {
 		return b
+	}
+	if b == nil {
+		return l.cache.Get(n)[:0]
 	}
 	nb := l.cache.Get(len(b) + n)
 	copy(nb, b)
@@ -461,29 +464,32 @@ func (l *Loop) onData(c *Conn, chunk []byte) {
 		return // closing: input is dropped
 	}
 	c.lastActive = l.now
-	if c.holdData {
-		// HoldData or PauseRead is in force: keep the bytes, run no handler.
-		if len(c.in)+len(chunk) > l.cfg.ReadBufferCap {
-			l.abort(c, ErrInputTooLarge)
-			return
-		}
-		c.view, c.viewOwned = chunk, false
-		l.keepRestAppend(c)
-		return
-	}
-	if len(c.in) == 0 {
+	if len(c.in) == 0 && !c.holdData {
+		// The common case: the handler reads the loop's memory directly.
 		c.view, c.viewOwned = chunk, false
 	} else {
-		need := len(c.in) + len(chunk)
-		if need > l.cfg.ReadBufferCap {
-			l.abort(c, ErrInputTooLarge)
+		if !l.keepInput(c, chunk) {
 			return
 		}
-		c.in = append(l.reserve(c.in, len(chunk)), chunk...)
+		if c.holdData {
+			return // HoldData or PauseRead: keep the bytes, run no handler
+		}
 		c.view, c.viewOwned = c.in, true
 	}
 	l.callData(c)
 	l.keepRest(c)
+}
+
+// keepInput appends p to the connection's own input buffer. Past
+// ReadBufferCap it closes the connection with ErrInputTooLarge and
+// reports false.
+func (l *Loop) keepInput(c *Conn, p []byte) bool {
+	if len(c.in)+len(p) > l.cfg.ReadBufferCap {
+		l.abort(c, ErrInputTooLarge)
+		return false
+	}
+	c.in = append(l.reserve(c.in, len(p)), p...)
+	return true
 }
 
 // keepRest moves unconsumed input out of the loop's read memory.
@@ -499,25 +505,7 @@ func (l *Loop) keepRest(c *Conn) {
 		c.in = c.in[:n]
 		return
 	}
-	if len(rest) > l.cfg.ReadBufferCap {
-		l.abort(c, ErrInputTooLarge)
-		return
-	}
-	c.in = append(l.cache.Get(len(rest))[:0], rest...)
-}
-
-// keepRestAppend appends the view (in read memory) to the owned input.
-func (l *Loop) keepRestAppend(c *Conn) {
-	chunk := c.view
-	c.view = nil
-	if len(c.in) == 0 {
-		if c.in != nil {
-			l.cache.Put(c.in)
-		}
-		c.in = append(l.cache.Get(len(chunk))[:0], chunk...)
-		return
-	}
-	c.in = append(l.reserve(c.in, len(chunk)), chunk...)
+	l.keepInput(c, rest) // in is nil here: the view was the loop's memory
 }
 
 // redeliver presents input buffered during a PauseRead to the handler.
@@ -570,9 +558,6 @@ func (l *Loop) deliverEOF(c *Conn) {
 	}
 	c.err = io.EOF
 	c.Close()
-	if c.state == connClosing {
-		c.err = io.EOF
-	}
 }
 
 // afterWrite runs after output made progress: backpressure, pending

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -73,7 +74,7 @@ func NewServer(h Handler, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	if o.cfg.Logger == nil {
-		o.cfg.Logger = defaultLogger()
+		o.cfg.Logger = slog.Default()
 	}
 	if o.cfg.Pool == nil {
 		o.cfg.Pool = bufpool.NewPool()
@@ -195,19 +196,23 @@ func (s *Server) Listen(network, address string) (net.Addr, error) {
 	return bound, nil
 }
 
-// pick chooses a loop for a connection accepted by the single acceptor, or
-// for an outbound dial.
+// pick chooses a loop for a connection accepted by the single acceptor.
 func (s *Server) pick() *reactor.Loop {
-	if s.opts.balance == BalanceLeastConns || s.opts.balance == BalanceReusePort {
-		best := s.loops[0]
-		for _, l := range s.loops[1:] {
-			if l.NumConns() < best.NumConns() {
-				best = l
-			}
-		}
-		return best
+	if s.opts.balance == BalanceRoundRobin {
+		return s.loops[int(s.rr.Add(1)-1)%len(s.loops)]
 	}
-	return s.loops[int(s.rr.Add(1)-1)%len(s.loops)]
+	return s.leastLoaded()
+}
+
+// leastLoaded returns the loop with the fewest open connections.
+func (s *Server) leastLoaded() *reactor.Loop {
+	best := s.loops[0]
+	for _, l := range s.loops[1:] {
+		if l.NumConns() < best.NumConns() {
+			best = l
+		}
+	}
+	return best
 }
 
 // Addr returns the first listening address, or nil.
@@ -255,13 +260,7 @@ func (s *Server) Dial(ctx context.Context, network, address string, h Handler) (
 	if closed {
 		return nil, ErrServerClosed
 	}
-	best := s.loops[0]
-	for _, l := range s.loops[1:] {
-		if l.NumConns() < best.NumConns() {
-			best = l
-		}
-	}
-	return best.DialContext(ctx, network, address, h)
+	return s.leastLoaded().DialContext(ctx, network, address, h)
 }
 
 // Shutdown stops accepting, waits for open connections to close by

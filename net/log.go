@@ -1,5 +1,0 @@
-package net
-
-import "log/slog"
-
-func defaultLogger() *slog.Logger { return slog.Default() }

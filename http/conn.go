@@ -57,6 +57,9 @@ type conn struct {
 
 func (cs *conn) now() int64 { return cs.c.Loop().Now().UnixNano() }
 
+// date returns the Date header value for the loop's current time.
+func (cs *conn) date() []byte { return cs.ls.dates.Bytes(cs.c.Loop().Now()) }
+
 func (s *Server) firstTimeout() time.Duration {
 	if s.opts.idleTimeout > 0 {
 		return s.opts.idleTimeout
@@ -171,8 +174,7 @@ func (cs *conn) serveLoop() {
 				}
 				return
 			}
-			ls.st.protoErrors.Add(1)
-			cs.fail(ErrorStatus(err))
+			cs.protoError(err)
 			return
 		}
 		if cs.srv.std != nil {
@@ -187,8 +189,7 @@ func (cs *conn) serveLoop() {
 			cs.body = cs.body[:0]
 			k, done, err := cs.decode(buf[n:])
 			if err != nil {
-				ls.st.protoErrors.Add(1)
-				cs.fail(ErrorStatus(err))
+				cs.protoError(err)
 				return
 			}
 			if !done {
@@ -255,8 +256,7 @@ func (cs *conn) readBody() bool {
 		k, done, err := cs.decode(buf)
 		c.Discard(k)
 		if err != nil {
-			cs.ls.st.protoErrors.Add(1)
-			cs.fail(ErrorStatus(err))
+			cs.protoError(err)
 			return false
 		}
 		if !done {
@@ -345,9 +345,8 @@ func (cs *conn) writeResponse(resp *Response, req *Request) {
 		req.Close = true
 	}
 	ls := cs.ls
-	date := ls.dates.Bytes(cs.c.Loop().Now())
 	body := resp.Body()
-	ls.scratch = resp.AppendHead(ls.scratch[:0], req, date, int64(len(body)))
+	ls.scratch = resp.AppendHead(ls.scratch[:0], req, cs.date(), int64(len(body)))
 	cs.c.Write(ls.scratch)
 	if resp.BodyAllowed() {
 		cs.c.Write(body)
@@ -363,20 +362,32 @@ func (cs *conn) afterResponse(resp *Response) bool {
 		cs.linger()
 		return false
 	}
+	cs.enterIdle()
+	return true
+}
+
+// enterIdle waits for the next request, under the idle timeout.
+func (cs *conn) enterIdle() {
 	cs.phase = phaseIdle
 	cs.phaseStart = cs.now()
 	if it := cs.srv.opts.idleTimeout; it > 0 {
 		cs.armAt(cs.phaseStart + int64(it))
 	}
-	return true
 }
 
 // fail answers with an error status and closes the connection.
 func (cs *conn) fail(status int) {
 	ls := cs.ls
-	ls.scratch = AppendError(ls.scratch[:0], status, ls.dates.Bytes(cs.c.Loop().Now()))
+	ls.scratch = AppendError(ls.scratch[:0], status, cs.date())
 	cs.c.Write(ls.scratch)
 	cs.linger()
+}
+
+// protoError answers a malformed request with the status of err and
+// closes the connection.
+func (cs *conn) protoError(err error) {
+	cs.ls.st.protoErrors.Add(1)
+	cs.fail(ErrorStatus(err))
 }
 
 // linger closes the connection after its output: it half-closes, then

@@ -179,7 +179,6 @@ type stdExchange struct {
 	chunked   bool
 	remaining int64
 	bodyDone  bool
-	paused    bool
 	expect100 bool
 	headSent  bool
 }
@@ -271,9 +270,8 @@ func (cs *conn) feedStd() {
 		}
 		return
 	}
-	if full && !x.paused {
-		x.paused = true
-		c.PauseRead()
+	if full {
+		c.PauseRead() // a no-op if already paused
 	}
 }
 
@@ -287,10 +285,11 @@ func (x *stdExchange) protocolError(status int) {
 	cs.fail(status)
 }
 
-// resumeRead runs on the loop when the handler has drained the pipe.
+// resumeRead runs on the loop when the handler has drained the pipe. The
+// connection's own read state says whether feedStd paused it: nothing else
+// pauses a FromStd connection, and ResumeRead is a no-op if not paused.
 func (x *stdExchange) resumeRead() {
-	if x.paused && x.cs.std == x {
-		x.paused = false
+	if x.cs.std == x {
 		x.c.ResumeRead()
 	}
 }
@@ -345,19 +344,12 @@ func (x *stdExchange) done(mustClose bool) {
 		return
 	}
 	cs.ls.st.requests.Add(1)
-	if x.paused {
-		x.paused = false
-		x.c.ResumeRead()
-	}
+	x.c.ResumeRead()
 	if mustClose || !x.bodyDone || cs.eof || cs.srv.shutting.Load() {
 		cs.linger()
 		return
 	}
-	cs.phase = phaseIdle
-	cs.phaseStart = cs.now()
-	if it := cs.srv.opts.idleTimeout; it > 0 {
-		cs.armAt(cs.phaseStart + int64(it))
-	}
+	cs.enterIdle()
 	// Present the input that waited (pipelined requests) again.
 	x.c.HoldData()
 	x.c.ReleaseData()
@@ -654,7 +646,7 @@ func (x *stdExchange) writeHead(resp *Response, cl int64) {
 	}
 	x.headSent = true
 	ls := cs.ls
-	ls.scratch = resp.AppendHead(ls.scratch[:0], &x.vreq, ls.dates.Bytes(x.c.Loop().Now()), cl)
+	ls.scratch = resp.AppendHead(ls.scratch[:0], &x.vreq, cs.date(), cl)
 	x.c.Write(ls.scratch)
 }
 
@@ -738,7 +730,7 @@ func (w *stdWriter) panicked() {
 			x.cs.ls.st.panics.Add(1)
 			if !sent {
 				ls := x.cs.ls
-				ls.scratch = AppendError(ls.scratch[:0], StatusInternalServerError, ls.dates.Bytes(x.c.Loop().Now()))
+				ls.scratch = AppendError(ls.scratch[:0], StatusInternalServerError, x.cs.date())
 				x.c.Write(ls.scratch)
 			}
 		}

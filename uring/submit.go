@@ -96,15 +96,15 @@ func (r *Ring) cqNeedsEnter() bool {
 // is short of resources or has a CQ backlog it cannot flush: reap
 // completions and submit again (the SQEs stay queued).
 func (r *Ring) Submit() (int, error) {
-	return r.submit(0, false)
+	return r.submit(0)
 }
 
 // SubmitAndWait submits and blocks until at least waitNr CQEs are ready.
 func (r *Ring) SubmitAndWait(waitNr uint32) (int, error) {
-	return r.submit(waitNr, false)
+	return r.submit(waitNr)
 }
 
-func (r *Ring) submit(waitNr uint32, getEvents bool) (int, error) {
+func (r *Ring) submit(waitNr uint32) (int, error) {
 	if r.closed {
 		return 0, ErrClosed
 	}
@@ -112,7 +112,7 @@ func (r *Ring) submit(waitNr uint32, getEvents bool) (int, error) {
 		pending := r.flushSQ()
 		var flags uint32
 		need := r.sqNeedsEnter(pending, &flags)
-		if getEvents || waitNr > 0 || r.cqNeedsEnter() {
+		if waitNr > 0 || r.cqNeedsEnter() {
 			flags |= EnterGetevents
 			need = true
 		}
@@ -130,17 +130,11 @@ func (r *Ring) submit(waitNr uint32, getEvents bool) (int, error) {
 	}
 }
 
-func durationToTimespec(d time.Duration) unix.Timespec {
-	if d < 0 {
-		d = 0
-	}
-	return unix.Timespec{Sec: int64(d / time.Second), Nsec: int64(d % time.Second)}
-}
-
-// enterTimeout does one EXT_ARG enter waiting at most d. The timespec and
-// the getevents argument are written into the Ring (heap), never the stack.
+// enterTimeout does one EXT_ARG enter waiting at most d (a negative d
+// counts as 0). The timespec and the getevents argument are written into
+// the Ring (heap), never the stack.
 func (r *Ring) enterTimeout(toSubmit, waitNr, flags uint32, d time.Duration) (int, syscall.Errno) {
-	r.ts = durationToTimespec(d)
+	r.ts = unix.NsecToTimespec(int64(max(d, 0)))
 	// unsafe: r.ts lives in the heap-allocated Ring, which stays reachable
 	// through r for the whole call; heap objects do not move.
 	r.arg = geteventsArg{ts: uint64(uintptr(unsafe.Pointer(&r.ts)))}
@@ -178,12 +172,8 @@ func (r *Ring) SubmitAndWaitTimeout(waitNr uint32, d time.Duration) (int, error)
 			if start.IsZero() {
 				// Lazily started clock: interrupted waits are rare.
 				start = time.Now()
-				remaining = d
 			}
-			remaining = d - time.Since(start)
-			if remaining <= 0 {
-				remaining = 0
-			}
+			remaining = d - time.Since(start) // enterTimeout clamps a negative rest to 0
 			continue
 		}
 		return 0, errno

@@ -164,7 +164,7 @@ func (s *Server) Listen(network, address string) (net.Addr, error) {
 		if i > 0 && !perLoop {
 			break
 		}
-		if i > 0 {
+		if i == 1 {
 			// Bind the others to the port the first one got (port 0).
 			if a, err = sock.Resolve(network, bound.String()); err != nil {
 				undo()

@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"unsafe"
 
@@ -43,29 +42,21 @@ func Resolve(network, address string) (Addr, error) {
 	if err != nil {
 		return Addr{}, fmt.Errorf("sock: %w", err)
 	}
-	port, err := strconv.ParseUint(portStr, 10, 16)
-	if err != nil {
-		ta, rerr := net.ResolveTCPAddr(network, address)
-		if rerr != nil {
-			return Addr{}, fmt.Errorf("sock: %w", rerr)
+	ip, ipErr := netip.ParseAddr(host) // fails for "" and for host names
+	port, portErr := strconv.ParseUint(portStr, 10, 16)
+	if (ipErr != nil && host != "") || portErr != nil {
+		// A host or service name: one resolver call answers both.
+		ta, err := net.ResolveTCPAddr(network, address)
+		if err != nil {
+			return Addr{}, fmt.Errorf("sock: %w", err)
 		}
+		ip, _ = netip.AddrFromSlice(ta.IP)
 		port = uint64(ta.Port)
 	}
-	var ip netip.Addr
-	switch {
-	case host == "":
+	if !ip.IsValid() { // no host: the unspecified address
+		ip = netip.IPv4Unspecified()
 		if network == "tcp6" {
 			ip = netip.IPv6Unspecified()
-		} else {
-			ip = netip.IPv4Unspecified()
-		}
-	default:
-		if ip, err = netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")); err != nil {
-			ta, rerr := net.ResolveTCPAddr(network, address)
-			if rerr != nil {
-				return Addr{}, fmt.Errorf("sock: %w", rerr)
-			}
-			ip, _ = netip.AddrFromSlice(ta.IP)
 		}
 	}
 	ip = ip.Unmap()

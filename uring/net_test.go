@@ -178,8 +178,8 @@ func TestRecvMultishotProvidedBuffers(t *testing.T) {
 			t.Errorf("FreeBufRing: %v", err)
 		}
 	}()
-	if br.BGID() != bgid {
-		t.Fatalf("BGID %d", br.BGID())
+	if br.BGID() != bgid || br.Entries() != nbufs {
+		t.Fatalf("BGID %d, Entries %d", br.BGID(), br.Entries())
 	}
 	for i := 0; i < nbufs; i++ {
 		br.Add(buf(uint16(i)), uint16(i), i)

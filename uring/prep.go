@@ -26,9 +26,6 @@ func (s *SQE) prepRW(op uint8, fd int, addr uint64, n uint32, off uint64) {
 // SetUserData sets user_data, echoed in the CQE. Never store a Go pointer.
 func (s *SQE) SetUserData(u uint64) { s.UData = u }
 
-// UserData returns the SQE's user_data.
-func (s *SQE) UserData() uint64 { return s.UData }
-
 // SetFlags ORs IOSQE_* flags into the SQE.
 func (s *SQE) SetFlags(f uint8) { s.Flags |= f }
 

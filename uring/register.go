@@ -1,6 +1,7 @@
 package uring
 
 import (
+	"encoding/binary"
 	"errors"
 	"runtime"
 	"sync/atomic"
@@ -145,27 +146,17 @@ func (r *Ring) UnregisterFiles() error {
 	return err
 }
 
-// littleEndian is true on little-endian hosts; it decides which half of the
-// 32-bit word at offset 12 of a buffer ring holds the 16-bit tail.
-var littleEndian = func() bool {
-	x := uint16(1)
-	// unsafe: reads the first byte of a live local uint16.
-	return *(*byte)(unsafe.Pointer(&x)) == 1
-}()
-
 // BufRing is a provided-buffer ring (IORING_REGISTER_PBUF_RING). Its entry
 // array lives in anonymous mmap'd memory, never in the Go heap; the buffers
 // it points at are supplied by the caller and must stay mapped/referenced
 // until FreeBufRing. Only the ring's owner goroutine may use it.
 type BufRing struct {
-	ring    *Ring
-	mem     []byte
-	bufs    []bufEntry
-	tailW   *uint32 // 32-bit word holding bufs[0].bid and the shared tail
-	tail    uint16  // local tail (entries published up to here)
-	mask    uint16
-	entries uint32
-	bgid    uint16
+	mem   []byte
+	bufs  []bufEntry
+	tailW *uint32 // 32-bit word holding bufs[0].bid and the shared tail
+	tail  uint16  // local tail (entries published up to here)
+	mask  uint16  // entries-1
+	bgid  uint16
 }
 
 // SetupBufRing maps and registers a buffer ring of entries (a power of two,
@@ -194,13 +185,11 @@ func (r *Ring) SetupBufRing(entries uint32, bgid uint16) (*BufRing, error) {
 		return nil, err
 	}
 	br := &BufRing{
-		ring:    r,
-		mem:     mem,
-		bufs:    unsafe.Slice((*bufEntry)(base), entries),
-		tailW:   (*uint32)(unsafe.Add(base, 12)), // bid(12..13) + tail(14..15) of entry 0, 4-byte aligned
-		mask:    uint16(entries - 1),
-		entries: entries,
-		bgid:    bgid,
+		mem:   mem,
+		bufs:  unsafe.Slice((*bufEntry)(base), entries),
+		tailW: (*uint32)(unsafe.Add(base, 12)), // bid(12..13) + tail(14..15) of entry 0, 4-byte aligned
+		mask:  uint16(entries - 1),
+		bgid:  bgid,
 	}
 	return br, nil
 }
@@ -241,15 +230,12 @@ func (br *BufRing) Advance(n int) {
 	// sequentially consistent store of the aligned word that also holds
 	// slot 0's bid. Only this goroutine writes that bid, so rewriting it with
 	// its current value is harmless; the store orders all entry writes
-	// before the kernel's load-acquire of the tail.
-	bid0 := uint32(br.bufs[0].bid)
-	var w uint32
-	if littleEndian {
-		w = bid0 | uint32(br.tail)<<16
-	} else {
-		w = bid0<<16 | uint32(br.tail)
-	}
-	atomic.StoreUint32(br.tailW, w)
+	// before the kernel's load-acquire of the tail. The word is assembled
+	// in its memory image (bid, then tail) so it is right on either endian.
+	var w [4]byte
+	binary.NativeEndian.PutUint16(w[0:2], br.bufs[0].bid)
+	binary.NativeEndian.PutUint16(w[2:4], br.tail)
+	atomic.StoreUint32(br.tailW, binary.NativeEndian.Uint32(w[:]))
 }
 
 // Recycle gives one buffer back to the kernel: Add(buf, bid, 0) + Advance(1).
@@ -262,4 +248,4 @@ func (br *BufRing) Recycle(buf []byte, bid uint16) {
 func (br *BufRing) BGID() uint16 { return br.bgid }
 
 // Entries returns the ring size.
-func (br *BufRing) Entries() uint32 { return br.entries }
+func (br *BufRing) Entries() uint32 { return uint32(br.mask) + 1 }

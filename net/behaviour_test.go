@@ -43,11 +43,7 @@ func TestHalfClose(t *testing.T) {
 			},
 		}
 		s := startServer(t, b, h)
-		c, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dial(t, s)
 		c.SetDeadline(time.Now().Add(10 * time.Second))
 		payload := bytes.Repeat([]byte("x"), 100000)
 		if _, err := c.Write(payload); err != nil {
@@ -75,11 +71,7 @@ func TestHalfClose(t *testing.T) {
 			EOF:  func(c *Conn) { received <- total; c.Close() },
 		}
 		s := startServer(t, b, h)
-		c, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dial(t, s)
 		c.SetDeadline(time.Now().Add(10 * time.Second))
 		greeting, err := io.ReadAll(c) // ends at the server's FIN
 		if err != nil || string(greeting) != "hello" {
@@ -89,13 +81,9 @@ func TestHalfClose(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.(*net.TCPConn).CloseWrite()
-		select {
-		case n := <-received:
-			if n != 5000 {
-				t.Fatalf("server received %d after its half-close, want 5000", n)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("server never saw the client's FIN")
+		n := await(t, received, "server never saw the client's FIN")
+		if n != 5000 {
+			t.Fatalf("server received %d after its half-close, want 5000", n)
 		}
 	})
 }
@@ -113,33 +101,22 @@ func TestResetMidStream(t *testing.T) {
 			Close: func(c *Conn, err error) { closed <- err },
 		}
 		s := startServer(t, b, h, WithLoops(1))
-		c, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := dial(t, s)
 		c.Write([]byte("go"))
 		buf := make([]byte, 1000)
 		io.ReadFull(c, buf) // the stream is flowing
 		c.(*net.TCPConn).SetLinger(0)
 		c.Close() // RST
-		select {
-		case err := <-closed:
-			if err == nil {
-				t.Fatal("OnClose got nil after a reset")
-			}
-			if !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, io.EOF) {
-				t.Logf("reset reported as %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("server did not notice the reset")
+		err := await(t, closed, "server did not notice the reset")
+		if err == nil {
+			t.Fatal("OnClose got nil after a reset")
+		}
+		if !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, io.EOF) {
+			t.Logf("reset reported as %v", err)
 		}
 		waitConns(t, s, 0)
 		// The loop still serves new connections.
-		c2, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c2.Close()
+		c2 := dial(t, s)
 		c2.Write([]byte("x"))
 		c2.SetDeadline(time.Now().Add(5 * time.Second))
 		if _, err := io.ReadFull(c2, buf[:10]); err != nil {
@@ -163,11 +140,7 @@ func TestSlowReaderBackpressure(t *testing.T) {
 			}
 		}}
 		s := startServer(t, b, h, WithLoops(1), WithWriteWaterMarks(low, high))
-		c, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dial(t, s)
 		c.SetDeadline(time.Now().Add(60 * time.Second))
 		const total = 8 << 20
 		payload := make([]byte, total)
@@ -275,11 +248,7 @@ func TestAsyncWriteOrderPerGoroutine(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
 		conns := make(chan *Conn, 1)
 		s := startServer(t, b, &HandlerFuncs{Open: func(c *Conn) { conns <- c }})
-		c, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dial(t, s)
 		sc := <-conns
 		const writers, per = 100, 200
 		var wg sync.WaitGroup
@@ -387,11 +356,7 @@ func TestDial(t *testing.T) {
 				c.Write([]byte("dial error: " + err.Error()))
 			}
 		}})
-		cc, err := net.Dial("tcp", fwd.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cc.Close()
+		cc := dial(t, fwd)
 		cc.SetDeadline(time.Now().Add(10 * time.Second))
 		cc.Write([]byte("via-loop"))
 		p, err := readFull(cc, 8)
@@ -411,11 +376,7 @@ func TestTimers(t *testing.T) {
 			stopped.Stop()
 		}}
 		s := startServer(t, b, h)
-		c, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dial(t, s)
 		c.SetDeadline(time.Now().Add(5 * time.Second))
 		p, err := readFull(c, 4)
 		if err != nil || string(p) != "tick" {
@@ -423,11 +384,7 @@ func TestTimers(t *testing.T) {
 		}
 
 		idle := startServer(t, b, echoHandler(), WithIdleTimeout(100*time.Millisecond))
-		ic, err := net.Dial("tcp", idle.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ic.Close()
+		ic := dial(t, idle)
 		ic.SetDeadline(time.Now().Add(5 * time.Second))
 		start := time.Now()
 		if _, err := ic.Read(make([]byte, 1)); err != io.EOF {
@@ -440,11 +397,7 @@ func TestTimers(t *testing.T) {
 		// Activity after a long park restarts the idle clock: the loop must
 		// stamp it with the time the data arrived, not the time it parked.
 		slow := startServer(t, b, echoHandler(), WithIdleTimeout(400*time.Millisecond), WithLoops(1))
-		sc, err := net.Dial("tcp", slow.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sc.Close()
+		sc := dial(t, slow)
 		sc.SetDeadline(time.Now().Add(5 * time.Second))
 		time.Sleep(300 * time.Millisecond) // the loop parks, nothing else to do
 		sc.Write([]byte("alive"))
@@ -471,11 +424,7 @@ func TestShutdownWithLiveConnections(t *testing.T) {
 		}
 		var clients []net.Conn
 		for i := 0; i < 10; i++ {
-			c, err := net.Dial("tcp", s.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := dial(t, s)
 			clients = append(clients, c)
 		}
 		waitConns(t, s, 10)
@@ -537,16 +486,8 @@ func TestPanicIsolation(t *testing.T) {
 			Close: func(c *Conn, err error) { closeErr <- err },
 		}
 		s := startServer(t, b, h, WithLoops(1))
-		good, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer good.Close()
-		bad, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer bad.Close()
+		good := dial(t, s)
+		bad := dial(t, s)
 		bad.Write([]byte("boom"))
 		bad.SetDeadline(time.Now().Add(5 * time.Second))
 		if _, err := bad.Read(make([]byte, 1)); err == nil {
@@ -597,13 +538,9 @@ func TestWakeupStorm(t *testing.T) {
 		wg.Wait()
 		done := make(chan int)
 		l.Post(func() { done <- count })
-		select {
-		case n := <-done:
-			if n != posters*per {
-				t.Fatalf("ran %d of %d posts", n, posters*per)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("loop never ran the final post: lost wake-up")
+		n := await(t, done, "loop never ran the final post: lost wake-up")
+		if n != posters*per {
+			t.Fatalf("ran %d of %d posts", n, posters*per)
 		}
 		st := l.Stats()
 		t.Logf("posts %d, parks %d, wakeups %d", st.Posts, st.Parks, st.Wakeups)
@@ -651,19 +588,11 @@ func TestReadBufferCap(t *testing.T) {
 		closed := make(chan error, 1)
 		h := &HandlerFuncs{Close: func(c *Conn, err error) { closed <- err }} // never consumes
 		s := startServer(t, b, h, WithReadBufferCap(64<<10))
-		c, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dial(t, s)
 		go c.Write(make([]byte, 1<<20))
-		select {
-		case err := <-closed:
-			if !errors.Is(err, reactor.ErrInputTooLarge) {
-				t.Fatalf("OnClose: %v, want ErrInputTooLarge", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("connection over the cap stayed open")
+		err := await(t, closed, "connection over the cap stayed open")
+		if !errors.Is(err, reactor.ErrInputTooLarge) {
+			t.Fatalf("OnClose: %v, want ErrInputTooLarge", err)
 		}
 	})
 }
@@ -675,10 +604,7 @@ func TestBalanceOneAcceptor(t *testing.T) {
 			s := startServer(t, b, echoHandler(), WithBalance(bal), WithLoops(2))
 			var cs []net.Conn
 			for i := 0; i < 10; i++ {
-				c, err := net.Dial("tcp", s.Addr().String())
-				if err != nil {
-					t.Fatal(err)
-				}
+				c := dial(t, s)
 				cs = append(cs, c)
 			}
 			waitConns(t, s, 10)

@@ -14,11 +14,7 @@ import (
 func TestEchoSmall(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
 		s := startServer(t, b, echoHandler())
-		c, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dial(t, s)
 		for i := 0; i < 100; i++ {
 			msg := []byte("hello veloq")
 			if _, err := c.Write(msg); err != nil {

@@ -17,11 +17,7 @@ import (
 func TestAcceptEMFILEBackoff(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
 		s := startServer(t, b, echoHandler(), WithLoops(1))
-		good, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer good.Close()
+		good := dial(t, s)
 		echoOnce := func(msg string) error {
 			good.SetDeadline(time.Now().Add(5 * time.Second))
 			if _, err := good.Write([]byte(msg)); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -74,4 +75,30 @@ func readFull(c io.Reader, n int) ([]byte, error) {
 	buf := make([]byte, n)
 	_, err := io.ReadFull(c, buf)
 	return buf, err
+}
+
+// dial connects to s, with a deadline that keeps a broken test from
+// hanging, and closes the connection when the test ends.
+func dial(t *testing.T, s *Server) net.Conn {
+	t.Helper()
+	c, err := net.Dial(s.Addr().Network(), s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// await returns the next value from ch, failing the test with what if
+// none comes within 20 seconds.
+func await[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(20 * time.Second):
+		t.Fatal(what)
+	}
+	panic("unreachable")
 }

@@ -58,11 +58,7 @@ func TestOffloadResumesOnOwnLoopInOrder(t *testing.T) {
 			})
 		}, Open: func(c *Conn) { c.SetContext(c.Loop().ID()) }}
 		s := startServer(t, b, h)
-		c, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dial(t, s)
 		c.SetDeadline(time.Now().Add(20 * time.Second))
 		const n = 500
 		go func() {
@@ -110,23 +106,16 @@ func TestOffloadAfterClose(t *testing.T) {
 			})
 		}}
 		s := startServer(t, b, h, WithLoops(1))
-		c, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := dial(t, s)
 		c.Write([]byte("go"))
 		waitConns(t, s, 1)
 		c.(*net.TCPConn).SetLinger(0)
 		c.Close() // RST
 		waitConns(t, s, 0)
 		close(release)
-		select {
-		case err := <-result:
-			if !errors.Is(err, reactor.ErrClosed) {
-				t.Fatalf("continuation error %v, want ErrClosed", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("continuation never ran")
+		err := await(t, result, "continuation never ran")
+		if !errors.Is(err, reactor.ErrClosed) {
+			t.Fatalf("continuation error %v, want ErrClosed", err)
 		}
 	})
 }
@@ -152,20 +141,12 @@ func TestOffloadBlockingOverload(t *testing.T) {
 		}}
 		s := startServer(t, b, h, WithLoops(1))
 		for i := 0; i < 4; i++ {
-			c, err := net.Dial("tcp", s.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := dial(t, s)
 			c.Write([]byte("x"))
 		}
-		select {
-		case err := <-errs:
-			if !errors.Is(err, executor.ErrOverloaded) {
-				t.Fatalf("got %v, want ErrOverloaded", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("a full blocking pool accepted everything")
+		err := await(t, errs, "a full blocking pool accepted everything")
+		if !errors.Is(err, executor.ErrOverloaded) {
+			t.Fatalf("got %v, want ErrOverloaded", err)
 		}
 	})
 }

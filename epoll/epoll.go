@@ -134,17 +134,8 @@ func (p *Poller) Mod(fd int, events uint32, data uint64) error {
 // implicitly only once every duplicate of it is closed, so callers should
 // Del before Close when the fd may have been dup'ed.
 func (p *Poller) Del(fd int) error {
-	if p.epfd < 0 {
-		return fmt.Errorf("epoll: del fd %d: %w", fd, ErrClosed)
-	}
-	if fd == p.efd {
-		return fmt.Errorf("epoll: del fd %d: %w", fd, ErrReserved)
-	}
-	// Since Linux 2.6.9 EPOLL_CTL_DEL ignores the event argument, so nil.
-	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil); err != nil {
-		return fmt.Errorf("epoll: del fd %d: %w", fd, err)
-	}
-	return nil
+	// Since Linux 2.6.9 EPOLL_CTL_DEL ignores the event argument.
+	return p.ctl("del", unix.EPOLL_CTL_DEL, fd, 0, 0)
 }
 
 func (p *Poller) ctl(name string, op, fd int, events uint32, data uint64) error {

@@ -2,6 +2,7 @@ package bufpool
 
 import (
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -219,16 +220,9 @@ func BenchmarkPoolGetPutParallel(b *testing.B) {
 func sizeName(n int) string {
 	switch {
 	case n >= 1<<20:
-		return itoa(n>>20) + "MiB"
+		return strconv.Itoa(n>>20) + "MiB"
 	case n >= 1<<10:
-		return itoa(n>>10) + "KiB"
+		return strconv.Itoa(n>>10) + "KiB"
 	}
-	return itoa(n) + "B"
-}
-
-func itoa(n int) string {
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + string(rune('0'+n%10))
+	return strconv.Itoa(n) + "B"
 }

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"syscall"
 	"time"
 
 	vnet "github.com/veloq/veloq/net"
@@ -118,10 +117,9 @@ func (cs *conn) onTimer() {
 			cs.lastPending = p
 			if now-cs.progressAt >= wt {
 				// The peer stopped reading: a graceful close would wait for
-				// that output too, so cut the socket instead.
+				// that output too, so drop it.
 				cs.ls.st.timeouts.Add(1)
-				_ = syscall.Shutdown(c.Fd(), syscall.SHUT_RDWR)
-				c.Close()
+				c.Abort(ErrWriteTimeout)
 				return
 			}
 			next = min(next, max(wt/4, int64(time.Millisecond)))

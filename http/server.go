@@ -13,6 +13,10 @@ import (
 // ErrServerClosed is returned by Listen after Shutdown or Close.
 var ErrServerClosed = errors.New("http: server closed")
 
+// ErrWriteTimeout closes a connection whose peer stopped reading for longer
+// than the write timeout.
+var ErrWriteTimeout = errors.New("http: write timeout")
+
 // A Server serves HTTP/1.1 on veloq's reactor loops. Each connection
 // belongs to one loop; a [Handler] runs inline on that loop unless it is
 // offloaded (see [Offloaded], [WithOffload], [FromStd]).

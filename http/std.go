@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/veloq/veloq/executor"
 	vnet "github.com/veloq/veloq/net"
@@ -626,7 +625,13 @@ func (w *stdWriter) send(final bool) error {
 		default:
 			c.Write(data)
 		}
-		x.waitDrain(errc)
+		c.OnDrain(stdOutHigh, func() {
+			if c.Closed() {
+				errc <- net.ErrClosed
+				return
+			}
+			errc <- nil
+		})
 	})
 	if err == nil {
 		err = <-errc
@@ -648,20 +653,6 @@ func (x *stdExchange) writeHead(resp *Response, cl int64) {
 	ls := cs.ls
 	ls.scratch = resp.AppendHead(ls.scratch[:0], &x.vreq, cs.date(), cl)
 	x.c.Write(ls.scratch)
-}
-
-// waitDrain reports on errc once the connection's output is below
-// stdOutHigh (or the connection is gone).
-func (x *stdExchange) waitDrain(errc chan<- error) {
-	c := x.c
-	switch {
-	case c.Closed():
-		errc <- net.ErrClosed
-	case c.OutputBuffered() <= stdOutHigh:
-		errc <- nil
-	default:
-		c.Loop().AfterFunc(time.Millisecond, func() { x.waitDrain(errc) })
-	}
 }
 
 // finish completes the response after the handler returned.

@@ -80,6 +80,8 @@ type Conn struct {
 	closeTimer *Timer
 	dialTimer  *Timer
 	onConnect  func(error)
+	drainFn    func() // OnDrain callback, run when pending output <= drainAt
+	drainAt    int
 
 	ctx          any
 	laddr, raddr net.Addr
@@ -332,6 +334,48 @@ func (c *Conn) ReleaseData() {
 	}
 }
 
+// Abort closes the connection now: pending output is dropped and OnClose
+// runs with err. Use it when waiting for a graceful Close would be wrong,
+// such as a peer that stopped reading past a write deadline.
+func (c *Conn) Abort(err error) {
+	if err == nil {
+		err = ErrClosed
+	}
+	c.loop.abort(c, err)
+}
+
+// OnDrain runs fn on the loop once the connection's pending output is at
+// most limit bytes: at once (deferred) if it already is, otherwise when
+// sends bring it there. If the connection closes first, fn runs then, so a
+// waiter is never stranded; fn checks Closed. A second OnDrain before the
+// first ran keeps both functions and the lower limit.
+func (c *Conn) OnDrain(limit int, fn func()) {
+	l := c.loop
+	if c.state == connClosed {
+		l.Defer(fn)
+		return
+	}
+	if prev := c.drainFn; prev != nil {
+		c.drainFn = func() { prev(); fn() }
+		c.drainAt = min(c.drainAt, limit)
+	} else {
+		c.drainFn, c.drainAt = fn, limit
+	}
+	if c.pendingOut() <= c.drainAt {
+		l.Defer(func() { l.runDrain(c) })
+	}
+}
+
+// runDrain runs the OnDrain callback if its condition holds.
+func (l *Loop) runDrain(c *Conn) {
+	if c.drainFn == nil || (c.state != connClosed && c.pendingOut() > c.drainAt) {
+		return
+	}
+	fn := c.drainFn
+	c.drainFn = nil
+	l.safeCall(fn, "drain func")
+}
+
 // Closed reports whether the connection is closing or closed.
 func (c *Conn) Closed() bool { return c.state != connOpen }
 
@@ -567,6 +611,9 @@ func (l *Loop) afterWrite(c *Conn) {
 		return
 	}
 	pending := c.pendingOut()
+	if c.drainFn != nil && pending <= c.drainAt {
+		l.runDrain(c)
+	}
 	switch {
 	case c.state == connOpen && !c.paused && pending > l.cfg.WriteHighWater:
 		c.paused = true
@@ -614,6 +661,10 @@ func (l *Loop) abort(c *Conn, err error) {
 		c.err = err
 	}
 	l.dropInput(c)
+	if c.out != nil { // unsent output goes; a send in flight ends with its CQE
+		l.cache.Put(c.out)
+		c.out = nil
+	}
 	l.teardown(c)
 }
 
@@ -664,6 +715,7 @@ func (l *Loop) finalize(c *Conn) {
 		fn(c.err)
 	}
 	l.callClose(c)
+	l.runDrain(c) // a closed connection releases whoever waits for drain
 }
 
 // Handler calls, each shielded so that a panic closes only its connection.

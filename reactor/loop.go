@@ -306,8 +306,8 @@ func (l *Loop) flush() {
 	for i, c := range l.dirty {
 		l.dirty[i] = nil
 		c.dirty = false
-		if c.state == connClosed || c.connecting {
-			continue
+		if c.state >= connTearingDown || c.connecting {
+			continue // torn-down output is dropped, not sent
 		}
 		l.be.flush(c)
 		l.afterWrite(c)

@@ -154,7 +154,7 @@ func (b *uringBackend) poll(timeout time.Duration) error {
 	l.stats.completions.Add(uint64(n))
 	for i := 0; i < n; i++ {
 		cqe := b.cqes[i]
-		b.complete(cqe.UserData, cqe.Res, cqe.Flags)
+		b.complete(cqe) // valid until CQAdvance below
 	}
 	b.ring.CQAdvance(uint32(n))
 	if n == len(b.cqes) {
@@ -163,11 +163,9 @@ func (b *uringBackend) poll(timeout time.Duration) error {
 	return nil
 }
 
-func errno(res int32) error { return syscall.Errno(-res) }
-
-func (b *uringBackend) complete(ud uint64, res int32, flags uint32) {
+func (b *uringBackend) complete(cqe *uring.CQE) {
 	l := b.l
-	op, slot, gen := untoken(ud)
+	op, slot, gen := untoken(cqe.UserData)
 	switch op {
 	case opWake:
 		b.wakeArmed = false
@@ -177,15 +175,15 @@ func (b *uringBackend) complete(ud uint64, res int32, flags uint32) {
 	case opAccept:
 		if int(slot) < len(l.listeners) {
 			if ln := l.listeners[slot]; ln != nil && ln.gen&0xffffff == gen {
-				b.accepted(ln, res, flags)
+				b.accepted(ln, cqe)
 				return
 			}
 		}
-		if res >= 0 {
-			unix.Close(int(res))
+		if cqe.Res >= 0 {
+			unix.Close(int(cqe.Res)) // accepted for a listener that is gone
 		}
 	case opRecv:
-		b.received(slot, gen, res, flags)
+		b.received(slot, gen, cqe)
 	case opSend:
 		c := l.lookup(slot, gen)
 		if c == nil {
@@ -193,7 +191,7 @@ func (b *uringBackend) complete(ud uint64, res int32, flags uint32) {
 		}
 		c.inFlight = false
 		c.pendingOps--
-		b.sent(c, res)
+		b.sent(c, cqe.Res)
 	case opConnect:
 		c := l.lookup(slot, gen)
 		if c == nil {
@@ -205,20 +203,17 @@ func (b *uringBackend) complete(ud uint64, res int32, flags uint32) {
 			b.maybeFinish(c)
 			return
 		}
-		var err error
-		if res < 0 {
-			err = errno(res)
-		}
-		l.connected(c, err)
+		l.connected(c, cqe.Err())
 	case opCancel:
 		// Cancel results matter only through the cancelled ops' CQEs.
 	}
 }
 
-func (b *uringBackend) received(slot, gen uint32, res int32, flags uint32) {
+func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 	l := b.l
-	bid, hasBuf := uint16(flags>>16), flags&uring.CQEFBuffer != 0
-	more := flags&uring.CQEFMore != 0
+	res := cqe.Res
+	bid, hasBuf := cqe.BufferID()
+	more := cqe.More()
 	c := l.lookup(slot, gen)
 	if c == nil {
 		if hasBuf {
@@ -248,7 +243,7 @@ func (b *uringBackend) received(slot, gen uint32, res int32, flags uint32) {
 		// Out of provided buffers (they come back as handlers finish) or a
 		// pause: re-armed below when reading should go on.
 	default:
-		l.abort(c, os.NewSyscallError("recv", errno(res)))
+		l.abort(c, os.NewSyscallError("recv", cqe.Err()))
 	}
 	if c.state == connTearingDown {
 		b.maybeFinish(c)
@@ -259,14 +254,14 @@ func (b *uringBackend) received(slot, gen uint32, res int32, flags uint32) {
 	}
 }
 
-func (b *uringBackend) sent(c *Conn, res int32) {
+func (b *uringBackend) sent(c *Conn, res int32) { // res: the send's CQE result
 	l := b.l
 	if c.state == connTearingDown {
 		b.maybeFinish(c)
 		return
 	}
 	if res < 0 {
-		l.abort(c, os.NewSyscallError("send", errno(res)))
+		l.abort(c, os.NewSyscallError("send", syscall.Errno(-res)))
 		return
 	}
 	c.sendOff += int(res)
@@ -285,16 +280,17 @@ func (b *uringBackend) sent(c *Conn, res int32) {
 	l.afterWrite(c)
 }
 
-func (b *uringBackend) accepted(ln *listener, res int32, flags uint32) {
+func (b *uringBackend) accepted(ln *listener, cqe *uring.CQE) {
 	l := b.l
-	more := flags&uring.CQEFMore != 0
+	res := cqe.Res
+	more := cqe.More()
 	if !more {
 		ln.armed = false
 	}
 	if res >= 0 {
 		l.onAccept(ln, int(res))
 	} else if -res != int32(unix.ECANCELED) && !ln.closing {
-		if l.acceptFailed(ln, os.NewSyscallError("accept", errno(res)), func() {
+		if l.acceptFailed(ln, os.NewSyscallError("accept", cqe.Err()), func() {
 			if !ln.armed {
 				b.armAccept(ln)
 			}

@@ -150,32 +150,38 @@ func (b *epollBackend) read(c *Conn, toEOF bool) {
 	}
 }
 
+// flush writes sending, then whatever was queued in out meanwhile. Both
+// can be non-empty here: when an Out edge resumes a write that stopped on
+// EAGAIN, handlers may have queued more output in between, and its dirty
+// mark was spent on the flush that hit EAGAIN.
 func (b *epollBackend) flush(c *Conn) {
 	l := b.l
-	if c.sending == nil {
-		if len(c.out) == 0 {
-			return
+	for {
+		if c.sending == nil {
+			if len(c.out) == 0 {
+				return
+			}
+			c.sending, c.out, c.sendOff = c.out, nil, 0
 		}
-		c.sending, c.out, c.sendOff = c.out, nil, 0
+		for c.sendOff < len(c.sending) {
+			n, err := unix.Write(c.fd, c.sending[c.sendOff:])
+			if err == unix.EINTR {
+				continue
+			}
+			if err == unix.EAGAIN {
+				return // an Out edge continues
+			}
+			if err != nil {
+				l.abort(c, os.NewSyscallError("write", err))
+				return
+			}
+			c.sendOff += n
+			c.lastActive = l.now
+			l.stats.bytesOut.Add(uint64(n))
+		}
+		l.cache.Put(c.sending)
+		c.sending, c.sendOff = nil, 0
 	}
-	for c.sendOff < len(c.sending) {
-		n, err := unix.Write(c.fd, c.sending[c.sendOff:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err == unix.EAGAIN {
-			return // an Out edge continues
-		}
-		if err != nil {
-			l.abort(c, os.NewSyscallError("write", err))
-			return
-		}
-		c.sendOff += n
-		c.lastActive = l.now
-		l.stats.bytesOut.Add(uint64(n))
-	}
-	l.cache.Put(c.sending)
-	c.sending, c.sendOff = nil, 0
 }
 
 func (b *epollBackend) addListener(ln *listener) error {

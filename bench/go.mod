@@ -6,6 +6,8 @@ require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/cloudwego/hertz v0.10.4
 	github.com/cloudwego/netpoll v0.7.2
+	github.com/panjf2000/ants/v2 v2.12.1
+	github.com/veloq/veloq v0.0.0
 )
 
 require (
@@ -21,6 +23,9 @@ require (
 	github.com/tidwall/pretty v1.2.0 // indirect
 	github.com/twitchyliquid64/golang-asm v0.15.1 // indirect
 	golang.org/x/arch v0.0.0-20210923205945-b76863e36670 // indirect
-	golang.org/x/sys v0.24.0 // indirect
+	golang.org/x/sync v0.11.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.34.1 // indirect
 )
+
+replace github.com/veloq/veloq => ../

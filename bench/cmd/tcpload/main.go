@@ -12,9 +12,14 @@
 // in-flight messages drain (at most 5 s, enforced by socket deadlines) and
 // the process exits. Only loopback addresses are accepted.
 //
+// With -churn every request gets a connection of its own: -conns workers
+// each connect, write one message, read its echo, close, and start over; the
+// latency recorded is the whole cycle, connect included.
+//
 //	tcpload -addr 127.0.0.1:9000 -conns 64 -size 64 -duration 10s
 //	tcpload -addr 127.0.0.1:9000 -json -server-pid 1234   # + server CPU over the window
 //	tcpload -addr 127.0.0.1:9000 -idle 10000 -hold 30s     # open and hold idle connections
+//	tcpload -addr 127.0.0.1:9000 -churn -conns 32          # a new connection per request
 package main
 
 import (
@@ -26,7 +31,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"os"
 	"os/signal"
 	"sync"
@@ -36,6 +40,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/veloq/veloq/bench/internal/loopback"
 	"github.com/veloq/veloq/bench/internal/proc"
 	"github.com/veloq/veloq/bench/internal/result"
 )
@@ -53,6 +58,7 @@ type config struct {
 	dialParallel int
 	idle         int
 	hold         time.Duration
+	churn        bool
 }
 
 func main() {
@@ -77,13 +83,14 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&c.dialParallel, "dial-parallel", 64, "connects in progress at once")
 	fs.IntVar(&c.idle, "idle", 0, "idle mode: open this many connections, echo one message on each, then hold them")
 	fs.DurationVar(&c.hold, "hold", 30*time.Second, "idle mode: hold the connections this long at most (SIGINT/SIGTERM releases them earlier)")
+	fs.BoolVar(&c.churn, "churn", false, "a new connection per request: -conns workers each connect, echo one message, close, repeat")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	addr, err := loopbackAddr(c.addr)
+	addr, err := loopback.Addr(c.addr)
 	if err != nil {
 		return err
 	}
@@ -103,33 +110,18 @@ func run(args []string, out io.Writer) error {
 		return fmt.Errorf("-hold %v: want (0, 1h]", c.hold)
 	}
 	if c.idle > 0 {
+		if c.churn {
+			return errors.New("-idle and -churn exclude each other")
+		}
 		return runIdle(c, out)
+	}
+	if c.churn && c.pipeline != 1 {
+		return errors.New("-churn sends one message per connection: -pipeline must be 1")
 	}
 	if c.conns < 1 || c.conns > 100000 {
 		return fmt.Errorf("-conns %d: want 1..100000", c.conns)
 	}
 	return runLoad(c, out)
-}
-
-// loopbackAddr checks that addr names a loopback address and returns the
-// address to dial. "localhost" becomes 127.0.0.1 so that no resolver is
-// consulted; any other host name is refused.
-func loopbackAddr(addr string) (string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", fmt.Errorf("-addr %q: %v", addr, err)
-	}
-	if host == "localhost" {
-		return net.JoinHostPort("127.0.0.1", port), nil
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return "", fmt.Errorf("-addr %q: host must be a loopback IP (127.0.0.0/8, ::1) or localhost; refusing to send load elsewhere", addr)
-	}
-	if !ip.Unmap().IsLoopback() {
-		return "", fmt.Errorf("-addr %q: %s is not a loopback address; tcpload only sends load to 127.0.0.0/8 or ::1", addr, host)
-	}
-	return addr, nil
 }
 
 // raiseNofile makes sure this process may hold need file descriptors,
@@ -254,6 +246,7 @@ type worker struct {
 	hist       *hdr.Histogram
 	requests   int64
 	mismatches int64
+	dialErrors int64 // churn mode only: the others dial up front
 }
 
 func (w *worker) fail(err error) {
@@ -293,6 +286,52 @@ func (w *worker) runSerial() {
 			w.requests++
 		}
 	}
+}
+
+// runChurn opens a connection per message: connect, write, read the echo
+// back, close. The time recorded runs from the start of the connect to the
+// last byte of the echo. A failed connect is counted and retried after a
+// short pause, so a refusing server cannot turn the worker into a busy loop.
+func (w *worker) runChurn(addr string, dialTimeout time.Duration, deadline time.Time) {
+	d := net.Dialer{Timeout: dialTimeout, Deadline: deadline}
+	rbuf := make([]byte, w.size)
+	for n := 0; w.phase.Load() != phaseStop; n++ {
+		msg := message(w.pattern, w.id, n, w.size)
+		t := time.Now()
+		conn, err := d.Dial("tcp", addr)
+		if err != nil {
+			w.dialErrors++
+			w.fail(fmt.Errorf("dial: %w", err))
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		conn.SetDeadline(deadline)
+		ok := w.echoOnce(conn, msg, rbuf, n)
+		dur := time.Since(t)
+		conn.Close()
+		if ok && w.phase.Load() == phaseMeasure {
+			w.hist.RecordValue(int64(dur))
+			w.requests++
+		}
+	}
+}
+
+// echoOnce writes msg on conn and reads its echo into rbuf, counting any
+// failure; it reports whether the echo came back intact.
+func (w *worker) echoOnce(conn net.Conn, msg, rbuf []byte, n int) bool {
+	if _, err := conn.Write(msg); err != nil {
+		w.fail(err)
+		return false
+	}
+	if _, err := io.ReadFull(conn, rbuf); err != nil {
+		w.fail(err)
+		return false
+	}
+	if !bytes.Equal(rbuf, msg) {
+		w.mismatch(n)
+		return false
+	}
+	return true
 }
 
 // runPipelined keeps up to depth messages in flight: a writer goroutine
@@ -383,12 +422,20 @@ func runLoad(c config, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.warmup+c.duration+c.dialTimeout+30*time.Second)
 	defer cancel()
 
-	conns, errs := dialAll(ctx, c, c.conns, nil)
+	// Churn workers dial their own connections; the others share one set
+	// opened up front.
+	var conns []net.Conn
+	errs := &errCounter{}
+	if c.churn {
+		conns = make([]net.Conn, c.conns)
+	} else {
+		conns, errs = dialAll(ctx, c, c.conns, nil)
+	}
 	pattern := makePattern(c.size)
 	var phase atomic.Int32
 	var workers []*worker
 	for i, conn := range conns {
-		if conn != nil {
+		if conn != nil || c.churn {
 			workers = append(workers, &worker{id: i, conn: conn, size: c.size, pattern: pattern,
 				phase: &phase, errs: errs, hist: newHist()})
 		}
@@ -402,6 +449,10 @@ func runLoad(c config, out io.Writer) error {
 	deadline := start.Add(c.warmup + c.duration + 5*time.Second)
 	var wg sync.WaitGroup
 	for _, w := range workers {
+		if c.churn {
+			wg.Go(func() { w.runChurn(c.addr, c.dialTimeout, deadline) })
+			continue
+		}
 		w.conn.SetDeadline(deadline)
 		wg.Go(func() {
 			defer w.conn.Close()
@@ -444,7 +495,7 @@ func runLoad(c config, out io.Writer) error {
 
 	total := newHist()
 	r := result.Load{
-		Tool: "tcpload", Addr: c.addr, Conns: c.conns, ConnsOK: len(workers), Size: c.size,
+		Tool: "tcpload", Addr: c.addr, Conns: c.conns, ConnsOK: len(workers), Size: c.size, Churn: c.churn,
 		Pipeline: c.pipeline, WarmupS: c.warmup.Seconds(), WindowS: window,
 		Errors: errs.n.Load(), DialErrors: dialErrors, FirstError: errs.firstString(),
 	}
@@ -452,6 +503,7 @@ func runLoad(c config, out io.Writer) error {
 		total.Merge(w.hist)
 		r.Requests += w.requests
 		r.Mismatches += w.mismatches
+		r.DialErrors += w.dialErrors
 	}
 	r.RPS = float64(r.Requests) / window
 	r.BytesSent = r.Requests * int64(c.size)
@@ -480,8 +532,12 @@ func runLoad(c config, out io.Writer) error {
 	if c.json {
 		return json.NewEncoder(out).Encode(r)
 	}
-	fmt.Fprintf(out, "tcpload: %s, %d/%d conns, %d B messages, pipeline %d, window %.2fs (after %v warmup)\n",
-		r.Addr, r.ConnsOK, r.Conns, r.Size, r.Pipeline, r.WindowS, c.warmup)
+	how := fmt.Sprintf("%d/%d conns", r.ConnsOK, r.Conns)
+	if c.churn {
+		how = fmt.Sprintf("%d workers, a new connection per request", r.Conns)
+	}
+	fmt.Fprintf(out, "tcpload: %s, %s, %d B messages, pipeline %d, window %.2fs (after %v warmup)\n",
+		r.Addr, how, r.Size, r.Pipeline, r.WindowS, c.warmup)
 	fmt.Fprintf(out, "  requests   %d (%.0f req/s), %d bytes each way\n", r.Requests, r.RPS, r.BytesSent)
 	fmt.Fprintf(out, "  latency    p50 %.1fµs  p90 %.1fµs  p99 %.1fµs  p99.9 %.1fµs  max %.1fµs  mean %.1fµs\n",
 		r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.P999, r.Latency.Max, r.Latency.Mean)

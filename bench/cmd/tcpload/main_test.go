@@ -2,33 +2,14 @@ package main
 
 import (
 	"bytes"
-	"strings"
+	"encoding/json"
+	"io"
+	"net"
+	"sync/atomic"
 	"testing"
-)
 
-func TestLoopbackAddr(t *testing.T) {
-	ok := map[string]string{
-		"127.0.0.1:9000":       "127.0.0.1:9000",
-		"127.1.2.3:80":         "127.1.2.3:80",
-		"[::1]:9000":           "[::1]:9000",
-		"localhost:9000":       "127.0.0.1:9000",
-		"[::ffff:127.0.0.1]:1": "[::ffff:127.0.0.1]:1",
-	}
-	for in, want := range ok {
-		got, err := loopbackAddr(in)
-		if err != nil || got != want {
-			t.Errorf("loopbackAddr(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"10.0.0.1:80", "192.168.1.1:9000", "8.8.8.8:53", "example.com:80", "[2001:db8::1]:80", "0.0.0.0:9000", "9000"} {
-		if _, err := loopbackAddr(in); err == nil {
-			t.Errorf("loopbackAddr(%q) accepted a non-loopback address", in)
-		}
-	}
-	if _, err := loopbackAddr("10.0.0.1:80"); err == nil || !strings.Contains(err.Error(), "loopback") {
-		t.Errorf("error should say why: %v", err)
-	}
-}
+	"github.com/veloq/veloq/bench/internal/result"
+)
 
 func TestMessagesDiffer(t *testing.T) {
 	p := makePattern(64)
@@ -52,10 +33,88 @@ func TestRejectsBadFlags(t *testing.T) {
 		{"-pipeline", "0"},
 		{"-duration", "0s"},
 		{"-conns", "0"},
+		{"-churn", "-pipeline", "2"},
+		{"-churn", "-idle", "5"},
 		{"extra"},
 	} {
 		if err := run(args, &out); err == nil {
 			t.Errorf("run(%q) = nil, want an error", args)
 		}
+	}
+}
+
+// echoServer serves TCP echo on a loopback port until the test ends and
+// counts the connections it accepted.
+func echoServer(t *testing.T) (addr string, accepted *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted = new(atomic.Int64)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	return ln.Addr().String(), accepted
+}
+
+func runJSON(t *testing.T, args ...string) result.Load {
+	t.Helper()
+	var out bytes.Buffer
+	if err := run(append(args, "-json", "-warmup", "100ms", "-duration", "400ms"), &out); err != nil {
+		t.Fatal(err)
+	}
+	var r result.Load
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v: %s", err, out.Bytes())
+	}
+	return r
+}
+
+func TestLoadAgainstEcho(t *testing.T) {
+	addr, accepted := echoServer(t)
+	r := runJSON(t, "-addr", addr, "-conns", "4", "-size", "100", "-pipeline", "3")
+	if r.Requests == 0 || r.Errors != 0 || r.ConnsOK != 4 || r.Latency.P50 <= 0 {
+		t.Fatalf("result = %+v", r)
+	}
+	if n := accepted.Load(); n != 4 {
+		t.Fatalf("server accepted %d connections, want 4", n)
+	}
+}
+
+func TestChurnOpensAConnectionPerRequest(t *testing.T) {
+	addr, accepted := echoServer(t)
+	r := runJSON(t, "-addr", addr, "-churn", "-conns", "3")
+	if !r.Churn || r.Requests == 0 || r.Errors != 0 || r.Latency.P50 <= 0 {
+		t.Fatalf("result = %+v", r)
+	}
+	// Every request in the window had its own connection; warmup and
+	// drain add more.
+	if n := accepted.Load(); n < r.Requests {
+		t.Fatalf("server accepted %d connections for %d requests", n, r.Requests)
+	}
+}
+
+func TestChurnCountsRefusedConnects(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	r := runJSON(t, "-addr", addr, "-churn", "-conns", "2")
+	if r.Requests != 0 || r.DialErrors == 0 || r.Errors < r.DialErrors || r.FirstError == "" {
+		t.Fatalf("result = %+v", r)
 	}
 }

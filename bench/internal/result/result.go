@@ -17,12 +17,13 @@ type Latency struct {
 type Load struct {
 	Tool     string  `json:"tool"`
 	Addr     string  `json:"addr"`
-	Conns    int     `json:"conns"`    // connections asked for
-	ConnsOK  int     `json:"conns_ok"` // connections established
-	Size     int     `json:"size"`     // message size, bytes
-	Pipeline int     `json:"pipeline"` // messages in flight per connection
-	WarmupS  float64 `json:"warmup_s"` // warmup asked for
-	WindowS  float64 `json:"window_s"` // measured window, as sampled
+	Conns    int     `json:"conns"`           // connections asked for
+	ConnsOK  int     `json:"conns_ok"`        // connections established
+	Size     int     `json:"size"`            // message size, bytes
+	Pipeline int     `json:"pipeline"`        // messages in flight per connection
+	Churn    bool    `json:"churn,omitempty"` // a new connection per request (Conns = concurrent workers)
+	WarmupS  float64 `json:"warmup_s"`        // warmup asked for
+	WindowS  float64 `json:"window_s"`        // measured window, as sampled
 
 	Requests   int64   `json:"requests"` // round trips completed in the window
 	RPS        float64 `json:"rps"`

@@ -2,6 +2,11 @@
 // library, one goroutine per connection, each echoing through its own 64 KiB
 // buffer. It prints "stdecho: tcp echo on ADDR, pid N" once listening and
 // exits on SIGINT or SIGTERM.
+//
+// With -work N every chunk read is hashed N times (FNV-1a over its bytes,
+// the same cost echo-server's -work gives a message) before it is echoed,
+// in the connection's goroutine: the Go scheduler shares the CPU between
+// busy connections.
 package main
 
 import (
@@ -14,18 +19,24 @@ import (
 	"os/signal"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:9001", "listen address")
+	work := flag.Int("work", 0, "CPU cost per chunk read: rounds of FNV-1a hashing over it")
 	flag.Parse()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stdecho:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("stdecho: tcp echo on %s, GOMAXPROCS %d, pid %d\n", ln.Addr(), runtime.GOMAXPROCS(0), os.Getpid())
+	desc := "tcp echo"
+	if *work > 0 {
+		desc = fmt.Sprintf("tcp echo with %d rounds of work per read", *work)
+	}
+	fmt.Printf("stdecho: %s on %s, GOMAXPROCS %d, pid %d\n", desc, ln.Addr(), runtime.GOMAXPROCS(0), os.Getpid())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -56,7 +67,7 @@ func main() {
 		conns[c] = struct{}{}
 		mu.Unlock()
 		wg.Go(func() {
-			echo(c)
+			echo(c, *work)
 			mu.Lock()
 			delete(conns, c)
 			mu.Unlock()
@@ -67,10 +78,16 @@ func main() {
 	fmt.Println("stdecho: shut down")
 }
 
-func echo(c net.Conn) {
+// sink keeps the hashing from being optimized away.
+var sink atomic.Uint64
+
+func echo(c net.Conn, work int) {
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := c.Read(buf)
+		if n > 0 && work > 0 {
+			sink.Add(hash(buf[:n], work))
+		}
 		if n > 0 {
 			if _, werr := c.Write(buf[:n]); werr != nil {
 				return
@@ -80,4 +97,16 @@ func echo(c net.Conn) {
 			return
 		}
 	}
+}
+
+// hash runs rounds of 64-bit FNV-1a over p.
+func hash(p []byte, rounds int) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for range rounds {
+		for _, b := range p {
+			h = (h ^ uint64(b)) * prime
+		}
+	}
+	return h
 }

@@ -30,6 +30,15 @@ type backend interface {
 	flush(c *Conn)
 	pauseRead(c *Conn)
 	resumeRead(c *Conn)
+	// readStopped reports whether no receive of c's is in flight after
+	// pauseRead (io_uring: the cancelled multishot recv has completed).
+	readStopped(c *Conn) bool
+	// spliceArm starts readiness reports for s.src (l.pump on input).
+	spliceArm(s *splice)
+	// spliceWaitOut asks for l.pump once s.dst is writable again.
+	spliceWaitOut(s *splice)
+	// spliceStop withdraws s's readiness requests.
+	spliceStop(s *splice)
 	// closeConn stops all I/O on c and calls l.finalize once the kernel
 	// holds nothing of it.
 	closeConn(c *Conn)
@@ -46,6 +55,8 @@ const (
 	opSend
 	opConnect
 	opCancel
+	opSplicePoll // io_uring: multishot POLLIN on a splice's source
+	opSpliceOut  // io_uring: one-shot POLLOUT on a splice's destination
 )
 
 func token(op uint64, slot, gen uint32) uint64 {

@@ -105,6 +105,13 @@ func (b *epollBackend) event(c *Conn, ev uint32) {
 		}
 		return
 	}
+	if s := c.spliceSrc; s != nil && ev&(epoll.In|epoll.RDHup|epoll.Err|epoll.Hup) != 0 {
+		l.pump(s) // the splice reads this connection (splice.go)
+	}
+	if s := c.spliceDst; s != nil && s.waitOut && ev&(epoll.Out|epoll.Err|epoll.Hup) != 0 {
+		s.waitOut = false
+		l.pump(s)
+	}
 	if ev&(epoll.In|epoll.RDHup|epoll.Err|epoll.Hup) != 0 {
 		if !(c.state == connOpen && c.paused) { // paused: resumeRead retries the read
 			// A FIN that arrived with the data raises no edge of its own:
@@ -248,6 +255,14 @@ func (b *epollBackend) resumeRead(c *Conn) {
 	// before the pause raised no new edge: try a read now.
 	b.retryRead = append(b.retryRead, c)
 }
+
+func (b *epollBackend) readStopped(c *Conn) bool { return true }
+
+// Splices need nothing more: every connection is registered for In and
+// Out edges, and event routes them to the pump.
+func (b *epollBackend) spliceArm(s *splice)     {}
+func (b *epollBackend) spliceWaitOut(s *splice) {}
+func (b *epollBackend) spliceStop(s *splice)    {}
 
 func (b *epollBackend) closeConn(c *Conn) {
 	// close(2) removes the fd from the epoll set.

@@ -204,6 +204,40 @@ func (b *uringBackend) complete(cqe *uring.CQE) {
 			return
 		}
 		l.connected(c, cqe.Err())
+	case opSplicePoll:
+		c := l.lookup(slot, gen)
+		if c == nil {
+			return
+		}
+		if !cqe.More() {
+			c.splicePoll = false
+			c.pendingOps--
+		}
+		if c.state == connTearingDown {
+			b.maybeFinish(c)
+			return
+		}
+		if s := c.spliceSrc; s != nil {
+			if !c.splicePoll {
+				b.spliceArm(s) // the multishot poll ended (overflow, error)
+			}
+			l.pump(s)
+		}
+	case opSpliceOut:
+		c := l.lookup(slot, gen)
+		if c == nil {
+			return
+		}
+		c.spliceOutPoll = false
+		c.pendingOps--
+		if c.state == connTearingDown {
+			b.maybeFinish(c)
+			return
+		}
+		if s := c.spliceDst; s != nil && s.waitOut {
+			s.waitOut = false
+			l.pump(s)
+		}
 	case opCancel:
 		// Cancel results matter only through the cancelled ops' CQEs.
 	}
@@ -248,6 +282,9 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 	if c.state == connTearingDown {
 		b.maybeFinish(c)
 		return
+	}
+	if s := c.spliceSrc; s != nil && s.starting && !c.recvArmed && c.state == connOpen {
+		l.beginSplice(s) // the recv is over: the splice takes the socket
 	}
 	if !c.recvArmed && c.state == connOpen && !c.paused && !c.eof {
 		b.armRecv(c)
@@ -408,6 +445,49 @@ func (b *uringBackend) resumeRead(c *Conn) {
 		b.armRecv(c)
 	}
 	// With a cancel in flight, its ECANCELED completion re-arms.
+}
+
+func (b *uringBackend) readStopped(c *Conn) bool { return !c.recvArmed }
+
+// spliceArm arms a multishot poll for input on the splice's source. It is
+// edge-triggered (no IORING_POLL_ADD_LEVEL): the pump reads until EAGAIN,
+// and every later arrival posts a new completion. IORING_OP_SPLICE is not
+// used: the kernel runs it on an io-wq worker thread, and on a
+// non-blocking socket it fails with EAGAIN instead of waiting for data.
+func (b *uringBackend) spliceArm(s *splice) {
+	c := s.src
+	if c.splicePoll {
+		return
+	}
+	sq := b.sqe()
+	sq.PrepPollMultishot(c.fd, uint32(unix.POLLIN|unix.POLLRDHUP))
+	sq.SetUserData(c.token(opSplicePoll))
+	c.splicePoll = true
+	c.pendingOps++
+}
+
+// spliceWaitOut arms a one-shot poll for writability on the destination.
+func (b *uringBackend) spliceWaitOut(s *splice) {
+	c := s.dst
+	if c.spliceOutPoll {
+		return
+	}
+	sq := b.sqe()
+	sq.PrepPollAdd(c.fd, uint32(unix.POLLOUT))
+	sq.SetUserData(c.token(opSpliceOut))
+	c.spliceOutPoll = true
+	c.pendingOps++
+}
+
+// spliceStop cancels the splice's polls; their last completions settle
+// pendingOps (a connection being torn down also cancels them by fd).
+func (b *uringBackend) spliceStop(s *splice) {
+	if s.src.splicePoll {
+		b.cancel(s.src.token(opSplicePoll))
+	}
+	if s.dst.spliceOutPoll {
+		b.cancel(s.dst.token(opSpliceOut))
+	}
 }
 
 func (b *uringBackend) closeConn(c *Conn) {

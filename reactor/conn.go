@@ -83,6 +83,13 @@ type Conn struct {
 	drainFn    func() // OnDrain callback, run when pending output <= drainAt
 	drainAt    int
 
+	// splicing (splice.go): spliceSrc moves this connection's input to
+	// another; spliceDst moves another's input to this one.
+	spliceSrc, spliceDst *splice
+	spliced              int64 // bytes moved out of this connection by splices
+	splicePoll           bool  // io_uring: POLLIN for spliceSrc armed
+	spliceOutPoll        bool  // io_uring: POLLOUT for spliceDst armed
+
 	ctx          any
 	laddr, raddr net.Addr
 }
@@ -244,6 +251,9 @@ func (c *Conn) Close() error {
 	}
 	l := c.loop
 	c.state = connClosing
+	if s := c.spliceSrc; s != nil {
+		l.endSplice(s) // reading stops: bytes still in the pipe are dropped
+	}
 	l.dropInput(c)
 	l.pauseRead(c)
 	if c.pendingOut() == 0 {
@@ -303,6 +313,11 @@ func (c *Conn) ResumeRead() {
 	}
 	c.holdRead = false
 	l := c.loop
+	if s := c.spliceSrc; s != nil {
+		c.holdData = false
+		l.deferPump(s) // the splice reads, not the backend
+		return
+	}
 	if c.state == connOpen && c.paused && c.pendingOut() <= l.cfg.WriteHighWater {
 		c.paused = false
 		l.be.resumeRead(c)
@@ -507,6 +522,10 @@ func (l *Loop) onData(c *Conn, chunk []byte) {
 	if c.state != connOpen {
 		return // closing: input is dropped
 	}
+	if c.spliceSrc != nil {
+		l.spliceInput(c, chunk) // read before the switch to splicing took effect
+		return
+	}
 	c.lastActive = l.now
 	if len(c.in) == 0 && !c.holdData {
 		// The common case: the handler reads the loop's memory directly.
@@ -582,6 +601,9 @@ func (l *Loop) onEOF(c *Conn) {
 		return
 	}
 	c.eof = true
+	if s := c.spliceSrc; s != nil {
+		l.endSplice(s) // io_uring: the recv saw the FIN before splicing began
+	}
 	if c.state != connOpen {
 		return
 	}
@@ -614,11 +636,15 @@ func (l *Loop) afterWrite(c *Conn) {
 	if c.drainFn != nil && pending <= c.drainAt {
 		l.runDrain(c)
 	}
+	if s := c.spliceDst; s != nil && s.waitDrain && pending == 0 {
+		s.waitDrain = false
+		l.deferPump(s) // ordinary output is out: spliced bytes may follow
+	}
 	switch {
 	case c.state == connOpen && !c.paused && pending > l.cfg.WriteHighWater:
 		c.paused = true
 		l.be.pauseRead(c)
-	case c.state == connOpen && c.paused && !c.holdRead && pending <= l.cfg.WriteLowWater:
+	case c.state == connOpen && c.paused && !c.holdRead && c.spliceSrc == nil && pending <= l.cfg.WriteLowWater:
 		c.paused = false
 		l.be.resumeRead(c)
 	}
@@ -675,6 +701,9 @@ func (l *Loop) teardown(c *Conn) {
 		return
 	}
 	c.state = connTearingDown
+	if c.spliceSrc != nil || c.spliceDst != nil {
+		l.spliceTeardown(c)
+	}
 	l.be.closeConn(c)
 }
 

@@ -50,4 +50,22 @@
 // passes the high-water mark the loop stops reading from that peer until it
 // drains below the low-water mark, so a slow reader never grows memory
 // without bound.
+//
+// # Splicing
+//
+// Conn.SpliceTo hands a connection's input to another connection of the
+// same loop: the kernel moves the bytes socket → pipe → socket with
+// splice(2), and they never enter user space. It suits large transfers
+// (a proxy's bulk direction); small messages are cheaper on the ordinary
+// path, which batches them. One pipe load is moved at a time: a splice
+// into an empty pipe (so EAGAIN can only mean the socket is empty), then
+// splices out until the pipe is empty again. Both calls are non-blocking
+// and made on the loop's thread; readiness comes from an io_uring
+// multishot poll on the source and a one-shot poll on a full destination,
+// or from the epoll edges every connection is registered for. No kernel
+// operation ever refers to a pipe, so a pipe is reused (empty) or closed
+// as soon as its splice ends. Input buffered before the switch is written
+// first, the peer's FIN ends the splice after the last byte and reaches
+// the handler as OnEOF, and if the destination closes the source is
+// aborted with ErrSpliceBroken.
 package reactor

@@ -49,7 +49,8 @@ type Loop struct {
 	nconn     atomic.Int64
 
 	cache    *bufpool.Cache
-	more     bool // work is known to be pending: poll without blocking
+	pipes    []spipe // empty splice pipes kept for reuse
+	more     bool    // work is known to be pending: poll without blocking
 	stopping bool
 	stopped  chan struct{}
 
@@ -62,6 +63,7 @@ type loopCounters struct {
 	accepted, closed, bytesIn, bytesOut     atomic.Uint64
 	iterations, parks, wakeups, posts       atomic.Uint64
 	completions, panics, acceptErrs, dialed atomic.Uint64
+	spliced                                 atomic.Uint64
 }
 
 // Stats is a snapshot of a loop's counters.
@@ -81,6 +83,7 @@ type Stats struct {
 	Completions uint64 // backend events/completions dispatched
 	Panics      uint64 // handler panics recovered
 	AcceptErrs  uint64 // accept failures (EMFILE and friends)
+	Spliced     uint64 // bytes moved by splices (also in BytesIn/BytesOut)
 }
 
 // NewLoop starts a loop and returns once its thread and backend are ready,
@@ -303,7 +306,11 @@ func (l *Loop) safeCall(fn func(), what string) {
 }
 
 func (l *Loop) flush() {
-	for i, c := range l.dirty {
+	// Indexed, not ranged: afterWrite can run OnDrain callbacks that write
+	// to other connections, which appends them to l.dirty; they are
+	// flushed in this same pass instead of being cut off by the reset below.
+	for i := 0; i < len(l.dirty); i++ {
+		c := l.dirty[i]
 		l.dirty[i] = nil
 		c.dirty = false
 		if c.state >= connTearingDown || c.connecting {
@@ -382,6 +389,7 @@ func (l *Loop) finish() {
 	for len(l.timers) > 0 {
 		l.timers.remove(0)
 	}
+	l.closePipes()
 	if err := l.be.close(); err != nil {
 		l.log.Warn("veloq: closing backend", "err", err)
 	}
@@ -397,6 +405,6 @@ func (l *Loop) Stats() Stats {
 		BytesIn: s.bytesIn.Load(), BytesOut: s.bytesOut.Load(),
 		Iterations: s.iterations.Load(), Parks: s.parks.Load(), Wakeups: s.wakeups.Load(),
 		Posts: s.posts.Load(), Completions: s.completions.Load(), Panics: s.panics.Load(),
-		AcceptErrs: s.acceptErrs.Load(),
+		AcceptErrs: s.acceptErrs.Load(), Spliced: s.spliced.Load(),
 	}
 }

@@ -1,0 +1,311 @@
+package reactor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrCannotSplice is wrapped by SpliceTo when the two connections cannot be
+// spliced (different loops, a connection already splicing, a destination
+// that is still connecting or has shut its write side, no pipe available).
+// The caller can go on forwarding by copy.
+var ErrCannotSplice = errors.New("reactor: cannot splice")
+
+// ErrSpliceBroken closes a connection whose splice destination closed
+// first: the bytes read from it had nowhere to go.
+var ErrSpliceBroken = errors.New("reactor: splice destination closed")
+
+// spliceRounds bounds the pipe loads one pump moves before it lets the rest
+// of the loop run (16 × the pipe size, 4 MiB with 256 KiB pipes).
+const spliceRounds = 16
+
+// splicePipeSize is the capacity asked of every splice pipe with
+// F_SETPIPE_SZ. A pipe holds page references, not copies; a bigger one
+// moves more per system call. If the kernel refuses (per-user pipe limits),
+// the pipe keeps its default size.
+const splicePipeSize = 256 << 10
+
+// maxPooledPipes bounds the empty pipes a loop keeps for reuse.
+const maxPooledPipes = 64
+
+// spipe is a pipe owned by the loop: r and w are its read and write ends.
+type spipe struct {
+	r, w int
+	size int // capacity in bytes
+}
+
+// splice moves src's input to dst through a pipe, one pipe load at a time:
+// splice(src → pipe) only into an empty pipe (so EAGAIN unambiguously
+// means "src has nothing"), then splice(pipe → dst) until the pipe is
+// empty again. Both calls are non-blocking splice(2) system calls made on
+// the loop's thread; readiness comes from the backend (an io_uring
+// multishot POLLIN on src and a one-shot POLLOUT on dst, or the epoll
+// edges the connections are registered for). The kernel therefore never
+// holds an operation that refers to the pipe, and the pipe can be
+// recycled or closed the moment the splice ends.
+type splice struct {
+	src, dst  *Conn
+	pipe      spipe
+	queued    int  // bytes in the pipe
+	starting  bool // io_uring: waiting for src's multishot recv to end
+	waitOut   bool // dst's socket is full: waiting for it to be writable
+	waitDrain bool // dst has ordinary output to send before spliced bytes
+	again     bool // a continuation of the pump is deferred
+	ended     bool
+}
+
+// SpliceTo hands c's input to dst from now on: the kernel moves the bytes
+// from c's socket to dst's socket through a pipe, without copying them
+// into user space, and c's OnData no longer runs. Input c has already
+// buffered (held by HoldData or PauseRead, or left unconsumed) is written
+// to dst first, so the byte order is kept. It is meant for large
+// transfers: every pipe load costs two system calls, which a receive into
+// the loop's buffers and a batched send do not.
+//
+// When c's peer sends EOF, the splice ends after every byte before it has
+// reached dst's socket, and c's handler gets OnEOF as usual (a proxy calls
+// dst.CloseWrite there). A read error aborts c, a write error aborts dst,
+// and if dst closes while the splice runs, c is aborted with
+// ErrSpliceBroken. Closing c ends the splice; bytes already read from c
+// but not yet written to dst are dropped. PauseRead on c stops the splice
+// until ResumeRead. Writes made to dst while the splice runs are sent
+// between pipe loads. Both connections must belong to the same loop, and
+// dst may be the destination of one splice at a time. Both backends
+// support it; on io_uring, readiness comes from poll requests (see
+// ARCHITECTURE.md for why not IORING_OP_SPLICE).
+//
+// SpliceTo returns ErrClosed if either connection is closing, and an
+// error wrapping ErrCannotSplice if the pair cannot be spliced; nothing
+// has changed then.
+func (c *Conn) SpliceTo(dst *Conn) error {
+	l := c.loop
+	switch {
+	case c.state != connOpen || dst == nil || dst.state != connOpen:
+		return ErrClosed
+	case dst.loop != l:
+		return fmt.Errorf("%w: the connections belong to different loops", ErrCannotSplice)
+	case dst == c:
+		return fmt.Errorf("%w: a connection cannot splice into itself", ErrCannotSplice)
+	case c.spliceSrc != nil:
+		return fmt.Errorf("%w: the source is already splicing", ErrCannotSplice)
+	case dst.spliceDst != nil:
+		return fmt.Errorf("%w: the destination already receives a splice", ErrCannotSplice)
+	case c.connecting || dst.connecting:
+		return fmt.Errorf("%w: a connection is still connecting", ErrCannotSplice)
+	case dst.wrShut:
+		return fmt.Errorf("%w: the destination's write side is shut", ErrCannotSplice)
+	}
+	// Forward what is already buffered. Inside OnData, view holds the
+	// unconsumed rest of the current chunk (a suffix of in when owned);
+	// elsewhere the buffered input is in.
+	pending := c.view
+	if pending == nil {
+		pending = c.in
+	}
+	if len(pending) > 0 {
+		if _, err := dst.Write(pending); err != nil {
+			return err
+		}
+	}
+	c.view = nil
+	l.dropInput(c)
+	c.holdRead, c.holdData = false, false
+	if c.eof {
+		// The peer's FIN is already here: nothing is left to splice. A FIN
+		// kept during a hold is delivered now, after the input above.
+		if c.eofPending {
+			c.eofPending = false
+			l.Defer(func() {
+				if c.state == connOpen {
+					l.deliverEOF(c)
+				}
+			})
+		}
+		return nil
+	}
+	p, err := l.getPipe()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCannotSplice, err)
+	}
+	s := &splice{src: c, dst: dst, pipe: p}
+	c.spliceSrc, dst.spliceDst = s, s
+	// Ordinary reading stops for good: paused stays set while splicing,
+	// so neither backpressure nor ResumeRead re-arms it.
+	l.pauseRead(c)
+	if l.be.readStopped(c) {
+		l.beginSplice(s)
+	} else {
+		// io_uring: the multishot recv is being cancelled; input it still
+		// delivers is copied to dst (onData), and its last completion
+		// starts the splice, so no byte overtakes another.
+		s.starting = true
+	}
+	return nil
+}
+
+// SplicedBytes returns how many bytes read from c the kernel has moved to
+// a splice destination (see SpliceTo), over the connection's life.
+func (c *Conn) SplicedBytes() int64 { return c.spliced }
+
+// beginSplice starts the pump once c's ordinary reading has stopped.
+func (l *Loop) beginSplice(s *splice) {
+	s.starting = false
+	l.be.spliceArm(s)
+	l.deferPump(s) // data may already wait, its readiness already reported
+}
+
+// spliceInput takes a chunk that c's recv delivered after SpliceTo (io_uring,
+// before the cancel took effect) and writes it to the destination.
+func (l *Loop) spliceInput(c *Conn, chunk []byte) {
+	if _, err := c.spliceSrc.dst.Write(chunk); err != nil {
+		l.abort(c, ErrSpliceBroken)
+	}
+}
+
+func (l *Loop) deferPump(s *splice) {
+	if s.again || s.ended {
+		return
+	}
+	s.again = true
+	l.Defer(func() {
+		s.again = false
+		l.pump(s)
+	})
+}
+
+// pump moves data from src to dst until src has nothing, dst is full, or
+// the round budget is spent. See the splice type for the protocol.
+func (l *Loop) pump(s *splice) {
+	src, dst := s.src, s.dst
+	for round := 0; !s.ended && !s.starting; {
+		if src.state != connOpen || dst.state != connOpen {
+			return // a Close is under way; teardown ends the splice
+		}
+		if s.queued > 0 {
+			if s.waitOut {
+				return // the backend calls back when dst is writable
+			}
+			if dst.pendingOut() > 0 {
+				s.waitDrain = true // afterWrite calls back at zero
+				return
+			}
+			n, err := unix.Splice(s.pipe.r, nil, dst.fd, nil, s.queued, unix.SPLICE_F_NONBLOCK)
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err == unix.EAGAIN:
+				s.waitOut = true
+				l.be.spliceWaitOut(s)
+				return
+			case err != nil:
+				l.abort(dst, os.NewSyscallError("splice", err))
+				return
+			}
+			s.queued -= int(n)
+			src.spliced += n
+			dst.lastActive = l.now
+			l.stats.bytesOut.Add(uint64(n))
+			l.stats.spliced.Add(uint64(n))
+			continue
+		}
+		if src.holdRead {
+			return // PauseRead: ResumeRead restarts the pump
+		}
+		if round == spliceRounds {
+			l.deferPump(s) // let the loop's other connections run
+			return
+		}
+		round++
+		n, err := unix.Splice(src.fd, nil, s.pipe.w, nil, s.pipe.size, unix.SPLICE_F_NONBLOCK)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return // the pipe is empty, so src is: wait for readiness
+		case err != nil:
+			l.abort(src, os.NewSyscallError("splice", err))
+			return
+		case n == 0:
+			// FIN, and every byte before it has reached dst's socket.
+			l.endSplice(s)
+			l.onEOF(src)
+			return
+		}
+		s.queued = int(n)
+		src.lastActive = l.now
+		l.stats.bytesIn.Add(uint64(n))
+	}
+}
+
+// endSplice stops s: readiness requests are cancelled, the pipe goes back
+// to the loop's pool if it is empty (else it is closed, dropping what it
+// held), and both connections return to ordinary I/O. src's ordinary
+// reading stays stopped: a splice ends at EOF or on close.
+func (l *Loop) endSplice(s *splice) {
+	if s.ended {
+		return
+	}
+	s.ended = true
+	s.src.spliceSrc, s.dst.spliceDst = nil, nil
+	l.be.spliceStop(s)
+	l.putPipe(s.pipe, s.queued == 0)
+}
+
+// spliceTeardown ends the splices c takes part in when c is torn down. A
+// splice into c cannot go on, so its source is aborted.
+func (l *Loop) spliceTeardown(c *Conn) {
+	if s := c.spliceSrc; s != nil {
+		l.endSplice(s)
+	}
+	if s := c.spliceDst; s != nil {
+		l.endSplice(s)
+		l.abort(s.src, ErrSpliceBroken)
+	}
+}
+
+// getPipe returns an empty pipe from the loop's pool or a new one.
+func (l *Loop) getPipe() (spipe, error) {
+	if n := len(l.pipes); n > 0 {
+		p := l.pipes[n-1]
+		l.pipes = l.pipes[:n-1]
+		return p, nil
+	}
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		return spipe{}, os.NewSyscallError("pipe2", err)
+	}
+	p := spipe{r: fds[0], w: fds[1]}
+	size, err := unix.FcntlInt(uintptr(p.w), unix.F_SETPIPE_SZ, splicePipeSize)
+	if err != nil {
+		size, err = unix.FcntlInt(uintptr(p.w), unix.F_GETPIPE_SZ, 0)
+	}
+	if err != nil {
+		unix.Close(p.r)
+		unix.Close(p.w)
+		return spipe{}, os.NewSyscallError("fcntl", err)
+	}
+	p.size = size
+	return p, nil
+}
+
+// putPipe keeps an empty pipe for reuse and closes anything else.
+func (l *Loop) putPipe(p spipe, empty bool) {
+	if empty && len(l.pipes) < maxPooledPipes && !l.stopping {
+		l.pipes = append(l.pipes, p)
+		return
+	}
+	unix.Close(p.r)
+	unix.Close(p.w)
+}
+
+// closePipes closes the pooled pipes when the loop stops.
+func (l *Loop) closePipes() {
+	for _, p := range l.pipes {
+		unix.Close(p.r)
+		unix.Close(p.w)
+	}
+	l.pipes = nil
+}

@@ -1,0 +1,547 @@
+package reactor_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/veloq/veloq/internal/backendtest"
+	vnet "github.com/veloq/veloq/net"
+	"github.com/veloq/veloq/reactor"
+)
+
+// The tests here drive SpliceTo through a small proxy: every accepted
+// connection dials a backend (a stdlib server, so the far end is plain
+// kernel sockets) and, once connected, both directions are spliced.
+
+type spliceProxy struct {
+	backend string
+	// mode: "connect" splices both ways when the backend connects; "hold"
+	// also holds the client's input with HoldData until then (so SpliceTo
+	// has buffered input to forward first); "switch" copies each direction
+	// in OnData and switches to splicing after the first 1000 bytes.
+	mode string
+	// propagate closes the other side when one side closes with an error;
+	// off, the reactor's own rules (ErrSpliceBroken) are what closes it.
+	propagate bool
+	closed    chan error // client OnClose errors
+	t         *testing.T
+}
+
+type splicePair struct {
+	client, backend *reactor.Conn
+	copied          [2]int // bytes copied per direction before switching
+}
+
+func (p *spliceProxy) OnOpen(c *reactor.Conn) {
+	pr := &splicePair{client: c}
+	c.SetContext(pr)
+	if p.mode == "hold" {
+		c.HoldData()
+	} else {
+		c.PauseRead()
+	}
+	bh := &reactor.HandlerFuncs{
+		Open: func(b *reactor.Conn) {
+			if p.mode == "switch" {
+				c.ResumeRead()
+				c.ReleaseData()
+				return
+			}
+			if err := c.SpliceTo(b); err != nil {
+				p.t.Errorf("SpliceTo client→backend: %v", err)
+			}
+			if err := b.SpliceTo(c); err != nil {
+				p.t.Errorf("SpliceTo backend→client: %v", err)
+			}
+		},
+		Data:  func(b *reactor.Conn) { p.forward(pr, b, c, 1) },
+		EOF:   func(b *reactor.Conn) { c.CloseWrite() },
+		Close: func(b *reactor.Conn, err error) { p.sideClosed(c, err) },
+	}
+	b, err := c.Loop().Dial("tcp", p.backend, bh, 5*time.Second)
+	if err != nil {
+		c.Abort(err)
+		return
+	}
+	pr.backend = b
+}
+
+func (p *spliceProxy) forward(pr *splicePair, src, dst *reactor.Conn, dir int) {
+	in, _ := src.Next(-1)
+	dst.Write(in)
+	pr.copied[dir] += len(in)
+	if p.mode == "switch" && pr.copied[dir] >= 1000 {
+		if err := src.SpliceTo(dst); err != nil && !errors.Is(err, reactor.ErrClosed) {
+			p.t.Errorf("SpliceTo mid-stream: %v", err)
+		}
+	}
+}
+
+func (p *spliceProxy) OnData(c *reactor.Conn) {
+	pr := c.Context().(*splicePair)
+	p.forward(pr, c, pr.backend, 0)
+}
+
+func (p *spliceProxy) OnEOF(c *reactor.Conn) {
+	c.Context().(*splicePair).backend.CloseWrite()
+}
+
+func (p *spliceProxy) OnClose(c *reactor.Conn, err error) {
+	if pr, ok := c.Context().(*splicePair); ok && pr.backend != nil {
+		p.sideClosed(pr.backend, err)
+	}
+	if p.closed != nil {
+		p.closed <- err
+	}
+}
+
+func (p *spliceProxy) sideClosed(other *reactor.Conn, err error) {
+	if err != nil && p.propagate && !other.Closed() {
+		other.Abort(err)
+	}
+}
+
+// stdEcho is a stdlib echo server: it copies until EOF, then half-closes.
+func stdEcho(t *testing.T) (addr string, conns *sync.WaitGroup) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns = &sync.WaitGroup{}
+	t.Cleanup(func() { ln.Close(); conns.Wait() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(30 * time.Second))
+				plainCopy(c, c)
+				c.(*net.TCPConn).CloseWrite()
+			}()
+		}
+	}()
+	return ln.Addr().String(), conns
+}
+
+// plainCopy is io.Copy without the stdlib's TCP-to-TCP splice, whose
+// pooled pipes would show up in the descriptor counts.
+func plainCopy(dst io.Writer, src io.Reader) error {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func quietLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func startSpliceProxy(t *testing.T, b reactor.Backend, p *spliceProxy, loops int) *vnet.Server {
+	t.Helper()
+	p.t = t
+	s, err := vnet.Listen("tcp", "127.0.0.1:0", p, vnet.WithBackend(b), vnet.WithLoops(loops), vnet.WithLogger(quietLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shutdown(t, s) })
+	return s
+}
+
+func shutdown(t *testing.T, s *vnet.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+}
+
+func dialTCP(t *testing.T, addr string) *net.TCPConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	t.Cleanup(func() { c.Close() })
+	return c.(*net.TCPConn)
+}
+
+// roundTrip sends data (from a goroutine, so neither side's buffers need
+// to hold it all), half-closes, and checks that exactly data comes back,
+// then EOF.
+func roundTrip(t *testing.T, c *net.TCPConn, data []byte) {
+	t.Helper()
+	werr := make(chan error, 1)
+	go func() {
+		_, err := c.Write(data)
+		if err == nil {
+			err = c.CloseWrite()
+		}
+		werr <- err
+	}()
+	got, err := io.ReadAll(c)
+	if err != nil {
+		t.Errorf("read: %v (after %d of %d bytes)", err, len(got), len(data))
+		return
+	}
+	if err := <-werr; err != nil {
+		t.Errorf("write: %v", err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Errorf("got %d bytes back, want %d, first difference at %d", len(got), len(data), firstDiff(got, data))
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+func randomBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func totalSpliced(s *vnet.Server) uint64 {
+	var n uint64
+	for _, st := range s.Stats() {
+		n += st.Spliced
+	}
+	return n
+}
+
+// Bytes arrive exactly, in order, over concurrent spliced streams, in
+// every mode of switching to the splice, and half-close passes through.
+func TestSpliceForwardsExactly(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+		for _, mode := range []string{"connect", "hold", "switch"} {
+			t.Run(mode, func(t *testing.T) {
+				addr, _ := stdEcho(t)
+				s := startSpliceProxy(t, b, &spliceProxy{backend: addr, mode: mode, propagate: true}, 2)
+				var wg sync.WaitGroup
+				for i := range 8 {
+					c := dialTCP(t, s.Addr().String())
+					data := randomBytes(uint64(i), 1<<20+i*777)
+					wg.Go(func() { roundTrip(t, c, data) })
+				}
+				wg.Wait()
+				if n := totalSpliced(s); n == 0 {
+					t.Errorf("no byte was spliced (Stats.Spliced 0)")
+				}
+			})
+		}
+	})
+}
+
+// The backend half-closes first: its bytes and FIN reach the client, and
+// the client can still send afterwards.
+func TestSpliceHalfCloseFromBackend(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		got := make(chan string, 1)
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			c.Write([]byte("greeting"))
+			c.(*net.TCPConn).CloseWrite()
+			rest, err := io.ReadAll(c)
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			got <- string(rest)
+		}()
+		s := startSpliceProxy(t, b, &spliceProxy{backend: ln.Addr().String(), mode: "connect", propagate: true}, 1)
+		c := dialTCP(t, s.Addr().String())
+		first, err := io.ReadAll(c)
+		if err != nil || string(first) != "greeting" {
+			t.Fatalf("client read %q, %v; want greeting then EOF", first, err)
+		}
+		c.Write([]byte("after the backend's FIN"))
+		c.CloseWrite()
+		if r := <-got; r != "after the backend's FIN" {
+			t.Fatalf("backend got %q", r)
+		}
+		waitConns(t, s, 0)
+	})
+}
+
+func waitConns(t *testing.T, s *vnet.Server, want int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for s.NumConns() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections open, want %d", s.NumConns(), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func resetConn(t *testing.T, c *net.TCPConn) {
+	t.Helper()
+	if err := c.SetLinger(0); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+}
+
+// A client that resets mid-stream frees the backend connection, and after
+// the server stops every descriptor it opened (sockets, pipes) is closed.
+func TestSpliceResetReleasesEverything(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		ended := make(chan error, 4)
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					c.SetDeadline(time.Now().Add(20 * time.Second))
+					err := plainCopy(c, c) // ends when the proxy closes its side
+					c.Close()
+					ended <- err
+				}()
+			}
+		}()
+		before := countFDs(t)
+		s, err := vnet.Listen("tcp", "127.0.0.1:0", &spliceProxy{t: t, backend: ln.Addr().String(), mode: "connect", propagate: true},
+			vnet.WithBackend(b), vnet.WithLoops(2), vnet.WithLogger(quietLogger(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			c := dialTCP(t, s.Addr().String())
+			msg := randomBytes(7, 200<<10)
+			go c.Write(msg)
+			if _, err := io.ReadFull(c, make([]byte, 1000)); err != nil {
+				t.Fatal(err)
+			}
+			resetConn(t, c)
+			select {
+			case <-ended:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the backend connection stayed open after the client reset")
+			}
+		}
+		waitConns(t, s, 0)
+		shutdown(t, s)
+		if after := countFDs(t); after != before {
+			t.Errorf("%d descriptors open after shutdown, %d before: %s", after, before, listFDs())
+		}
+	})
+}
+
+// When the destination closes, a splice into it cannot go on: the source
+// is aborted with ErrSpliceBroken even when no handler propagates it.
+func TestSpliceDestinationClosedAbortsSource(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			io.ReadFull(c, make([]byte, 1000))
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close() // a reset while the client keeps sending
+		}()
+		p := &spliceProxy{backend: ln.Addr().String(), mode: "connect", closed: make(chan error, 1)}
+		s := startSpliceProxy(t, b, p, 1)
+		c := dialTCP(t, s.Addr().String())
+		go func() {
+			chunk := randomBytes(1, 64<<10)
+			for {
+				if _, err := c.Write(chunk); err != nil {
+					return
+				}
+			}
+		}()
+		select {
+		case err := <-p.closed:
+			if !errors.Is(err, reactor.ErrSpliceBroken) {
+				t.Fatalf("client closed with %v, want ErrSpliceBroken", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("client connection not closed after the backend reset")
+		}
+	})
+}
+
+// SpliceTo refuses what it cannot do, with ErrCannotSplice, and changes
+// nothing then.
+func TestSpliceToRefuses(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+		addr, _ := stdEcho(t)
+		results := make(chan string, 8)
+		var conns []*reactor.Conn
+		h := &reactor.HandlerFuncs{
+			Open: func(c *reactor.Conn) {
+				conns = append(conns, c) // loop-owned; the conns share one loop
+				if len(conns) < 3 {
+					return
+				}
+				a, x, z := conns[0], conns[1], conns[2]
+				check := func(name string, err error) {
+					if errors.Is(err, reactor.ErrCannotSplice) {
+						results <- name + ": refused"
+					} else {
+						results <- name + ": " + errString(err)
+					}
+				}
+				check("self", a.SpliceTo(a))
+				if err := a.SpliceTo(x); err != nil {
+					results <- "first: " + err.Error()
+				}
+				check("source again", a.SpliceTo(x))
+				check("destination again", z.SpliceTo(x))
+				y, err := c.Loop().Dial("tcp", addr, &reactor.HandlerFuncs{}, time.Second)
+				if err != nil {
+					results <- err.Error()
+					return
+				}
+				check("connecting", x.SpliceTo(y))
+				y.Abort(nil)
+				results <- "done"
+			},
+		}
+		s, err := vnet.Listen("tcp", "127.0.0.1:0", h, vnet.WithBackend(b), vnet.WithLoops(1), vnet.WithLogger(quietLogger(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { shutdown(t, s) }) // after the clients close (cleanups run last-in first-out)
+		for range 3 {
+			dialTCP(t, s.Addr().String())
+		}
+		var got []string
+		for r := range results {
+			if r == "done" {
+				break
+			}
+			got = append(got, r)
+		}
+		want := "self: refused|source again: refused|destination again: refused|connecting: refused"
+		if strings.Join(got, "|") != want {
+			t.Fatalf("got %q\nwant %q", strings.Join(got, "|"), want)
+		}
+	})
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "accepted"
+	}
+	return err.Error()
+}
+
+// An OnDrain callback that writes to another connection, run while the
+// loop flushes, gets that write flushed too.
+func TestDrainCallbackWriteIsFlushed(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+		var target *reactor.Conn // loop-owned
+		h := &reactor.HandlerFuncs{
+			Data: func(c *reactor.Conn) {
+				in, _ := c.Next(-1)
+				if string(in) == "target" {
+					target = c
+					c.Write([]byte("k"))
+					return
+				}
+				other := target
+				c.Write(in)
+				c.OnDrain(0, func() { other.Write([]byte("drained")) })
+			},
+		}
+		s, err := vnet.Listen("tcp", "127.0.0.1:0", h, vnet.WithBackend(b), vnet.WithLoops(1), vnet.WithLogger(quietLogger(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { shutdown(t, s) }) // after the clients close (cleanups run last-in first-out)
+		a := dialTCP(t, s.Addr().String())
+		a.Write([]byte("target"))
+		if _, err := io.ReadFull(a, make([]byte, 1)); err != nil {
+			t.Fatal(err)
+		}
+		x := dialTCP(t, s.Addr().String())
+		x.Write([]byte("ping"))
+		if _, err := io.ReadFull(x, make([]byte, 4)); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, 7)
+		if _, err := io.ReadFull(a, got); err != nil || string(got) != "drained" {
+			t.Fatalf("first connection got %q, %v", got, err)
+		}
+	})
+}
+
+func listFDs() string {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	var out []string
+	for _, e := range ents {
+		target, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		out = append(out, e.Name()+"->"+target)
+	}
+	return strings.Join(out, " ")
+}
+
+func countFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}

@@ -1,12 +1,14 @@
 #!/bin/sh
 # Build and run the veloq benchmark suite. All flags go to benchrun:
-#   ./run.sh --quick        # ~2 minutes: 1 repeat, headline scenarios
-#   ./run.sh                # full: 3 repeats, all scenarios
-#   ./run.sh -help          # every flag
-# Results: results/latest.json and results/latest.md (or -tag NAME).
+#   bench/run.sh --quick    # ~2 minutes: every scenario once, short windows -> results/quick.*
+#   bench/run.sh            # full: 3 repeats -> results/latest.*, charts, ../BENCHMARKS.md
+#   bench/run.sh -help      # every flag
+# HTTP scenarios need wrk (apt-get install wrk); nginx is used when installed.
 set -eu
 cd "$(dirname "$0")"
 export GOWORK=off
+# benchrun records the command in the results as it was typed here.
+export BENCH_CMD="bench/run.sh"
 mkdir -p bin
 go build -o bin/benchrun ./cmd/benchrun
 exec bin/benchrun "$@"

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -32,28 +33,70 @@ type harness struct {
 	nextPort int
 
 	serverCPU, loadCPU string // "" = not pinned
+	heavyCPU           string // servers' CPUs in the CPU-heavy scenario
 	prlimit            bool   // prlimit(1) is there to raise the server's fd limit
 
 	start      time.Time
 	done, runs int
+	// Progress estimate: seconds expected for the runs not yet done, and
+	// the expected and actual seconds of those done (their ratio corrects
+	// the rest).
+	expectLeft, expectDone, actualDone float64
 }
 
 func (h *harness) progress(format string, args ...any) {
 	if h.start.IsZero() {
 		h.start = time.Now()
 	}
-	el := time.Since(h.start).Round(time.Second)
-	fmt.Fprintf(os.Stderr, "[%02d:%02d] %s\n", int(el.Minutes()), int(el.Seconds())%60, fmt.Sprintf(format, args...))
+	el := time.Since(h.start)
+	stamp := clock(el)
+	if h.runs > 0 && h.done < h.runs {
+		stamp += " / ~" + clock(el+time.Duration(h.remaining()*float64(time.Second)))
+	}
+	fmt.Fprintf(os.Stderr, "[%s] %s\n", stamp, fmt.Sprintf(format, args...))
 }
+
+func clock(d time.Duration) string {
+	d = d.Round(time.Second)
+	return fmt.Sprintf("%02d:%02d", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+// remaining estimates the seconds left: what the remaining runs are
+// expected to take, scaled by how the finished ones compared with their
+// expectation (start-up and teardown vary by machine).
+func (h *harness) remaining() float64 {
+	f := 1.0
+	if h.expectDone > 0 {
+		f = min(max(h.actualDone/h.expectDone, 0.5), 3)
+	}
+	return h.expectLeft * f
+}
+
+// expected is roughly how long one run of sc takes.
+func (h *harness) expected(sc Scenario) float64 {
+	s := h.settings
+	switch {
+	case sc.Kind == kindIdle:
+		return 1.5 + 2*s.IdleSettleS + float64(s.IdleConns)/5000
+	case sc.Tool == toolWrk:
+		return float64(wholeSeconds(s.warmup)+wholeSeconds(s.duration)) + 0.8
+	}
+	return s.WarmupS + s.DurationS + 0.6
+}
+
+func wholeSeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
 
 // setupPinning checks that taskset is there and the CPUs exist; without them
 // the run goes on unpinned and the report says so.
-func (h *harness) setupPinning(serverCPU, loadCPU string) error {
+func (h *harness) setupPinning(serverCPU, loadCPU, heavyCPU string) error {
 	h.progress("benchrun: settings: %d repeat(s), warmup %v, window %v", h.settings.Repeats, h.settings.warmup, h.settings.duration)
 	if _, err := exec.LookPath("prlimit"); err == nil {
 		h.prlimit = true
 	} else {
 		h.progress("warning: prlimit not found: servers keep the default fd limit (idle scenario may fail)")
+	}
+	if heavyCPU == "" {
+		heavyCPU = serverCPU
 	}
 	if serverCPU == "" && loadCPU == "" {
 		return nil
@@ -62,16 +105,24 @@ func (h *harness) setupPinning(serverCPU, loadCPU string) error {
 		h.progress("warning: taskset not found: server and load generator are NOT pinned")
 		return nil
 	}
-	for _, c := range []string{serverCPU, loadCPU} {
+	for _, c := range []string{serverCPU, loadCPU, heavyCPU} {
 		if c == "" {
 			continue
 		}
 		if err := exec.Command("taskset", "-c", c, "true").Run(); err != nil {
-			return fmt.Errorf("cannot pin to CPU %q (taskset -c %s true: %v); pass -server-cpu/-load-cpu, or empty to disable", c, c, err)
+			return fmt.Errorf("cannot pin to CPU %q (taskset -c %s true: %w); pass -server-cpu/-load-cpu/-heavy-cpu, or empty to disable", c, c, err)
 		}
 	}
-	h.serverCPU, h.loadCPU = serverCPU, loadCPU
+	h.serverCPU, h.loadCPU, h.heavyCPU = serverCPU, loadCPU, heavyCPU
 	return nil
+}
+
+// cpuFor is the CPU list a server is pinned to in sc.
+func (h *harness) cpuFor(sc Scenario) string {
+	if sc.Mode == modeHeavy {
+		return h.heavyCPU
+	}
+	return h.serverCPU
 }
 
 func (h *harness) build(ctx context.Context) error {
@@ -83,7 +134,8 @@ func (h *harness) build(ctx context.Context) error {
 		args []string
 	}{
 		{h.rootDir, []string{"build", "-o", filepath.Join(h.binDir, "echo-server"), "./cmd/echo-server"}},
-		{h.benchDir, []string{"build", "-o", h.binDir + "/", "./cmd/tcpload", "./peers/stdecho", "./peers/netpollecho"}},
+		{h.benchDir, []string{"build", "-o", h.binDir + "/", "./cmd/tcpload", "./cmd/wrkload",
+			"./peers/stdecho", "./peers/netpollecho", "./peers/stdhttp", "./peers/hertzhttp"}},
 	}
 	for _, st := range steps {
 		h.progress("build: (cd %s && go %s)", rel(h.benchDir, st.dir), strings.Join(st.args, " "))
@@ -91,7 +143,7 @@ func (h *harness) build(ctx context.Context) error {
 		cmd.Dir = st.dir
 		cmd.Env = append(os.Environ(), "GOWORK=off")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go %s in %s: %v\n%s", strings.Join(st.args, " "), st.dir, err, out)
+			return fmt.Errorf("go %s in %s: %w\n%s", strings.Join(st.args, " "), st.dir, err, out)
 		}
 	}
 	return nil
@@ -131,15 +183,24 @@ type serverProc struct {
 
 var pidRE = regexp.MustCompile(`\bpid (\d+)\b`)
 
-func (h *harness) startServer(ctx context.Context, srv Server, mode, logName string) (*serverProc, error) {
+func (h *harness) startServer(ctx context.Context, srv Server, sc Scenario, logName string) (*serverProc, error) {
 	p, err := h.port()
 	if err != nil {
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(p)
-	args := srv.Args(mode, addr)
-	argv := append([]string{filepath.Join(h.binDir, args[0])}, args[1:]...)
-	argv = pinned(h.serverCPU, argv)
+	dir := filepath.Join(h.logDir, logName)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	args, err := srv.Args(sc, addr, dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", srv.Name, err)
+	}
+	if !filepath.IsAbs(args[0]) {
+		args[0] = filepath.Join(h.binDir, args[0])
+	}
+	argv := pinned(h.cpuFor(sc), args)
 	if h.prlimit {
 		// prlimit and taskset both exec the next program, so the process we
 		// start is the server itself and its PID is the one to sample.
@@ -153,6 +214,7 @@ func (h *harness) startServer(ctx context.Context, srv Server, mode, logName str
 	fmt.Fprintf(logf, "$ %s\n", strings.Join(argv, " "))
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = logf
+	// The server dies with benchrun, whatever ends it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -181,25 +243,30 @@ func (h *harness) startServer(ctx context.Context, srv Server, mode, logName str
 		sp.stop()
 		return nil, fmt.Errorf("%s: %w (log: %s)", srv.Name, err, rel(h.benchDir, logf.Name()))
 	}
-	select {
-	case line, ok := <-first:
-		if !ok {
-			<-sp.exited
-			return fail(fmt.Errorf("exited before printing its first line: %v", sp.err))
+	if srv.Quiet {
+		sp.pid = cmd.Process.Pid
+		sp.line = fmt.Sprintf("%s (pid %d)", filepath.Base(args[0]), sp.pid)
+	} else {
+		select {
+		case line, ok := <-first:
+			if !ok {
+				<-sp.exited
+				return fail(fmt.Errorf("exited before printing its first line: %v", sp.err))
+			}
+			sp.line = line
+		case <-time.After(10 * time.Second):
+			return fail(errors.New("no output 10 s after start"))
+		case <-ctx.Done():
+			return fail(ctx.Err())
 		}
-		sp.line = line
-	case <-time.After(10 * time.Second):
-		return fail(errors.New("no output 10 s after start"))
-	case <-ctx.Done():
-		return fail(ctx.Err())
-	}
-	m := pidRE.FindStringSubmatch(sp.line)
-	if m == nil {
-		return fail(fmt.Errorf("first line %q has no \"pid N\"", sp.line))
-	}
-	sp.pid, _ = strconv.Atoi(m[1])
-	if sp.pid != cmd.Process.Pid {
-		return fail(fmt.Errorf("server says pid %d but the started process is %d", sp.pid, cmd.Process.Pid))
+		m := pidRE.FindStringSubmatch(sp.line)
+		if m == nil {
+			return fail(fmt.Errorf("first line %q has no \"pid N\"", sp.line))
+		}
+		sp.pid, _ = strconv.Atoi(m[1])
+		if sp.pid != cmd.Process.Pid {
+			return fail(fmt.Errorf("server says pid %d but the started process is %d", sp.pid, cmd.Process.Pid))
+		}
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
@@ -207,8 +274,11 @@ func (h *harness) startServer(ctx context.Context, srv Server, mode, logName str
 			c.Close()
 			break
 		}
-		if time.Now().After(deadline) {
-			return fail(fmt.Errorf("not accepting on %s: %v", addr, err))
+		if !sp.alive() {
+			return fail(fmt.Errorf("exited before accepting on %s: %v", addr, sp.err))
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fail(fmt.Errorf("not accepting on %s: %w", addr, err))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -272,34 +342,31 @@ type IdleRun struct {
 	KiBPerConn       float64     `json:"kib_per_conn"`
 }
 
-func (h *harness) runAll(ctx context.Context, rep *Report, scs []Scenario, srvs []Server) error {
-	for _, sc := range scs {
-		for _, srv := range srvs {
-			if srv.Args(sc.Mode, "x") != nil {
-				h.runs += h.settings.Repeats
-			}
-		}
+func (h *harness) runAll(ctx context.Context, rep *Report, plans []planned) error {
+	nsc, nsrv := len(plans), 0
+	for _, p := range plans {
+		h.runs += len(p.servers) * h.settings.Repeats
+		h.expectLeft += float64(len(p.servers)*h.settings.Repeats) * h.expected(p.sc)
+		nsrv = max(nsrv, len(p.servers))
 	}
-	h.progress("benchrun: %d runs (%d scenarios x %d servers x %d repeats), server CPU %q, load CPU %q",
-		h.runs, len(scs), len(srvs), h.settings.Repeats, h.serverCPU, h.loadCPU)
-	for _, sc := range scs {
-		sr := ScenarioResult{Name: sc.Name, Title: sc.Title, Kind: sc.Kind, Mode: sc.Mode,
-			Conns: sc.Conns, Size: sc.Size, Pipeline: sc.Pipeline, Headline: sc.Headline}
+	h.progress("benchrun: %d runs (%d scenarios, up to %d servers each, %d repeat(s)), about %s; server CPU %q (CPU-heavy: %q), load CPU %q",
+		h.runs, nsc, nsrv, h.settings.Repeats, clock(time.Duration(h.expectLeft*float64(time.Second))), h.serverCPU, h.heavyCPU, h.loadCPU)
+	for _, p := range plans {
+		sc := p.sc
+		sr := ScenarioResult{Name: sc.Name, Title: sc.Title, Desc: sc.Desc, Group: sc.Group, Kind: sc.Kind, Mode: sc.Mode,
+			Tool: sc.Tool, Conns: sc.Conns, Size: sc.Size, Pipeline: sc.Pipeline, Churn: sc.Churn, Work: sc.Work,
+			Headline: sc.Headline, ServerCPU: h.cpuFor(sc)}
 		if sc.Kind == kindIdle {
 			sr.Conns = h.settings.IdleConns
 		}
-		var list []Server
-		for _, srv := range srvs {
-			if srv.Args(sc.Mode, "x") != nil {
-				list = append(list, srv)
-				sr.Servers = append(sr.Servers, ServerResult{Server: srv.Name})
-			}
+		for _, srv := range p.servers {
+			sr.Servers = append(sr.Servers, ServerResult{Server: srv.Name})
 		}
 		for r := range h.settings.Repeats {
 			// Rotate the order each repeat so no server always runs first.
-			for i := range list {
-				k := (i + r) % len(list)
-				run := h.runOne(ctx, sc, list[k], r)
+			for i := range p.servers {
+				k := (i + r) % len(p.servers)
+				run := h.runOne(ctx, sc, p.servers[k], r)
 				if err := ctx.Err(); err != nil {
 					return err
 				}
@@ -315,11 +382,17 @@ func (h *harness) runAll(ctx context.Context, rep *Report, scs []Scenario, srvs 
 func (h *harness) runOne(ctx context.Context, sc Scenario, srv Server, r int) Run {
 	h.done++
 	t0 := time.Now()
+	defer func() {
+		e := h.expected(sc)
+		h.expectLeft -= e
+		h.expectDone += e
+		h.actualDone += time.Since(t0).Seconds()
+	}()
 	tag := fmt.Sprintf("[%d/%d] %s rep %d/%d %s", h.done, h.runs, sc.Name, r+1, h.settings.Repeats, srv.Name)
 	h.progress("%s ...", tag)
 	logName := fmt.Sprintf("%s.%s.%d", sc.Name, srv.Name, r+1)
 	run := Run{Rep: r + 1}
-	sp, err := h.startServer(ctx, srv, sc.Mode, logName)
+	sp, err := h.startServer(ctx, srv, sc, logName)
 	if err != nil {
 		run.Error = err.Error()
 		h.progress("%s FAILED: %s", tag, run.Error)
@@ -384,7 +457,7 @@ func (h *harness) loadCmd(ctx context.Context, argv []string, logName string) (*
 func (h *harness) load(ctx context.Context, sc Scenario, sp *serverProc, logName string) (*result.Load, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.settings.warmup+h.settings.duration+90*time.Second)
 	defer cancel()
-	cmd, logf, err := h.loadCmd(ctx, sc.Load(sc, h.settings, sp.addr, sp.pid), logName)
+	cmd, logf, err := h.loadCmd(ctx, sc.loadArgs(h.settings, sp.addr, sp.pid), logName)
 	if err != nil {
 		return nil, err
 	}
@@ -392,11 +465,11 @@ func (h *harness) load(ctx context.Context, sc Scenario, sp *serverProc, logName
 	var out bytes.Buffer
 	cmd.Stdout = io.MultiWriter(&out, logf)
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("load generator: %v: %s (log: %s)", err, lastLine(logf.Name()), rel(h.benchDir, logf.Name()))
+		return nil, fmt.Errorf("load generator: %w: %s (log: %s)", err, lastLine(logf.Name()), rel(h.benchDir, logf.Name()))
 	}
 	var l result.Load
 	if err := json.Unmarshal(lastJSON(out.Bytes()), &l); err != nil {
-		return nil, fmt.Errorf("load generator output: %v", err)
+		return nil, fmt.Errorf("load generator output: %w", err)
 	}
 	if l.ServerPID != sp.pid {
 		return nil, fmt.Errorf("load generator sampled pid %d, server is %d", l.ServerPID, sp.pid)
@@ -451,7 +524,7 @@ func (h *harness) idle(ctx context.Context, sc Scenario, sp *serverProc, logName
 			ready = strings.HasPrefix(l, "tcpload: ready")
 		case <-ctx.Done():
 			cmd.Wait()
-			return nil, fmt.Errorf("load generator not ready: %v", ctx.Err())
+			return nil, fmt.Errorf("load generator not ready: %w", ctx.Err())
 		}
 	}
 	time.Sleep(h.settings.idleSettle)
@@ -462,13 +535,13 @@ func (h *harness) idle(ctx context.Context, sc Scenario, sp *serverProc, logName
 		last = l
 	}
 	if werr := cmd.Wait(); werr != nil {
-		return nil, fmt.Errorf("load generator: %v: %s", werr, lastLine(logf.Name()))
+		return nil, fmt.Errorf("load generator: %w: %s", werr, lastLine(logf.Name()))
 	}
 	if err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(last), &ir.Client); err != nil {
-		return nil, fmt.Errorf("load generator output %q: %v", last, err)
+		return nil, fmt.Errorf("load generator output %q: %w", last, err)
 	}
 	time.Sleep(h.settings.idleSettle)
 	ir.RSSAfterCloseKiB, _ = proc.RSSKiB(sp.pid)

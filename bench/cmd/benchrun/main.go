@@ -1,28 +1,36 @@
 // Command benchrun builds veloq's echo-server, the peer servers and the load
-// generator, runs every scenario against every server in one run, and writes
-// results/<tag>.json and results/<tag>.md.
+// generators, runs every scenario against every server in one run, and
+// writes results/<tag>.json and .md, one SVG chart per scenario group
+// (results/<tag>-<group>.svg) and, after a full run, BENCHMARKS.md at the
+// repository root.
 //
 // Each run starts a fresh server pinned to one CPU (taskset -c 0, one loop)
-// and a load generator pinned to another (taskset -c 1). The load generator
-// samples the server's utime+stime from /proc at the edges of the measured
-// window (warmup excluded), so "requests per server CPU-second" counts only
-// work done in the window. Every (scenario, server) pair is repeated and the
-// median of each metric is reported; servers run interleaved within a repeat,
-// in an order rotated each repeat, so background noise spreads over all.
+// and a load generator pinned to another (taskset -c 1): tcpload for TCP,
+// wrkload (wrk) for HTTP. The load generator samples the server's
+// utime+stime from /proc at the edges of the measured window (warmup
+// excluded), so "requests per server CPU-second" counts only work done in
+// the window. Every (scenario, server) pair is repeated and the median of
+// each metric is reported; servers run interleaved within a repeat, in an
+// order rotated each repeat, so background noise spreads over all.
 //
-//	go run ./cmd/benchrun -quick          # ~2 minutes, 1 repeat
-//	go run ./cmd/benchrun                 # full: 3 repeats, more scenarios
-//	go run ./cmd/benchrun -servers veloq-uring,stdlib -scenarios echo-64B-c64
+//	bench/run.sh --quick                  # ~2 minutes, 1 repeat, results/quick.*
+//	bench/run.sh                          # full: 3 repeats, results/latest.*, BENCHMARKS.md
+//	bench/run.sh -servers veloq-uring,stdlib -scenarios echo-64B-c64
+//	bench/run.sh -render results/latest.json   # redo the tables, charts and page
 package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -31,12 +39,15 @@ import (
 // Settings are what one benchrun invocation uses for every run.
 type Settings struct {
 	Quick       bool    `json:"quick"`
+	Subset      bool    `json:"subset"` // -servers or -scenarios limited the run
 	Repeats     int     `json:"repeats"`
 	WarmupS     float64 `json:"warmup_s"`
 	DurationS   float64 `json:"duration_s"`
 	IdleConns   int     `json:"idle_conns"`
 	IdleSettleS float64 `json:"idle_settle_s"`
+	Work        int     `json:"work"`       // hashing rounds per message in the CPU-heavy scenario
 	ServerCPU   string  `json:"server_cpu"` // taskset list for servers, "" when not pinned
+	HeavyCPU    string  `json:"heavy_cpu"`  // taskset list for servers in the CPU-heavy scenario
 	LoadCPU     string  `json:"load_cpu"`   // taskset list for the load generator
 	NofileLimit int     `json:"nofile_limit"`
 
@@ -55,27 +66,49 @@ func run() error {
 		s         Settings
 		dir       = flag.String("dir", ".", "the bench module's directory (veloq's root is its parent)")
 		out       = flag.String("out", "results", "directory for the results, relative to -dir")
-		tag       = flag.String("tag", "latest", "results file name: <out>/<tag>.json and .md")
+		tag       = flag.String("tag", "", "results file names: <out>/<tag>.json, .md and <tag>-<group>.svg (default latest, or quick with -quick)")
+		doc       = flag.String("doc", "../BENCHMARKS.md", "page with the tables and charts, relative to -dir; written after a full run of the whole suite, or whenever this flag is given; empty = never")
+		render    = flag.String("render", "", "run nothing: rewrite the markdown, charts and (with -doc) the page from this results JSON")
 		noBuild   = flag.Bool("no-build", false, "use the binaries already in bin/")
 		servers   = flag.String("servers", "", "comma-separated servers to run (default all): "+strings.Join(serverNames(), ","))
-		scens     = flag.String("scenarios", "", "comma-separated scenarios to run (default all for the mode): "+strings.Join(scenarioNames(), ","))
+		scens     = flag.String("scenarios", "", "comma-separated scenarios to run (default all): "+strings.Join(scenarioNames(), ","))
 		repeats   = flag.Int("repeats", 0, "repeats per (scenario, server); 0 = 3, or 1 with -quick")
-		warmup    = flag.Duration("warmup", 0, "warmup per run; 0 = 2s, or 1s with -quick")
-		duration  = flag.Duration("duration", 0, "measured window per run; 0 = 10s, or 4s with -quick")
+		warmup    = flag.Duration("warmup", 0, "warmup per run; 0 = 2s, or 500ms with -quick (wrk rounds up to whole seconds)")
+		duration  = flag.Duration("duration", 0, "measured window per run; 0 = 8s, or 2.5s with -quick (wrk rounds up to whole seconds)")
 		basePort  = flag.Int("port", 19200, "first TCP port to use on 127.0.0.1 (each run takes the next one)")
 		serverCPU = flag.String("server-cpu", "0", "CPU list the servers are pinned to (taskset -c); empty = no pinning")
+		heavyCPU  = flag.String("heavy-cpu", "", "CPU list for the servers in the CPU-heavy scenario (default: -server-cpu); veloq's pool gets one worker per CPU")
 		loadCPU   = flag.String("load-cpu", "1", "CPU list the load generator is pinned to (taskset -c); empty = no pinning")
 	)
-	flag.BoolVar(&s.Quick, "quick", false, "short runs, 1 repeat, headline scenarios only")
+	flag.BoolVar(&s.Quick, "quick", false, "about 2 minutes: 1 repeat, short windows, fewer servers in the secondary scenarios")
 	flag.IntVar(&s.IdleConns, "idle-conns", 10000, "connections in the idle scenario")
+	flag.IntVar(&s.Work, "work", 200, "rounds of FNV-1a hashing per 64-byte message in the CPU-heavy scenario")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
+	docGiven := false
+	flag.Visit(func(f *flag.Flag) { docGiven = docGiven || f.Name == "doc" })
 
-	s.Repeats, s.warmup, s.duration, s.idleSettle = 3, 2*time.Second, 10*time.Second, 2*time.Second
+	benchDir, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	if b, err := os.ReadFile(filepath.Join(benchDir, "go.mod")); err != nil || !strings.Contains(string(b), "module github.com/veloq/veloq/bench") {
+		return fmt.Errorf("%s is not the bench module (run from bench/, or pass -dir)", benchDir)
+	}
+	rootDir := filepath.Dir(benchDir)
+	docPath := ""
+	if *doc != "" {
+		docPath = filepath.Join(benchDir, *doc)
+	}
+	if *render != "" {
+		return renderOnly(benchDir, *render, docPath, docGiven)
+	}
+
+	s.Repeats, s.warmup, s.duration, s.idleSettle = 3, 2*time.Second, 8*time.Second, 2*time.Second
 	if s.Quick {
-		s.Repeats, s.warmup, s.duration, s.idleSettle = 1, time.Second, 4*time.Second, time.Second
+		s.Repeats, s.warmup, s.duration, s.idleSettle = 1, 500*time.Millisecond, 2500*time.Millisecond, 700*time.Millisecond
 	}
 	if *repeats > 0 {
 		s.Repeats = *repeats
@@ -86,7 +119,17 @@ func run() error {
 	if *duration > 0 {
 		s.duration = *duration
 	}
+	if *tag == "" {
+		*tag = "latest"
+		if s.Quick {
+			*tag = "quick"
+		}
+	}
+	if s.Work < 1 {
+		return fmt.Errorf("-work %d: want at least 1", s.Work)
+	}
 	s.WarmupS, s.DurationS, s.IdleSettleS = s.warmup.Seconds(), s.duration.Seconds(), s.idleSettle.Seconds()
+	s.Subset = *servers != "" || *scens != ""
 	// Servers get 65536 descriptors, or as many as the hard limit allows
 	// (raising the hard limit needs CAP_SYS_RESOURCE, which containers often lack).
 	s.NofileLimit = max(65536, s.IdleConns+1024)
@@ -98,22 +141,18 @@ func run() error {
 		return fmt.Errorf("-idle-conns %d needs more descriptors than the hard limit %d allows", s.IdleConns, s.NofileLimit)
 	}
 
-	benchDir, err := filepath.Abs(*dir)
-	if err != nil {
-		return err
-	}
-	if b, err := os.ReadFile(filepath.Join(benchDir, "go.mod")); err != nil || !strings.Contains(string(b), "module github.com/veloq/veloq/bench") {
-		return fmt.Errorf("%s is not the bench module (run from bench/, or pass -dir)", benchDir)
-	}
-	rootDir := filepath.Dir(benchDir)
-
 	srvList, err := pickServers(*servers)
 	if err != nil {
 		return err
 	}
-	scList, err := pickScenarios(*scens, s.Quick)
+	scList, err := pickScenarios(*scens)
 	if err != nil {
 		return err
+	}
+	for i := range scList {
+		if scList[i].Mode == modeHeavy {
+			scList[i].Work = s.Work
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -127,12 +166,24 @@ func run() error {
 		logDir:   filepath.Join(benchDir, *out, "tmp"),
 		nextPort: *basePort,
 	}
-	if err := h.setupPinning(*serverCPU, *loadCPU); err != nil {
+	if err := h.setupPinning(*serverCPU, *loadCPU, *heavyCPU); err != nil {
 		return err
 	}
-	h.settings.ServerCPU, h.settings.LoadCPU = h.serverCPU, h.loadCPU
+	h.settings.ServerCPU, h.settings.LoadCPU, h.settings.HeavyCPU = h.serverCPU, h.loadCPU, h.heavyCPU
+	// The logs of the previous run go: tmp/ holds this run's only.
+	if err := os.RemoveAll(h.logDir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(h.logDir, 0o755); err != nil {
 		return err
+	}
+
+	plans, skipped := plan(scList, srvList, s.Quick, *servers != "", toolMissing)
+	for _, sk := range skipped {
+		h.progress("%s", sk)
+	}
+	if len(plans) == 0 {
+		return errors.New("nothing to run")
 	}
 
 	started := time.Now()
@@ -143,8 +194,17 @@ func run() error {
 	}
 	report := &Report{
 		Started:  started.UTC().Format(time.RFC3339),
+		Command:  commandLine(),
 		Machine:  machineFacts(ctx, rootDir),
 		Settings: h.settings,
+		Skipped:  skipped,
+	}
+	for _, srv := range allServers {
+		if slices.ContainsFunc(plans, func(p planned) bool {
+			return slices.ContainsFunc(p.servers, func(x Server) bool { return x.Name == srv.Name })
+		}) {
+			report.Servers = append(report.Servers, ServerInfo{Name: srv.Name, What: srv.What})
+		}
 	}
 	h.progress("machine: %s, %d CPUs, kernel %s, %s, load avg %s",
 		report.Machine.CPUModel, report.Machine.CPUs, report.Machine.Kernel, report.Machine.GoVersion, report.Machine.LoadAvgStart)
@@ -152,20 +212,82 @@ func run() error {
 		h.progress("warning: fewer than 2 CPUs: server and load generator share a CPU")
 	}
 
-	if err := h.runAll(ctx, report, scList, srvList); err != nil {
+	if err := h.runAll(ctx, report, plans); err != nil {
 		return err
 	}
 	report.Machine.LoadAvgEnd = loadAvg()
 	report.ElapsedS = time.Since(started).Seconds()
 
-	outDir := filepath.Join(benchDir, *out)
-	jsonPath, mdPath, err := report.write(outDir, *tag)
+	writeDoc := docPath != "" && (docGiven || (!s.Quick && !s.Subset))
+	if !writeDoc {
+		docPath = ""
+	}
+	written, err := report.writeAll(filepath.Join(benchDir, *out), *tag, docPath, true)
 	if err != nil {
 		return err
 	}
-	h.progress("done in %s: wrote %s and %s", time.Since(started).Round(time.Second), rel(benchDir, jsonPath), rel(benchDir, mdPath))
+	h.progress("done in %s: wrote %s", time.Since(started).Round(time.Second), strings.Join(relAll(benchDir, written), ", "))
 	fmt.Print(report.markdown())
 	return nil
+}
+
+// toolMissing says why a load generator cannot run here ("" = it can).
+func toolMissing(tool string) string {
+	if tool == toolWrk {
+		if _, err := exec.LookPath("wrk"); err != nil {
+			return "wrk is not installed: apt-get install wrk"
+		}
+	}
+	return ""
+}
+
+// commandLine is how this run was started, as run.sh passes it in
+// BENCH_CMD (or the binary's own path), with the flags.
+func commandLine() string {
+	c := os.Getenv("BENCH_CMD")
+	if c == "" {
+		c = os.Args[0]
+	}
+	for _, a := range os.Args[1:] {
+		if strings.ContainsAny(a, " \t'\"$`") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		c += " " + a
+	}
+	return c
+}
+
+// renderOnly rewrites the outputs of an earlier run from its JSON.
+func renderOnly(benchDir, jsonPath, docPath string, docGiven bool) error {
+	if !filepath.IsAbs(jsonPath) {
+		jsonPath = filepath.Join(benchDir, jsonPath)
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("%s: %w", jsonPath, err)
+	}
+	if !docGiven && (r.Settings.Quick || r.Settings.Subset) {
+		docPath = ""
+	}
+	tag := strings.TrimSuffix(filepath.Base(jsonPath), ".json")
+	written, err := r.writeAll(filepath.Dir(jsonPath), tag, docPath, false)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "benchrun: wrote %s\n", strings.Join(relAll(benchDir, written), ", "))
+	return nil
+}
+
+func relAll(base string, paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = rel(base, p)
+	}
+	return out
 }
 
 func rel(base, p string) string {

@@ -1,22 +1,30 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Report is everything one benchrun writes.
 type Report struct {
-	Started   string           `json:"started"`
-	ElapsedS  float64          `json:"elapsed_s"`
-	Machine   Machine          `json:"machine"`
-	Settings  Settings         `json:"settings"`
+	Started  string   `json:"started"`
+	ElapsedS float64  `json:"elapsed_s"`
+	Command  string   `json:"command"` // how this run was started, from the repository root
+	Machine  Machine  `json:"machine"`
+	Settings Settings `json:"settings"`
+	// Servers describes every server that ran, in the order declared.
+	Servers   []ServerInfo     `json:"servers"`
+	Skipped   []string         `json:"skipped,omitempty"` // scenarios and servers left out, and why
 	Scenarios []ScenarioResult `json:"scenarios"`
+}
+
+// ServerInfo says what a server name in the tables stands for.
+type ServerInfo struct {
+	Name string `json:"name"`
+	What string `json:"what"`
 }
 
 // Machine records where the numbers came from.
@@ -33,15 +41,21 @@ type Machine struct {
 }
 
 type ScenarioResult struct {
-	Name     string         `json:"name"`
-	Title    string         `json:"title"`
-	Kind     string         `json:"kind"`
-	Mode     string         `json:"mode"`
-	Conns    int            `json:"conns"`
-	Size     int            `json:"size"`
-	Pipeline int            `json:"pipeline,omitempty"`
-	Headline bool           `json:"headline,omitempty"`
-	Servers  []ServerResult `json:"servers"`
+	Name      string         `json:"name"`
+	Title     string         `json:"title"`
+	Desc      string         `json:"desc,omitempty"`
+	Group     string         `json:"group"`
+	Kind      string         `json:"kind"`
+	Mode      string         `json:"mode"`
+	Tool      string         `json:"tool,omitempty"`
+	Conns     int            `json:"conns"`
+	Size      int            `json:"size"`
+	Pipeline  int            `json:"pipeline,omitempty"`
+	Churn     bool           `json:"churn,omitempty"`
+	Work      int            `json:"work,omitempty"`
+	Headline  bool           `json:"headline,omitempty"`
+	ServerCPU string         `json:"server_cpu"` // the CPUs the servers were pinned to
+	Servers   []ServerResult `json:"servers"`
 }
 
 type ServerResult struct {
@@ -67,6 +81,7 @@ type LoadSummary struct {
 	ReqPerServerCPUS float64 `json:"req_per_server_cpu_s"`
 	ClientCPUUtil    float64 `json:"client_cpu_util"`
 	ServerRSSKiB     float64 `json:"server_rss_kib"`
+	RespBytes        float64 `json:"resp_bytes,omitempty"` // HTTP: bytes per response, headers included
 	Errors           int64   `json:"errors"`
 }
 
@@ -146,6 +161,9 @@ func (sr *ScenarioResult) summarize() {
 				ServerRSSKiB:     l(func(r Run) float64 { return float64(r.Load.ServerRSSKiB) }),
 				Errors:           errs,
 			}
+			if loads[0].Load.Tool == "wrk" {
+				s.Load.RespBytes = l(func(r Run) float64 { return float64(r.Load.BytesRecv) / max(1, float64(r.Load.Requests)) })
+			}
 		} else {
 			s.Idle = &IdleSummary{
 				ConnsOK:          med(loads, func(r Run) float64 { return float64(r.Idle.Client.ConnsOK) }),
@@ -168,37 +186,23 @@ func (sr *ScenarioResult) summarize() {
 	if base == nil {
 		return
 	}
-	div := func(a, b float64) float64 {
-		if b == 0 || math.IsNaN(a) || math.IsNaN(b) {
-			return 0
-		}
-		return a / b
-	}
 	for i := range sr.Servers {
 		s := &sr.Servers[i]
 		switch {
 		case s.Load != nil && base.Load != nil:
-			s.Baseline = &Ratios{RPS: div(s.Load.RPS, base.Load.RPS), ReqPerCPU: div(s.Load.ReqPerServerCPUS, base.Load.ReqPerServerCPUS)}
+			s.Baseline = &Ratios{RPS: safeDiv(s.Load.RPS, base.Load.RPS), ReqPerCPU: safeDiv(s.Load.ReqPerServerCPUS, base.Load.ReqPerServerCPUS)}
 		case s.Idle != nil && base.Idle != nil:
-			s.Baseline = &Ratios{KiBPerConn: div(s.Idle.KiBPerConn, base.Idle.KiBPerConn)}
+			s.Baseline = &Ratios{KiBPerConn: safeDiv(s.Idle.KiBPerConn, base.Idle.KiBPerConn)}
 		}
 	}
 }
 
-func (r *Report) write(dir, tag string) (jsonPath, mdPath string, err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", err
+// safeDiv is a/b, or 0 when that is not a number.
+func safeDiv(a, b float64) float64 {
+	if b == 0 || math.IsNaN(a) || math.IsNaN(b) {
+		return 0
 	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return "", "", err
-	}
-	jsonPath = filepath.Join(dir, tag+".json")
-	mdPath = filepath.Join(dir, tag+".md")
-	if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
-		return "", "", err
-	}
-	return jsonPath, mdPath, os.WriteFile(mdPath, []byte(r.markdown()), 0o644)
+	return a / b
 }
 
 // num formats a count with thousands separators.
@@ -241,17 +245,39 @@ func ratio(x float64) string {
 
 func pct(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }
 
+// markdown is results/<tag>.md: the header, then every scenario's table.
 func (r *Report) markdown() string {
 	var b strings.Builder
-	m, s := r.Machine, r.Settings
-	mode := "full"
-	if s.Quick {
-		mode = "quick"
+	fmt.Fprintf(&b, "# veloq bench results (%s run, %s)\n\n", r.runKind(), r.Started)
+	b.WriteString(r.factsMarkdown())
+	for _, sc := range r.Scenarios {
+		b.WriteString("\n")
+		b.WriteString(sc.markdown("##"))
 	}
-	fmt.Fprintf(&b, "# veloq bench results (%s run, %s)\n\n", mode, r.Started)
+	if t := r.backendsMarkdown(); t != "" {
+		b.WriteString("\n## io_uring vs epoll\n\n")
+		b.WriteString(t)
+	}
+	return b.String()
+}
+
+func (r *Report) runKind() string {
+	if r.Settings.Quick {
+		return "quick"
+	}
+	return "full"
+}
+
+// factsMarkdown lists the command, machine, method and what was skipped.
+func (r *Report) factsMarkdown() string {
+	var b strings.Builder
+	m, s := r.Machine, r.Settings
 	dirty := ""
 	if m.VeloqDirty {
 		dirty = " (work tree had uncommitted changes)"
+	}
+	if r.Command != "" {
+		fmt.Fprintf(&b, "- command: `%s`\n", r.Command)
 	}
 	fmt.Fprintf(&b, "- machine: %s, %d CPUs, kernel %s, %s\n", m.CPUModel, m.CPUs, m.Kernel, m.GoVersion)
 	fmt.Fprintf(&b, "- veloq commit: %s%s\n", m.VeloqCommit, dirty)
@@ -260,64 +286,137 @@ func (r *Report) markdown() string {
 	if s.ServerCPU == "" || s.LoadCPU == "" {
 		pin = fmt.Sprintf("pinning: server CPU %q, load generator CPU %q (empty = not pinned)", s.ServerCPU, s.LoadCPU)
 	}
-	fmt.Fprintf(&b, "- method: %s; one server loop; warmup %gs then a %gs measured window; median of %d repeat(s); server CPU = Δ(utime+stime) over the window (CLK_TCK %d)\n",
+	fmt.Fprintf(&b, "- method: %s; one server loop; warmup %gs then a %gs measured window (wrk: whole seconds); median of %d repeat(s); server CPU = Δ(utime+stime) over the window (CLK_TCK %d)\n",
 		pin, s.WarmupS, s.DurationS, s.Repeats, m.ClockTicks)
-	fmt.Fprintf(&b, "- took %.0fs\n", r.ElapsedS)
+	fmt.Fprintf(&b, "- took %s\n", clock(time.Duration(r.ElapsedS*float64(time.Second))))
+	for _, sk := range r.Skipped {
+		fmt.Fprintf(&b, "- %s\n", sk)
+	}
+	if len(r.Servers) > 0 {
+		b.WriteString("- servers:\n")
+		for _, sv := range r.Servers {
+			fmt.Fprintf(&b, "  - `%s`: %s\n", sv.Name, sv.What)
+		}
+	}
+	return b.String()
+}
 
+// markdown is the scenario's heading (at level h), description and table.
+func (sc ScenarioResult) markdown(h string) string {
+	var b strings.Builder
+	head := ""
+	if sc.Headline {
+		head = " — headline"
+	}
+	var notes []string
+	switch sc.Kind {
+	case kindLoad:
+		fmt.Fprintf(&b, "%s %s%s\n\n", h, sc.Title, head)
+		fmt.Fprintf(&b, "`%s`: %s.", sc.Name, sc.Desc)
+		if sc.Work > 0 {
+			fmt.Fprintf(&b, " N = %d.", sc.Work)
+		}
+		fmt.Fprintf(&b, " Servers on CPU %s.\n\n", orNone(sc.ServerCPU))
+		wrk := sc.Tool == toolWrk
+		b.WriteString("| server | req/s | vs stdlib | p50 µs | p90 µs | p99 µs | p99.9 µs | server CPU | req per server CPU-s | vs stdlib | loadgen CPU |")
+		if wrk {
+			b.WriteString(" resp B |")
+		}
+		b.WriteString(" errors |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+		if wrk {
+			b.WriteString("--:|")
+		}
+		b.WriteString("--:|\n")
+		for _, sv := range sc.Servers {
+			l := sv.Load
+			if l == nil {
+				fmt.Fprintf(&b, "| %s | failed |%s\n", sv.Server, strings.Repeat(" |", 10+btoi(wrk)))
+			} else {
+				rr := sv.ratios()
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |",
+					sv.Server, num(l.RPS), ratio(rr.RPS), lat(l.P50), lat(l.P90), lat(l.P99), lat(l.P999),
+					pct(l.ServerCPUUtil), num(l.ReqPerServerCPUS), ratio(rr.ReqPerCPU), pct(l.ClientCPUUtil))
+				if wrk {
+					fmt.Fprintf(&b, " %.0f |", l.RespBytes)
+				}
+				fmt.Fprintf(&b, " %d |\n", l.Errors)
+			}
+			notes = append(notes, runNotes(sv)...)
+		}
+	case kindIdle:
+		fmt.Fprintf(&b, "%s %s: %s\n\n", h, sc.Title, num(float64(sc.Conns)))
+		fmt.Fprintf(&b, "`%s`: %d connections opened, one %d B echo each, then held idle; server VmRSS before, while held, and after close.\n\n", sc.Name, sc.Conns, sc.Size)
+		b.WriteString("| server | conns held | RSS before MiB | RSS held MiB | KiB per idle conn | vs stdlib | RSS after close MiB | fds held | fds after close | errors |\n")
+		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, sv := range sc.Servers {
+			i := sv.Idle
+			if i == nil {
+				fmt.Fprintf(&b, "| %s | failed | | | | | | | | |\n", sv.Server)
+			} else {
+				fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %.2f | %s | %.1f | %s | %s | %d |\n",
+					sv.Server, num(i.ConnsOK), i.RSSBeforeKiB/1024, i.RSSHeldKiB/1024, i.KiBPerConn, ratio(sv.ratios().KiBPerConn),
+					i.RSSAfterCloseKiB/1024, num(i.FDsHeld), num(i.FDsAfterClose), i.Errors)
+			}
+			notes = append(notes, runNotes(sv)...)
+		}
+	}
+	if len(notes) > 0 {
+		b.WriteString("\n")
+		for _, n := range notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+	}
+	return b.String()
+}
+
+func (sv ServerResult) ratios() Ratios {
+	if sv.Baseline == nil {
+		return Ratios{}
+	}
+	return *sv.Baseline
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(not pinned)"
+	}
+	return s
+}
+
+// find returns the named server's result in sc, or nil.
+func (sc ScenarioResult) find(name string) *ServerResult {
+	for i := range sc.Servers {
+		if sc.Servers[i].Server == name {
+			return &sc.Servers[i]
+		}
+	}
+	return nil
+}
+
+// backendsMarkdown compares veloq-uring with veloq-epoll in every load
+// scenario where both ran; "" when there is none.
+func (r *Report) backendsMarkdown() string {
+	var b strings.Builder
 	for _, sc := range r.Scenarios {
-		head := ""
-		if sc.Headline {
-			head = " — headline"
+		u, e := sc.find("veloq-uring"), sc.find("veloq-epoll")
+		if sc.Kind != kindLoad || u == nil || e == nil || u.Load == nil || e.Load == nil {
+			continue
 		}
-		var notes []string
-		switch sc.Kind {
-		case kindLoad:
-			fmt.Fprintf(&b, "\n## %s%s\n\n", sc.Title, head)
-			fmt.Fprintf(&b, "`%s`: closed loop, %d connection(s), %d B messages, pipeline %d.\n\n", sc.Name, sc.Conns, sc.Size, sc.Pipeline)
-			b.WriteString("| server | req/s | vs stdlib | p50 µs | p90 µs | p99 µs | p99.9 µs | server CPU | req per server CPU-s | vs stdlib | loadgen CPU | errors |\n")
-			b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-			for _, sv := range sc.Servers {
-				l := sv.Load
-				if l == nil {
-					fmt.Fprintf(&b, "| %s | failed | | | | | | | | | | |\n", sv.Server)
-				} else {
-					var rr Ratios
-					if sv.Baseline != nil {
-						rr = *sv.Baseline
-					}
-					fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n",
-						sv.Server, num(l.RPS), ratio(rr.RPS), lat(l.P50), lat(l.P90), lat(l.P99), lat(l.P999),
-						pct(l.ServerCPUUtil), num(l.ReqPerServerCPUS), ratio(rr.ReqPerCPU), pct(l.ClientCPUUtil), l.Errors)
-				}
-				notes = append(notes, runNotes(sv)...)
-			}
-		case kindIdle:
-			fmt.Fprintf(&b, "\n## %s: %s\n\n", sc.Title, num(float64(sc.Conns)))
-			fmt.Fprintf(&b, "`%s`: %d connections opened, one %d B echo each, then held idle; server VmRSS before, while held, and after close.\n\n", sc.Name, sc.Conns, sc.Size)
-			b.WriteString("| server | conns held | RSS before MiB | RSS held MiB | KiB per idle conn | vs stdlib | RSS after close MiB | fds held | fds after close | errors |\n")
-			b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-			for _, sv := range sc.Servers {
-				i := sv.Idle
-				if i == nil {
-					fmt.Fprintf(&b, "| %s | failed | | | | | | | | |\n", sv.Server)
-				} else {
-					var rr Ratios
-					if sv.Baseline != nil {
-						rr = *sv.Baseline
-					}
-					fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %.2f | %s | %.1f | %s | %s | %d |\n",
-						sv.Server, num(i.ConnsOK), i.RSSBeforeKiB/1024, i.RSSHeldKiB/1024, i.KiBPerConn, ratio(rr.KiBPerConn),
-						i.RSSAfterCloseKiB/1024, num(i.FDsHeld), num(i.FDsAfterClose), i.Errors)
-				}
-				notes = append(notes, runNotes(sv)...)
-			}
+		if b.Len() == 0 {
+			b.WriteString("veloq-uring ÷ veloq-epoll, same server code on the two backends (>1: io_uring ahead).\n\n")
+			b.WriteString("| scenario | uring req/s | epoll req/s | req/s ratio | uring req per CPU-s | epoll req per CPU-s | per-CPU ratio |\n")
+			b.WriteString("|---|--:|--:|--:|--:|--:|--:|\n")
 		}
-		if len(notes) > 0 {
-			b.WriteString("\n")
-			for _, n := range notes {
-				fmt.Fprintf(&b, "- %s\n", n)
-			}
-		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", sc.Name,
+			num(u.Load.RPS), num(e.Load.RPS), ratio(safeDiv(u.Load.RPS, e.Load.RPS)),
+			num(u.Load.ReqPerServerCPUS), num(e.Load.ReqPerServerCPUS), ratio(safeDiv(u.Load.ReqPerServerCPUS, e.Load.ReqPerServerCPUS)))
 	}
 	return b.String()
 }

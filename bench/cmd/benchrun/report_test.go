@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"encoding/xml"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -51,5 +54,84 @@ func TestSummarize(t *testing.T) {
 	md := (&Report{Scenarios: []ScenarioResult{sr}}).markdown()
 	if !strings.Contains(md, "| veloq-uring | 500 | 2.50× |") || !strings.Contains(md, "rep 0 failed: boom") {
 		t.Fatalf("markdown:\n%s", md)
+	}
+}
+
+func sampleReport() *Report {
+	echo := ScenarioResult{Name: "echo-64B-c64", Title: "TCP echo, 64 B, 64 conns", Group: "echo", Kind: kindLoad, Headline: true, ServerCPU: "0",
+		Servers: []ServerResult{
+			{Server: "veloq-uring", Runs: []Run{loadRun(300, 30)}},
+			{Server: "veloq-epoll", Runs: []Run{loadRun(200, 25)}},
+			{Server: "stdlib", Runs: []Run{loadRun(100, 10)}},
+			{Server: "netpoll", Runs: []Run{{Error: "no <luck> & more"}}},
+		}}
+	heavy := ScenarioResult{Name: "cpu-heavy-c64", Title: "heavy", Group: "heavy", Kind: kindLoad, Mode: modeHeavy, Work: 200, ServerCPU: "0",
+		Servers: []ServerResult{
+			{Server: "stdlib", Runs: []Run{loadRun(100, 10)}},
+			{Server: "veloq-inline", Runs: []Run{loadRun(120, 12)}},
+			{Server: "veloq-offload", Runs: []Run{loadRun(90, 9)}},
+		}}
+	idle := ScenarioResult{Name: "idle-conns", Title: "Idle connections", Group: "idle", Kind: kindIdle, Conns: 100,
+		Servers: []ServerResult{
+			{Server: "veloq-uring", Runs: []Run{{Idle: &IdleRun{KiBPerConn: 0.5, RSSHeldKiB: 2048}}}},
+			{Server: "stdlib", Runs: []Run{{Idle: &IdleRun{KiBPerConn: 8, RSSHeldKiB: 9000}}}},
+		}}
+	r := &Report{Command: "bench/run.sh", Machine: Machine{CPUs: 2, LoadAvgStart: "1.90 1.0 1.0"},
+		Scenarios: []ScenarioResult{echo, heavy, idle}}
+	for i := range r.Scenarios {
+		r.Scenarios[i].summarize()
+	}
+	return r
+}
+
+func TestChartsAreWellFormedSVG(t *testing.T) {
+	charts := sampleReport().charts()
+	if len(charts) != 3 {
+		t.Fatalf("want charts for echo, heavy and idle, got %d", len(charts))
+	}
+	for name, c := range charts {
+		svg := c.svg()
+		d := xml.NewDecoder(bytes.NewReader(svg))
+		for {
+			_, err := d.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: not well-formed XML: %v\n%s", name, err, svg)
+			}
+		}
+		if !bytes.HasPrefix(svg, []byte("<svg ")) {
+			t.Errorf("%s: does not start with <svg", name)
+		}
+	}
+	echo := string(charts["echo"].svg())
+	for _, want := range []string{">300  (3.00×)<", ">100<", ">failed<", "veloq-epoll"} {
+		if !strings.Contains(echo, want) {
+			t.Errorf("echo chart lacks %q", want)
+		}
+	}
+}
+
+func TestPageAndReading(t *testing.T) {
+	r := sampleReport()
+	page := r.page("/repo", "/repo/bench/results/latest.json", map[string]string{"echo": "/repo/bench/results/latest-echo.svg"})
+	for _, want := range []string{
+		"```sh\nbench/run.sh\n```",
+		"![TCP echo](bench/results/latest-echo.svg)",
+		"[bench/results/latest.json](bench/results/latest.json)",
+		"**Noisy machine:**",
+		"`echo-64B-c64` (headline): most req/s veloq-uring (300) and most req per server CPU-second; against stdlib (req/s / per CPU-s): veloq-uring 3.00× / 3.00×, veloq-epoll 2.00× / 2.50×.",
+		"uring/epoll req/s geometric mean 1.50×",
+		"offloading to the work-stealing pool gave 0.75× the inline req/s",
+		"The server had one CPU",
+		"veloq-uring 0.50 KiB, stdlib 8.00 KiB",
+		"**Failures or errors**",
+		"### TCP echo, 64 B, 64 conns — headline",
+		"## io_uring vs epoll",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q\n%s", want, page)
+		}
 	}
 }

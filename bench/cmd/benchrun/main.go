@@ -213,6 +213,9 @@ func run() error {
 	}
 
 	if err := h.runAll(ctx, report, plans); err != nil {
+		if ctx.Err() != nil {
+			return errors.New("interrupted: every server and load generator it started has been stopped; no results written")
+		}
 		return err
 	}
 	report.Machine.LoadAvgEnd = loadAvg()

@@ -35,6 +35,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -111,7 +112,10 @@ func run(args []string, out, log io.Writer) error {
 		return fmt.Errorf("%s not found: install it (apt-get install wrk): %w", c.wrk, err)
 	}
 	c.wrk = wrk
-	r, err := runLoad(c, log)
+	// On SIGINT or SIGTERM, wrk is killed and reaped before wrkload exits.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r, err := runLoad(ctx, c, log)
 	if err != nil {
 		return err
 	}
@@ -127,7 +131,7 @@ func wholeSeconds(d time.Duration) int {
 	return int(math.Ceil(d.Seconds()))
 }
 
-func runLoad(c config, log io.Writer) (*result.Load, error) {
+func runLoad(ctx context.Context, c config, log io.Writer) (*result.Load, error) {
 	url := "http://" + c.addr + c.path
 	if err := preflight(url, c.expect); err != nil {
 		return nil, err
@@ -149,7 +153,7 @@ func runLoad(c config, log io.Writer) (*result.Load, error) {
 
 	if c.warmup > 0 {
 		secs := wholeSeconds(c.warmup)
-		if _, _, err := runWrk(c.wrk, secs, wrkArgs(secs), log); err != nil {
+		if _, _, err := runWrk(ctx, c.wrk, secs, wrkArgs(secs), log); err != nil {
 			return nil, fmt.Errorf("warmup: %w", err)
 		}
 	}
@@ -161,7 +165,7 @@ func runLoad(c config, log io.Writer) (*result.Load, error) {
 	}
 	t0 := time.Now()
 	secs := wholeSeconds(c.duration)
-	stdout, clientCPU, err := runWrk(c.wrk, secs, wrkArgs(secs), log)
+	stdout, clientCPU, err := runWrk(ctx, c.wrk, secs, wrkArgs(secs), log)
 	wall := time.Since(t0).Seconds()
 	if err != nil {
 		return nil, err
@@ -222,8 +226,8 @@ func preflight(url, expect string) error {
 // runWrk runs wrk (a run of secs seconds) to completion, copies its output
 // to log and returns its stdout and the CPU time it used (user + system, all
 // threads).
-func runWrk(bin string, secs int, args []string, log io.Writer) (stdout []byte, cpuS float64, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs)*time.Second+30*time.Second)
+func runWrk(ctx context.Context, bin string, secs int, args []string, log io.Writer) (stdout []byte, cpuS float64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second+30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var out bytes.Buffer
@@ -233,6 +237,9 @@ func runWrk(bin string, secs int, args []string, log io.Writer) (stdout []byte, 
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	fmt.Fprintf(log, "$ %s %s\n", bin, strings.Join(args, " "))
 	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
 		return nil, 0, fmt.Errorf("%s: %w", bin, err)
 	}
 	st := cmd.ProcessState

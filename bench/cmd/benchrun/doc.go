@@ -138,7 +138,7 @@ func (r *Report) reading() []string {
 				}
 			}
 			if len(parts) > 0 {
-				out = append(out, fmt.Sprintf("**Memory per idle connection** (%s held): %s. A goroutine-per-connection server pays a goroutine stack and a read buffer for every connection; a reactor holds no buffer while a connection is idle.",
+				out = append(out, fmt.Sprintf("**Memory per idle connection** (%s held): %s. An idle veloq connection holds no buffer, only its `Conn` and socket (ARCHITECTURE.md); the stdlib peer keeps a goroutine stack and the touched pages of a 64 KiB read buffer per connection.",
 					num(float64(sc.Conns)), strings.Join(parts, ", ")))
 			}
 		}

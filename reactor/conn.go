@@ -61,6 +61,7 @@ type Conn struct {
 	paused     bool // reading stopped (backpressure, PauseRead or Close)
 	holdRead   bool // PauseRead in force
 	holdData   bool // HoldData or PauseRead: input is buffered, OnData waits
+	resuming   bool // ResumeRead will present held input, then read again
 	eofPending bool // the peer's FIN came during a hold; delivered on release
 	eof        bool // peer sent FIN
 	wrShut     bool // CloseWrite requested
@@ -295,8 +296,13 @@ func (c *Conn) AfterFunc(d time.Duration, fn func()) *Timer {
 // buffers, then TCP flow control slows the peer. No OnData runs meanwhile.
 // It is the tool for backpressure between connections (a proxy's fast side
 // waiting for its slow side). While paused, the peer's FIN or reset is
-// noticed only when reading resumes or a write fails.
+// noticed only when reading resumes or a write fails. Input already
+// received when reading stops is kept for ResumeRead, beyond
+// ReadBufferCap if need be: on epoll that is at most one read, on
+// io_uring at most the loop's receive buffers (RecvBuffers ×
+// RecvBufferSize) that the cancelled multishot recv had filled.
 func (c *Conn) PauseRead() {
+	c.resuming = false // cancels a ResumeRead still waiting to present input
 	if c.state != connOpen || c.holdRead {
 		return
 	}
@@ -318,11 +324,40 @@ func (c *Conn) ResumeRead() {
 		l.deferPump(s) // the splice reads, not the backend
 		return
 	}
-	if c.state == connOpen && c.paused && c.pendingOut() <= l.cfg.WriteHighWater {
+	if len(c.in) > 0 {
+		// Held input is presented first, and reading restarts after it
+		// (redeliver) only if the handler did not pause again. Restarting
+		// now would let an io_uring multishot recv pull in another batch
+		// on every pause/resume cycle while the handler consumes only what
+		// it has room for, growing the held input without bound. The pause
+		// lasts until then, so input still arriving from before it joins
+		// the held input under the same rules.
+		c.holdRead = true
+		if !c.resuming {
+			c.resuming = true
+			l.Defer(func() {
+				if !c.resuming {
+					return // paused again meanwhile
+				}
+				c.resuming = false
+				c.holdRead, c.holdData = false, false
+				l.redeliver(c)
+			})
+		}
+		return
+	}
+	l.restartRead(c)
+	c.ReleaseData()
+}
+
+// restartRead resumes kernel reading stopped by PauseRead, unless
+// something else still holds it: a new PauseRead, a splice, or output
+// above the high-water mark (afterWrite resumes that one).
+func (l *Loop) restartRead(c *Conn) {
+	if c.state == connOpen && c.paused && !c.holdRead && c.spliceSrc == nil && c.pendingOut() <= l.cfg.WriteHighWater {
 		c.paused = false
 		l.be.resumeRead(c)
 	}
-	c.ReleaseData()
 }
 
 // HoldData stops OnData callbacks without stopping reading: input keeps
@@ -545,9 +580,11 @@ func (l *Loop) onData(c *Conn, chunk []byte) {
 
 // keepInput appends p to the connection's own input buffer. Past
 // ReadBufferCap it closes the connection with ErrInputTooLarge and
-// reports false.
+// reports false, except under PauseRead: what arrives then was already
+// on its way when reading stopped (bounded by the loop's receive buffers),
+// and it is the handler's pause, not its appetite, that holds it.
 func (l *Loop) keepInput(c *Conn, p []byte) bool {
-	if len(c.in)+len(p) > l.cfg.ReadBufferCap {
+	if len(c.in)+len(p) > l.cfg.ReadBufferCap && !c.holdRead {
 		l.abort(c, ErrInputTooLarge)
 		return false
 	}
@@ -572,11 +609,12 @@ func (l *Loop) keepRest(c *Conn) {
 }
 
 // redeliver presents input buffered during a PauseRead to the handler.
+// Then it restarts kernel reading that ResumeRead left stopped for it.
 func (l *Loop) redeliver(c *Conn) {
-	if c.state != connOpen || c.holdData {
+	if c.state != connOpen {
 		return
 	}
-	if len(c.in) > 0 {
+	if !c.holdData && len(c.in) > 0 {
 		c.view, c.viewOwned = c.in, true
 		l.callData(c)
 		l.keepRest(c)
@@ -585,6 +623,7 @@ func (l *Loop) redeliver(c *Conn) {
 		c.eofPending = false
 		l.deliverEOF(c)
 	}
+	l.restartRead(c)
 }
 
 func (l *Loop) dropInput(c *Conn) {

@@ -109,6 +109,7 @@ func (c *Conn) SpliceTo(dst *Conn) error {
 		if _, err := dst.Write(pending); err != nil {
 			return err
 		}
+		c.spliced += int64(len(pending))
 	}
 	c.view = nil
 	l.dropInput(c)
@@ -146,8 +147,11 @@ func (c *Conn) SpliceTo(dst *Conn) error {
 	return nil
 }
 
-// SplicedBytes returns how many bytes read from c the kernel has moved to
-// a splice destination (see SpliceTo), over the connection's life.
+// SplicedBytes returns how many of c's input bytes SpliceTo has passed to
+// a destination over the connection's life: the bytes the kernel spliced,
+// plus those buffered or still being received when the splice began,
+// which it wrote by copy. With what the handler forwarded itself, it
+// accounts for every byte.
 func (c *Conn) SplicedBytes() int64 { return c.spliced }
 
 // beginSplice starts the pump once c's ordinary reading has stopped.
@@ -162,7 +166,9 @@ func (l *Loop) beginSplice(s *splice) {
 func (l *Loop) spliceInput(c *Conn, chunk []byte) {
 	if _, err := c.spliceSrc.dst.Write(chunk); err != nil {
 		l.abort(c, ErrSpliceBroken)
+		return
 	}
+	c.spliced += int64(len(chunk))
 }
 
 func (l *Loop) deferPump(s *splice) {

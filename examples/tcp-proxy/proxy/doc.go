@@ -1,0 +1,45 @@
+// Package proxy is a TCP proxy on veloq's reactor loops: every client
+// connection is paired with a connection to one of several backends, and
+// bytes are forwarded both ways until both directions have ended.
+//
+// A Proxy is the Handler of a veloq server:
+//
+//	p, err := proxy.New([]string{"127.0.0.1:9001", "127.0.0.1:9002"})
+//	srv, err := vnet.Listen("tcp", "127.0.0.1:8000", p, vnet.WithLoops(2))
+//
+// # Pairing
+//
+// When a client connects, its loop dials the backend (Loop.Dial does not
+// block), so the client and its backend connection live on the same loop
+// and forwarding needs no lock. Backends are chosen round-robin; a backend
+// whose connect failed (refused, timed out) is skipped for a cooldown
+// while another is available, and a client whose connect failed is tried
+// on the next backend, each at most once. While the connect is pending
+// the client's reading is paused, so its bytes wait in the kernel. When no
+// backend can be reached the client is closed and a line is logged.
+//
+// # Backpressure
+//
+// Forwarding copies what one side delivered into the other's output, up
+// to a limit (WithBufferLimit) of bytes queued toward that side. Past it,
+// reading from the source pauses until the destination has sent half of
+// it (Conn.PauseRead, Conn.OnDrain): a slow side stops reading from the
+// fast one, and memory per pair stays bounded whatever the peers do.
+//
+// # Half-close and errors
+//
+// A FIN from one side becomes a shutdown of writing on the other, after
+// everything before it has been sent; the pair is gone when both
+// directions have ended. A reset or error on one side resets the other
+// (SO_LINGER 0, then close), so neither peer mistakes a broken stream for
+// a complete one.
+//
+// # Splicing
+//
+// WithSplice moves bytes with the kernel's splice(2) instead of copying
+// them through user space (Conn.SpliceTo): from the connect on
+// (SpliceAlways), or per direction once one read delivers a large chunk
+// (SpliceLarge), which keeps small request/response traffic on the
+// batched copy path. Spliced bytes are counted in Stats when their
+// direction ends.
+package proxy

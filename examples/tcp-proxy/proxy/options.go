@@ -1,0 +1,110 @@
+package proxy
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// SpliceMode says when forwarding switches from copying to splice(2).
+type SpliceMode int
+
+const (
+	// SpliceOff copies every byte through the loop's buffers. The default.
+	SpliceOff SpliceMode = iota
+	// SpliceLarge splices a direction once one read from it delivers at
+	// least the splice threshold (WithSpliceThreshold): bulk transfers go
+	// through the kernel, small messages stay on the batched copy path.
+	SpliceLarge
+	// SpliceAlways splices both directions from the moment the backend
+	// connects.
+	SpliceAlways
+)
+
+// String returns the name ParseSpliceMode accepts.
+func (m SpliceMode) String() string {
+	switch m {
+	case SpliceOff:
+		return "off"
+	case SpliceLarge:
+		return "large"
+	case SpliceAlways:
+		return "always"
+	}
+	return fmt.Sprintf("SpliceMode(%d)", int(m))
+}
+
+// ParseSpliceMode reads "off", "large" or "always".
+func ParseSpliceMode(s string) (SpliceMode, error) {
+	for _, m := range []SpliceMode{SpliceOff, SpliceLarge, SpliceAlways} {
+		if s == m.String() {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("proxy: splice mode must be off, large or always, not %q", s)
+}
+
+type options struct {
+	dialTimeout     time.Duration
+	cooldown        time.Duration
+	limit           int
+	splice          SpliceMode
+	spliceThreshold int
+	logger          *slog.Logger
+}
+
+func defaultOptions() options {
+	return options{
+		dialTimeout:     5 * time.Second,
+		cooldown:        2 * time.Second,
+		limit:           256 << 10,
+		spliceThreshold: 16 << 10,
+	}
+}
+
+// Option configures a Proxy.
+type Option func(*options)
+
+// WithDialTimeout bounds each backend connect. Default 5 s.
+func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.dialTimeout = d } }
+
+// WithCooldown sets how long a backend whose connect failed is skipped
+// while another backend is available. Default 2 s.
+func WithCooldown(d time.Duration) Option { return func(o *options) { o.cooldown = d } }
+
+// WithBufferLimit bounds the bytes queued toward one side of a pair:
+// reading from the other side pauses above it and resumes when half of it
+// has been sent. Keep it below the loops' write high-water mark (1 MiB by
+// default), or the loop's own backpressure pauses the wrong side. Default
+// 256 KiB.
+func WithBufferLimit(n int) Option { return func(o *options) { o.limit = n } }
+
+// WithSplice chooses when forwarding uses splice(2). Default SpliceOff.
+func WithSplice(m SpliceMode) Option { return func(o *options) { o.splice = m } }
+
+// WithSpliceThreshold sets the read size that switches a direction to
+// splicing under SpliceLarge. Default 16 KiB (one full io_uring receive
+// buffer).
+func WithSpliceThreshold(n int) Option { return func(o *options) { o.spliceThreshold = n } }
+
+// WithLogger sets the logger. Default slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+func (o *options) validate() error {
+	switch {
+	case o.dialTimeout <= 0:
+		return fmt.Errorf("proxy: dial timeout must be positive, got %v", o.dialTimeout)
+	case o.cooldown < 0:
+		return fmt.Errorf("proxy: cooldown must not be negative, got %v", o.cooldown)
+	case o.limit < 1024:
+		return fmt.Errorf("proxy: buffer limit must be at least 1024 bytes, got %d", o.limit)
+	case o.splice < SpliceOff || o.splice > SpliceAlways:
+		return fmt.Errorf("proxy: unknown splice mode %d", int(o.splice))
+	case o.spliceThreshold < 1:
+		return fmt.Errorf("proxy: splice threshold must be positive, got %d", o.spliceThreshold)
+	}
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	return nil
+}

@@ -1,0 +1,305 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/veloq/veloq/reactor"
+)
+
+// ErrNoBackend closes a client when no backend could be connected.
+var ErrNoBackend = errors.New("proxy: no backend reachable")
+
+// ErrPeerFailed resets one side of a pair when the other failed.
+var ErrPeerFailed = errors.New("proxy: the other side of the pair failed")
+
+// maxBackends bounds the backend list (a pair remembers the backends it
+// tried in a 64-bit mask).
+const maxBackends = 64
+
+// Proxy forwards every client connection to one of its backends. It is a
+// reactor.Handler (and EOFHandler) for the client side: serve it with
+// vnet.Listen or vnet.NewServer. It is safe to use from many loops.
+type Proxy struct {
+	backends []backendAddr
+	opts     options
+	next     atomic.Uint32
+	shards   [statShards]shard
+}
+
+type backendAddr struct {
+	addr      string       // numeric host:port, dialled without a resolver
+	downUntil atomic.Int64 // unix nanoseconds; a failed connect skips it until then
+}
+
+// New returns a proxy to the given backends ("host:port"). Names are
+// resolved here, once, so that loops never block on a resolver.
+func New(backends []string, opts ...Option) (*Proxy, error) {
+	if len(backends) == 0 {
+		return nil, errors.New("proxy: no backends given")
+	}
+	if len(backends) > maxBackends {
+		return nil, fmt.Errorf("proxy: at most %d backends, got %d", maxBackends, len(backends))
+	}
+	p := &Proxy{opts: defaultOptions(), backends: make([]backendAddr, len(backends))}
+	for _, o := range opts {
+		o(&p.opts)
+	}
+	if err := p.opts.validate(); err != nil {
+		return nil, err
+	}
+	for i, b := range backends {
+		a, err := net.ResolveTCPAddr("tcp", b)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: backend %q: %w", b, err)
+		}
+		if a.Port == 0 || a.IP == nil {
+			return nil, fmt.Errorf("proxy: backend %q: want host:port with a non-zero port", b)
+		}
+		p.backends[i].addr = a.String()
+	}
+	return p, nil
+}
+
+// Backends returns the backends' resolved addresses, in order.
+func (p *Proxy) Backends() []string {
+	out := make([]string, len(p.backends))
+	for i := range p.backends {
+		out[i] = p.backends[i].addr
+	}
+	return out
+}
+
+// pair is one client and its backend connection. Both live on the same
+// loop, and so does every use of pair: no locks.
+type pair struct {
+	p        *Proxy
+	sh       *shard
+	client   *reactor.Conn
+	backend  *reactor.Conn
+	backIdx  int
+	tried    uint64 // backends tried, by index
+	linked   bool   // the backend connected
+	up, down flow   // client→backend, backend→client
+}
+
+// flow is one direction's state.
+type flow struct {
+	paused  bool // source paused until the destination drains
+	spliced bool // moved by splice(2) from now on
+	bytes   *atomic.Uint64
+}
+
+// OnOpen starts a pair for a new client: its reading waits while the
+// backend connects.
+func (p *Proxy) OnOpen(c *reactor.Conn) {
+	sh := p.shard(c)
+	sh.accepted.Add(1)
+	sh.active.Add(1)
+	pr := &pair{p: p, sh: sh, client: c}
+	pr.up.bytes, pr.down.bytes = &sh.bytesUp, &sh.bytesDown
+	c.SetContext(pr)
+	c.PauseRead()
+	pr.dial()
+}
+
+// pick chooses the next backend for pr: round-robin over the backends
+// pr has not tried, preferring those not cooling down after a failure.
+// It returns -1 when every backend has been tried.
+func (p *Proxy) pick(tried uint64) int {
+	n := len(p.backends)
+	start := int(p.next.Add(1)-1) % n
+	now := time.Now().UnixNano()
+	fallback := -1
+	for k := range n {
+		i := (start + k) % n
+		if tried&(1<<i) != 0 {
+			continue
+		}
+		if p.backends[i].downUntil.Load() <= now {
+			return i
+		}
+		if fallback < 0 {
+			fallback = i // cooling down, but better than nothing
+		}
+	}
+	return fallback
+}
+
+// dial connects pr to the next backend, or closes the client when none is
+// left to try.
+func (pr *pair) dial() {
+	p, c := pr.p, pr.client
+	for {
+		i := p.pick(pr.tried)
+		if i < 0 {
+			p.opts.logger.Warn("proxy: closing client: no backend reachable",
+				"client", addrString(c.RemoteAddr()), "tried", bits.OnesCount64(pr.tried))
+			pr.sh.noBackend.Add(1)
+			c.Abort(ErrNoBackend)
+			return
+		}
+		pr.tried |= 1 << i
+		pr.backIdx = i
+		b, err := c.Loop().Dial("tcp", p.backends[i].addr, pr, p.opts.dialTimeout)
+		if err != nil {
+			pr.dialFailed(err) // synchronous failure: no socket, or the like
+			continue
+		}
+		pr.backend = b
+		return
+	}
+}
+
+// dialFailed records a failed connect and starts the backend's cooldown.
+func (pr *pair) dialFailed(err error) {
+	p := pr.p
+	b := &p.backends[pr.backIdx]
+	b.downUntil.Store(time.Now().Add(p.opts.cooldown).UnixNano())
+	pr.sh.dialFailures.Add(1)
+	p.opts.logger.Warn("proxy: backend connect failed", "backend", b.addr, "err", err)
+}
+
+// OnOpen runs when the backend connected: forwarding starts.
+func (pr *pair) OnOpen(b *reactor.Conn) {
+	pr.linked = true
+	pr.sh.connected.Add(1)
+	c := pr.client
+	if pr.p.opts.splice == SpliceAlways {
+		pr.splice(&pr.up, c, b)
+		pr.splice(&pr.down, b, c)
+	}
+	c.ResumeRead() // a no-op once spliced: the splice reads now
+}
+
+// splice switches one direction to splice(2). If the reactor cannot, the
+// direction goes on copying.
+func (pr *pair) splice(f *flow, src, dst *reactor.Conn) {
+	if err := src.SpliceTo(dst); err != nil {
+		if !errors.Is(err, reactor.ErrClosed) {
+			pr.p.opts.logger.Debug("proxy: splicing unavailable; copying", "err", err)
+		}
+		return
+	}
+	f.spliced = true
+}
+
+// OnData forwards the client's input to the backend.
+func (p *Proxy) OnData(c *reactor.Conn) {
+	pr := c.Context().(*pair)
+	pr.forward(&pr.up, c, pr.backend)
+}
+
+// OnData forwards the backend's input to the client.
+func (pr *pair) OnData(b *reactor.Conn) { pr.forward(&pr.down, b, pr.client) }
+
+// forward moves src's input to dst's output, no more than the buffer
+// limit allows; what does not fit stays in src, whose reading pauses
+// until dst has sent half of the limit.
+func (pr *pair) forward(f *flow, src, dst *reactor.Conn) {
+	limit := pr.p.opts.limit
+	chunk := src.Buffered()
+	n := min(chunk, limit-dst.OutputBuffered())
+	if n > 0 {
+		in, _ := src.Next(n)
+		if _, err := dst.Write(in); err != nil {
+			resetConn(src, ErrPeerFailed)
+			return
+		}
+		f.bytes.Add(uint64(n))
+	}
+	if queued := dst.OutputBuffered(); src.Buffered() > 0 || queued >= limit {
+		pr.sh.notePeak(queued)
+		f.paused = true
+		src.PauseRead()
+		dst.OnDrain(limit/2, func() {
+			f.paused = false
+			if !src.Closed() {
+				src.ResumeRead()
+			}
+		})
+		return
+	}
+	if pr.p.opts.splice == SpliceLarge && !f.spliced && chunk >= pr.p.opts.spliceThreshold {
+		pr.splice(f, src, dst)
+	}
+}
+
+// OnEOF: the client finished sending; the backend sees a FIN after the
+// client's last byte.
+func (p *Proxy) OnEOF(c *reactor.Conn) {
+	pr := c.Context().(*pair)
+	pr.halfClose(pr.backend, c)
+}
+
+// OnEOF: the backend finished sending; the client sees a FIN after it.
+func (pr *pair) OnEOF(b *reactor.Conn) { pr.halfClose(pr.client, b) }
+
+// halfClose passes src's FIN on to dst. Each connection closes itself once
+// it has both received a FIN and sent one.
+func (pr *pair) halfClose(dst, src *reactor.Conn) {
+	if dst == nil || dst.CloseWrite() != nil {
+		src.Close() // nowhere to pass it: this side is done too
+	}
+}
+
+// OnClose ends the client's side of the pair.
+func (p *Proxy) OnClose(c *reactor.Conn, err error) {
+	pr := c.Context().(*pair)
+	pr.countSpliced(&pr.up, c)
+	pr.sh.active.Add(-1)
+	if b := pr.backend; b != nil && (err != nil || !pr.linked) {
+		resetConn(b, ErrPeerFailed) // also cancels a connect in flight
+	}
+}
+
+// OnClose ends the backend's side: a failed connect tries the next
+// backend, a failure resets the client.
+func (pr *pair) OnClose(b *reactor.Conn, err error) {
+	if b != pr.backend {
+		return
+	}
+	pr.countSpliced(&pr.down, b)
+	c := pr.client
+	if !pr.linked {
+		pr.backend = nil
+		if c.Closed() {
+			return // the client left while connecting
+		}
+		pr.dialFailed(err)
+		pr.dial()
+		return
+	}
+	if err != nil {
+		resetConn(c, ErrPeerFailed)
+	}
+}
+
+func (pr *pair) countSpliced(f *flow, src *reactor.Conn) {
+	if n := src.SplicedBytes(); n > 0 {
+		f.bytes.Add(uint64(n))
+	}
+}
+
+// resetConn closes c with a reset (SO_LINGER 0) so its peer sees the
+// stream broke, not a clean end.
+func resetConn(c *reactor.Conn, cause error) {
+	if c.Closed() {
+		return
+	}
+	_ = unix.SetsockoptLinger(c.Fd(), unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+	c.Abort(cause)
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}

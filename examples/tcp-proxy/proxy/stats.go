@@ -1,0 +1,63 @@
+package proxy
+
+import (
+	"sync/atomic"
+
+	"github.com/veloq/veloq/reactor"
+)
+
+// Stats are a proxy's counters, summed over its loops.
+type Stats struct {
+	Accepted     uint64 // client connections accepted
+	Active       int64  // client connections open now
+	Connected    uint64 // backend connections established
+	DialFailures uint64 // backend connects that failed or timed out
+	NoBackend    uint64 // clients closed because no backend could be reached
+	BytesUp      uint64 // client → backend (spliced bytes counted when their direction ends)
+	BytesDown    uint64 // backend → client
+	// PeakQueued is the most output ever queued toward one connection when
+	// the proxy paused its peer: what backpressure let a pair buffer.
+	PeakQueued int64
+}
+
+// statShards spreads the counters so that loops do not share cache lines;
+// loop i uses shard i mod statShards.
+const statShards = 16
+
+type shard struct {
+	accepted, connected, dialFailures, noBackend atomic.Uint64
+	bytesUp, bytesDown                           atomic.Uint64
+	active, peak                                 atomic.Int64
+	_                                            [64]byte // keep the next shard off this cache line
+}
+
+func (p *Proxy) shard(c *reactor.Conn) *shard {
+	return &p.shards[c.Loop().ID()%statShards]
+}
+
+// notePeak raises the shard's peak queue mark to n.
+func (s *shard) notePeak(n int) {
+	for {
+		old := s.peak.Load()
+		if int64(n) <= old || s.peak.CompareAndSwap(old, int64(n)) {
+			return
+		}
+	}
+}
+
+// Stats returns the counters. Safe from any goroutine.
+func (p *Proxy) Stats() Stats {
+	var st Stats
+	for i := range p.shards {
+		s := &p.shards[i]
+		st.Accepted += s.accepted.Load()
+		st.Active += s.active.Load()
+		st.Connected += s.connected.Load()
+		st.DialFailures += s.dialFailures.Load()
+		st.NoBackend += s.noBackend.Load()
+		st.BytesUp += s.bytesUp.Load()
+		st.BytesDown += s.bytesDown.Load()
+		st.PeakQueued = max(st.PeakQueued, s.peak.Load())
+	}
+	return st
+}

@@ -588,7 +588,9 @@ func machineFacts(ctx context.Context, root string) Machine {
 	if out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short", "HEAD").Output(); err == nil {
 		m.VeloqCommit = strings.TrimSpace(string(out))
 	}
-	if out, err := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
+	// Results and the page benchrun itself writes do not make the build dirty.
+	if out, err := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain", "--untracked-files=no",
+		"--", ".", ":!bench/results", ":!BENCHMARKS.md").Output(); err == nil {
 		m.VeloqDirty = len(bytes.TrimSpace(out)) > 0
 	}
 	m.ClockTicks = proc.ClockTicks()

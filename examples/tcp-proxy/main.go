@@ -43,6 +43,7 @@ func run(args []string) error {
 	dialTimeout := fs.Duration("dial-timeout", 5*time.Second, "timeout for each backend connect")
 	cooldown := fs.Duration("cooldown", 2*time.Second, "how long a backend whose connect failed is skipped")
 	splice := fs.String("splice", "off", "zero-copy forwarding with splice(2): off, large (a direction switches after a large read) or always")
+	recvBuf := fs.Int("recv-buffer", 64<<10, "io_uring receive buffer size (bytes; 64 buffers per loop): larger ones mean fewer completions per large message")
 	verbose := fs.Bool("v", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -76,8 +77,12 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := vnet.Listen("tcp", *listen, p, vnet.WithLoops(*loops), vnet.WithBackend(b),
-		vnet.WithPin(*pin), vnet.WithLogger(logger))
+	if *recvBuf < 4096 || *recvBuf > 1<<20 {
+		return fmt.Errorf("-recv-buffer %d: want 4 KiB to 1 MiB", *recvBuf)
+	}
+	s, err := vnet.Listen("tcp", *listen, p, vnet.WithLoopConfig(reactor.Config{
+		Backend: b, Logger: logger, NoDelay: true, RecvBufferSize: *recvBuf, RecvBuffers: 64,
+	}), vnet.WithLoops(*loops), vnet.WithPin(*pin))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# TCP proxy benchmark: tcpload (CPU 1) → proxy (CPU 0) → echo-server
+# (CPU 1), 64 connections, 64 B and 64 KiB messages, one message in flight
+# per connection. The proxies, each started fresh and pinned to CPU 0:
+#
+#   veloq-copy    examples/tcp-proxy -loops 1 -backend uring -splice off
+#   veloq-splice  examples/tcp-proxy -loops 1 -backend uring -splice always
+#   veloq-epoll   examples/tcp-proxy -loops 1 -backend epoll -splice off
+#   haproxy       mode tcp, nbthread 1 (no splice, as configured by default)
+#   nginx         stream module, one worker, master_process off, proxy_pass
+#
+# Reported per run: req/s, p50/p99 round trip, the proxy's CPU seconds over
+# the measured window (utime+stime from /proc, all threads, read by tcpload
+# at the window's edges), requests per proxy CPU-second, and its RSS.
+#
+#   bench/proxy.sh [window-seconds] [connections]
+#
+# Everything listens on 127.0.0.1; every process the script starts is
+# stopped on exit (trap), and every load run is bounded (tcpload's own
+# bound, and timeout(1) around it). Needs haproxy, nginx with the stream
+# module (apt-get install haproxy nginx libnginx-mod-stream), taskset, jq.
+set -euo pipefail
+cd "$(dirname "$0")"
+DUR=${1:-5}
+CONNS=${2:-64}
+SIZES=${SIZES:-"64 65536"}
+BACKEND_PORT=19400
+OUT=results/proxy-latest.md
+
+for tool in haproxy nginx taskset jq timeout; do
+	command -v $tool >/dev/null || PATH=$PATH:/usr/sbin command -v $tool >/dev/null || {
+		echo "proxy.sh: $tool not found (apt-get install haproxy nginx libnginx-mod-stream jq)" >&2
+		exit 1
+	}
+done
+PATH=$PATH:/usr/sbin
+STREAM_MOD=/usr/lib/nginx/modules/ngx_stream_module.so
+[ -f $STREAM_MOD ] || { echo "proxy.sh: $STREAM_MOD missing (apt-get install libnginx-mod-stream)" >&2; exit 1; }
+
+TMP=$(mktemp -d /tmp/veloq-proxy-bench.XXXXXX)
+PIDS=""
+cleanup() {
+	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
+	for p in $PIDS; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+mkdir -p bin results
+echo "proxy.sh: building" >&2
+GOWORK=off go build -o bin/tcpload ./cmd/tcpload
+(cd .. && go build -o bench/bin/echo-server ./cmd/echo-server && go build -o bench/bin/tcp-proxy ./examples/tcp-proxy)
+
+# wait_port PORT: until something accepts on 127.0.0.1:PORT (at most 5 s).
+wait_port() {
+	i=0
+	while ! (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -lt 100 ] || { echo "proxy.sh: nothing listens on port $1" >&2; return 1; }
+		sleep 0.05
+	done
+}
+# The echo backend: one loop, on CPU 1 with the load generator.
+taskset -c 1 bin/echo-server -addr 127.0.0.1:$BACKEND_PORT -loops 1 >"$TMP/echo.log" 2>&1 &
+ECHO_PID=$!
+PIDS="$PIDS $ECHO_PID"
+wait_port $BACKEND_PORT
+
+cat >"$TMP/haproxy.cfg" <<EOF
+global
+	nbthread 1
+	maxconn 2000
+defaults
+	mode tcp
+	timeout connect 5s
+	timeout client 60s
+	timeout server 60s
+frontend fe
+	bind 127.0.0.1:19411
+	default_backend be
+backend be
+	server echo 127.0.0.1:$BACKEND_PORT
+EOF
+
+cat >"$TMP/nginx.conf" <<EOF
+load_module $STREAM_MOD;
+daemon off;
+master_process off;
+worker_processes 1;
+pid $TMP/nginx.pid;
+error_log $TMP/nginx-error.log warn;
+events { worker_connections 2000; }
+stream {
+	upstream be { server 127.0.0.1:$BACKEND_PORT; }
+	server {
+		listen 127.0.0.1:19412;
+		proxy_pass be;
+		proxy_connect_timeout 5s;
+		tcp_nodelay on;
+	}
+}
+EOF
+
+# start NAME PORT CMD...: runs the proxy on CPU 0; sets PROXY_PID.
+start() {
+	name=$1; port=$2; shift 2
+	taskset -c 0 "$@" >"$TMP/$name.log" 2>&1 &
+	PROXY_PID=$!
+	PIDS="$PIDS $PROXY_PID"
+	wait_port "$port" || { cat "$TMP/$name.log" >&2; exit 1; }
+}
+stop() {
+	kill -TERM "$PROXY_PID" 2>/dev/null || true
+	wait "$PROXY_PID" 2>/dev/null || true
+}
+
+proxy_cmd() { # NAME -> PORT and command line
+	case $1 in
+	veloq-copy) echo "19401 bin/tcp-proxy -listen 127.0.0.1:19401 -backends 127.0.0.1:$BACKEND_PORT -loops 1 -backend uring -splice off" ;;
+	veloq-splice) echo "19402 bin/tcp-proxy -listen 127.0.0.1:19402 -backends 127.0.0.1:$BACKEND_PORT -loops 1 -backend uring -splice always" ;;
+	veloq-epoll) echo "19403 bin/tcp-proxy -listen 127.0.0.1:19403 -backends 127.0.0.1:$BACKEND_PORT -loops 1 -backend epoll -splice off" ;;
+	haproxy) echo "19411 haproxy -db -f $TMP/haproxy.cfg" ;;
+	nginx) echo "19412 nginx -c $TMP/nginx.conf -p $TMP -e $TMP/nginx-error.log" ;;
+	esac
+}
+
+PROXIES=${PROXIES:-"veloq-copy veloq-splice veloq-epoll haproxy nginx"}
+ROWS="$TMP/rows"
+: >"$ROWS"
+for size in $SIZES; do
+	for name in $PROXIES; do
+		set -- $(proxy_cmd $name)
+		port=$1; shift
+		start "$name" "$port" "$@"
+		echo "proxy.sh: $name, ${size} B, $CONNS conns, ${DUR}s" >&2
+		json=$(timeout $((DUR + 60)) taskset -c 1 bin/tcpload -addr 127.0.0.1:$port -conns "$CONNS" -size "$size" \
+			-duration "${DUR}s" -warmup 1s -json -server-pid "$PROXY_PID") || json='{}'
+		stop
+		echo "$json" >"$TMP/$name-$size.json"
+		echo "$json" | jq -r --arg n "$name" --arg s "$size" '
+			"| \($n) | \($s) | \(.rps // 0 | floor) | \(.latency.p50_us // 0) | \(.latency.p99_us // 0) | \(.server_cpu_s // 0 | . * 100 | round / 100) | \(.req_per_server_cpu_s // 0 | floor) | \((.server_rss_kib // 0) / 1024 | floor) | \(.errors // "run failed") |"' >>"$ROWS"
+	done
+done
+
+{
+	echo "# TCP proxy benchmark"
+	echo
+	echo "\`bench/proxy.sh $DUR $CONNS\` on $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs,"
+	echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg) (the machine is shared: expect noise)."
+	echo
+	echo "tcpload (CPU 1) → proxy (CPU 0, one thread/loop/worker) → echo-server -loops 1 (CPU 1),"
+	echo "$CONNS connections, one message in flight each, ${DUR} s window after 1 s warmup."
+	echo "Proxy CPU = utime+stime of the proxy process (all threads) over the window."
+	echo
+	echo "| proxy | msg B | req/s | p50 µs | p99 µs | proxy CPU s | req per proxy CPU-s | RSS MiB | errors |"
+	echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|"
+	cat "$ROWS"
+	echo
+	echo "veloq-copy/-epoll: \`examples/tcp-proxy -loops 1 -backend uring|epoll\`; veloq-splice: the same with"
+	echo "\`-splice always\` (splice(2) both ways from the connect). haproxy $(haproxy -v | head -1 | awk '{print $3}'):"
+	echo "mode tcp, nbthread 1. nginx $(nginx -v 2>&1 | sed 's|.*/||'): stream proxy_pass, worker_processes 1,"
+	echo "master_process off, tcp_nodelay on."
+} >"$OUT"
+cat "$OUT"

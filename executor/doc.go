@@ -3,13 +3,15 @@
 // It has three parts:
 //
 //   - [Pool], a work-stealing pool for CPU-bound tasks. Each worker owns a
-//     fixed 256-slot Chase-Lev deque, a directed inbox and an injection queue.
-//     Tasks submitted from outside the pool are placed by power-of-two-choices
-//     on the less loaded of two random workers; tasks a worker creates for
-//     itself go onto its own deque (see [Worker.Spawn]); idle workers steal
-//     half of a victim's queue; a worker with nothing to do parks, and a
-//     spawner wakes one only when it sees a parked worker and no thief already
-//     spinning.
+//     fixed 256-slot Chase-Lev deque, a directed inbox and a fixed 256-slot
+//     lock-free injection ring. Tasks submitted from outside the pool are
+//     placed by power-of-two-choices on the less loaded of two random
+//     workers; tasks a worker creates for itself go onto its own deque (see
+//     [Worker.Spawn]); idle workers steal half of a victim's queue; a worker
+//     with nothing to do parks, and a spawner wakes one only when it sees a
+//     parked worker and no thief already spinning. A spawner that outruns
+//     the workers yields its processor to them rather than let the queues
+//     grow (see [Pool.Spawn]).
 //   - [BlockingPool], an elastic pool for blocking calls: 0 to a bound of
 //     goroutines, idle ones exit after a timeout, and a bounded queue that
 //     rejects with [ErrOverloaded] when full (load shedding).

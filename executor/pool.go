@@ -15,23 +15,28 @@ import (
 // Each worker has three queues, looked at in this order when it needs work:
 // its directed inbox (SpawnTo; never stolen), its local Chase-Lev deque
 // (Worker.Spawn, plus batches it moves in from the other queues), its
-// injection queue (Spawn from outside the pool), and the pool's global
-// injector, which takes the older half of a deque that overflows. Every 61st
-// task the worker looks at the shared queues first, so a worker busy with its
-// own tasks cannot starve them. A worker with nothing left steals half of a
-// random victim's deque (or injection queue), then parks.
+// injection ring (Spawn from outside the pool: a fixed 256-slot lock-free
+// ring), and the pool's global injector, which takes the older half of a
+// deque or ring that overflows. Every 61st task the worker looks at the
+// shared queues first, so a worker busy with its own tasks cannot starve
+// them. A worker with nothing left steals half of a random victim's deque
+// (or injection ring), then parks.
 //
 // A Pool must be created with NewPool and should be shut down with Shutdown,
 // which is what makes its goroutines exit.
 type Pool struct {
-	cfg config
-	log *slog.Logger
+	// Read on every Spawn, written once: kept on lines of their own.
+	cfg     config
+	log     *slog.Logger
+	reg     atomic.Pointer[registry] // the immutable worker registry; readers take no lock
+	closed  atomic.Bool
+	maxSpin int32
+	_       [64]byte
 
-	// reg is the immutable worker registry; readers take no lock.
-	reg atomic.Pointer[registry]
-
-	// injector receives the overflow of local deques.
+	// injector receives the overflow of local deques and injection rings.
 	injector lockedQueue
+	spilling atomic.Int32 // spawners moving a full ring to the injector
+	_        [60]byte
 
 	// nspinning counts workers that are searching other workers' queues
 	// (spinning thieves), at most maxSpin. nparked counts workers in the
@@ -40,9 +45,7 @@ type Pool struct {
 	_         [60]byte
 	nparked   atomic.Int32
 	_         [60]byte
-	maxSpin   int32
 
-	closed    atomic.Bool
 	closeOnce sync.Once
 	quit      chan struct{} // closed by Shutdown: parked workers wake and drain
 	live      atomic.Int32  // workers not yet exited
@@ -71,6 +74,7 @@ func NewPool(opts ...Option) *Pool {
 			pool: p,
 			wake: make(chan struct{}, 1),
 		}
+		ws[i].injected.init()
 	}
 	p.reg.Store(&registry{workers: ws})
 	p.live.Store(int32(len(ws)))
@@ -90,6 +94,12 @@ func (p *Pool) Workers() int { return len(p.reg.Load().workers) }
 // inbox. Code already running on a worker should prefer Worker.Spawn, which
 // pushes onto that worker's own deque without taking a lock (see the package
 // documentation for why Spawn cannot detect this by itself).
+//
+// Spawn never blocks. When the worker it chose already has more than 256
+// tasks waiting (counting the pool's overflow queue) it yields the processor
+// with runtime.Gosched before it returns: a producer that outruns the pool
+// then lends the workers its CPU instead of growing the queues without
+// bound, and the queues stay small enough to stay in cache.
 //
 // Once Spawn returns nil the task will run, even if Shutdown begins
 // meanwhile. After Shutdown has begun Spawn returns ErrClosed.
@@ -112,17 +122,52 @@ func (p *Pool) Go(task func(w *Worker)) error {
 func taskOf(fn func()) task         { return task{fn: fn} }
 func wtaskOf(fn func(*Worker)) task { return task{wfn: fn} }
 
+// yieldAbove is the backlog above which Spawn yields (see Spawn).
+const yieldAbove = ringSize
+
 // inject places t by power-of-two-choices.
 func (p *Pool) inject(t task) error {
 	if p.closed.Load() {
 		return ErrClosed
 	}
 	w := p.choose(p.reg.Load().workers)
-	if !w.injected.push(t) {
-		return ErrClosed // w has exited: the pool is shutting down
+	for {
+		r := w.injected.push(t)
+		if r == pushClosed {
+			return ErrClosed // w has exited: the pool is shutting down
+		}
+		if r == pushOK || p.spill(w, t) {
+			break
+		}
+		// w drained its ring meanwhile: push again.
 	}
 	p.wakeThief(w)
+	if w.injected.load()+p.injector.n.Load() > yieldAbove {
+		runtime.Gosched()
+	}
 	return nil
+}
+
+// spill handles a full injection ring the way Go's scheduler handles a full
+// run queue: it moves the older half of w's ring, and t after it, to the
+// global injector under one lock, so that the next ringSize/2 spawns onto w
+// take the lock-free path again. It reports false if the ring had emptied.
+//
+// spilling lets an exiting worker know that tasks are on their way to the
+// injector: between taking them out of the ring and pushing them, they are
+// in no queue at all (see tryExit).
+func (p *Pool) spill(w *Worker, t task) bool {
+	p.spilling.Add(1)
+	defer p.spilling.Add(-1)
+	var buf [ringSize/2 + 1]task
+	batch := w.injected.popHalf(buf[:0], ringSize/2)
+	if len(batch) == 0 {
+		return false
+	}
+	batch = append(batch, t)
+	p.injector.pushBatch(batch)
+	w.injected.spilled.Add(1)
+	return true
 }
 
 // choose returns the less loaded of two distinct random workers.

@@ -41,7 +41,6 @@ type Worker struct {
 
 	inbox         lockedQueue  // directed tasks (SpawnTo); never stolen
 	inboxBuffered atomic.Int64 // len(inboxBuf)-inboxPos as last published, for Stats
-	injected      lockedQueue  // tasks placed here by Spawn from outside; stealable
 
 	// Counters, written by the owner only. The hottest ones are kept in
 	// plain fields and published once per round (publish): a locked
@@ -50,6 +49,13 @@ type Worker struct {
 	executed     atomic.Uint64
 	localSpawned atomic.Uint64
 	dqLen        atomic.Int64 // deque length as last published, for placement
+
+	// Every Spawn reads inbox.n, dqLen and injected's tail and headHint of
+	// two workers (load); keep them off the line of injected.head, which
+	// the owner writes on every pop.
+	_        [64]byte
+	injected injectRing // tasks placed here by Spawn from outside; stealable
+	_        [64]byte
 
 	// curCtx is the context of the Submit function the worker is running,
 	// if any; WorkerFrom checks it so that a context kept after its
@@ -111,7 +117,7 @@ func (w *Worker) pushLocal(t task) {
 // published. Reading the deque's own indices here would pull the owner's
 // hottest cache line away from it on every Spawn.
 func (w *Worker) load() int64 {
-	return w.injected.n.Load() + w.dqLen.Load() + w.inbox.n.Load()
+	return w.injected.load() + w.dqLen.Load() + w.inbox.n.Load()
 }
 
 // run is the worker's goroutine.
@@ -154,7 +160,7 @@ func (w *Worker) next() (task, bool) {
 		if t, ok := w.fromInjector(1); ok {
 			return t, true
 		}
-		if t, ok := w.fromInjected(1); ok {
+		if t, ok := w.injected.pop(); ok {
 			return t, true
 		}
 	}
@@ -164,7 +170,7 @@ func (w *Worker) next() (task, bool) {
 	if t, ok := w.dq.pop(); ok {
 		return t, true
 	}
-	if t, ok := w.fromInjected(dequeSize / 2); ok {
+	if t, ok := w.injected.pop(); ok {
 		return t, true
 	}
 	return w.fromInjector(dequeSize / 2)
@@ -189,14 +195,6 @@ func (w *Worker) fromInbox() (task, bool) {
 	w.inboxBuf[w.inboxPos] = task{}
 	w.inboxPos++
 	return t, true
-}
-
-// fromInjected takes up to max tasks from the worker's injection queue.
-func (w *Worker) fromInjected(max int) (task, bool) {
-	if w.injected.n.Load() == 0 {
-		return task{}, false
-	}
-	return w.takeBatch(w.injected.popBatch(w.scratch[:0], max))
 }
 
 // fromInjector takes a fair share (at most max) of the global injector.
@@ -249,6 +247,7 @@ func (w *Worker) publish() {
 	w.localSpawned.Store(w.nlocal)
 	w.inboxBuffered.Store(int64(len(w.inboxBuf) - w.inboxPos))
 	w.dqLen.Store(int64(w.dq.len()))
+	w.injected.publishHead()
 }
 
 // call runs t, recovering a panic so that it cannot take the worker down.
@@ -298,7 +297,7 @@ func (w *Worker) steal() (task, bool) {
 				return t, true
 			}
 		}
-		if w.inbox.n.Load() > 0 || w.injected.n.Load() > 0 || p.injector.n.Load() > 0 {
+		if w.inbox.n.Load() > 0 || w.injected.ready() || p.injector.n.Load() > 0 {
 			return task{}, false // work for us arrived; park's re-check finds it
 		}
 		for range 1 << round >> 1 { // exponential backoff: 0, 1, 2, 4 yields
@@ -330,8 +329,8 @@ func (w *Worker) stealFrom(v *Worker) (task, bool) {
 			return first, true
 		}
 	}
-	if v.injected.n.Load() > 0 {
-		batch := v.injected.popHalf(w.scratch[:0], dequeSize/2)
+	if v.injected.ready() {
+		batch := v.injected.popHalf(w.scratch[:0], ringSize/2)
 		if len(batch) > 0 {
 			w.stolen.Add(uint64(len(batch)))
 			return w.takeBatch(batch)
@@ -359,7 +358,7 @@ func (w *Worker) stopSpinning() {
 // surplus reports whether stealable work is queued anywhere.
 func (w *Worker) surplus() bool {
 	return w.dq.len() > 0 ||
-		w.injected.n.Load() > 0 ||
+		w.injected.ready() ||
 		w.pool.injector.n.Load() > 0 ||
 		w.othersHaveWork()
 }
@@ -424,7 +423,6 @@ func (w *Worker) park() bool {
 	}
 	w.dq.clear()
 	w.inbox.trim()
-	w.injected.trim()
 	p.injector.trim()
 
 	p.nparked.Add(1)
@@ -516,13 +514,13 @@ func (w *Worker) hasOwnWork() bool {
 	return w.inboxPos < len(w.inboxBuf) ||
 		w.inbox.n.Load() > 0 ||
 		w.dq.len() > 0 ||
-		w.injected.n.Load() > 0 ||
+		w.injected.ready() ||
 		w.pool.injector.n.Load() > 0
 }
 
 func (w *Worker) othersHaveWork() bool {
 	for _, v := range w.pool.reg.Load().workers {
-		if v != w && (v.dq.len() > 0 || v.injected.n.Load() > 0) {
+		if v != w && (v.dq.len() > 0 || v.injected.ready()) {
 			return true
 		}
 	}
@@ -538,7 +536,7 @@ func (w *Worker) tryExit() bool {
 	if !w.inbox.closeIfEmpty() || !w.injected.closeIfEmpty() {
 		return false
 	}
-	if w.pool.injector.n.Load() > 0 {
+	if w.pool.injector.n.Load() > 0 || w.pool.spilling.Load() > 0 {
 		return false
 	}
 	if !w.state.CompareAndSwap(wsParking, wsExited) {

@@ -8,9 +8,10 @@ import (
 
 // config holds the settings of a Pool.
 type config struct {
-	workers int
-	budget  int
-	logger  *slog.Logger
+	workers  int
+	budget   int
+	logger   *slog.Logger
+	stealing bool
 }
 
 // Option configures a Pool.
@@ -35,8 +36,22 @@ func WithBudget(n int) Option {
 	return func(c *config) { c.budget = n }
 }
 
+// WithStealing turns work stealing on or off; it is on by default. With
+// stealing off, a task stays with the worker it was placed on: a Spawn from
+// outside the pool goes to the less loaded of two random workers (as with
+// stealing on) and waits there, Worker.Spawn keeps the task on that worker's
+// own deque, and an idle worker never takes tasks from another worker's
+// queues; it parks instead. Only the pool's shared overflow queue (the
+// injector, which receives the older half of a full queue) is still drained
+// by any worker. This is the baseline that shows what stealing buys when task
+// costs are uneven: a long task then delays every task queued behind it on
+// its worker.
+func WithStealing(on bool) Option {
+	return func(c *config) { c.stealing = on }
+}
+
 func newConfig(opts []Option) config {
-	var c config
+	c := config{stealing: true}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)

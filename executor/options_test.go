@@ -23,10 +23,19 @@ func TestConfigDefaults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newConfig(tt.opts)
-			if c.workers != tt.wantWorkers || c.budget != tt.wantBudg || c.logger == nil {
-				t.Fatalf("config = %+v, want workers %d budget %d and a logger", c, tt.wantWorkers, tt.wantBudg)
+			if c.workers != tt.wantWorkers || c.budget != tt.wantBudg || c.logger == nil || !c.stealing {
+				t.Fatalf("config = %+v, want workers %d budget %d, a logger and stealing on", c, tt.wantWorkers, tt.wantBudg)
 			}
 		})
+	}
+}
+
+func TestWithStealing(t *testing.T) {
+	if c := newConfig([]Option{WithStealing(false)}); c.stealing {
+		t.Error("WithStealing(false) left stealing on")
+	}
+	if c := newConfig([]Option{WithStealing(false), WithStealing(true)}); !c.stealing {
+		t.Error("the last WithStealing does not win")
 	}
 }
 

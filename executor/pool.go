@@ -131,17 +131,25 @@ func (p *Pool) inject(t task) error {
 		return ErrClosed
 	}
 	w := p.choose(p.reg.Load().workers)
+	spilled := false
 	for {
 		r := w.injected.push(t)
 		if r == pushClosed {
 			return ErrClosed // w has exited: the pool is shutting down
 		}
-		if r == pushOK || p.spill(w, t) {
+		if r == pushOK {
+			break
+		}
+		if spilled = p.spill(w, t); spilled {
 			break
 		}
 		// w drained its ring meanwhile: push again.
 	}
-	p.wakeThief(w)
+	if p.cfg.stealing || spilled {
+		p.wakeThief(w)
+	} else {
+		p.notify(w) // only w may take it: wake w itself if it is parked
+	}
 	if w.injected.load()+p.injector.n.Load() > yieldAbove {
 		runtime.Gosched()
 	}
@@ -244,7 +252,8 @@ func (p *Pool) workerExited() {
 // notified or exited (its inbox is closed), there is nothing to do.
 func (p *Pool) notify(w *Worker) { w.wakeAs(wsNotified) }
 
-// wakeThief is called after stealable work has been published. It wakes one
+// wakeThief is called after stealable work has been published (with
+// stealing off, only work in the injector counts as such). It wakes one
 // parked worker, preferring pref, and hands it the spinning token — but only
 // when some worker is parked and no thief is spinning already: a spinning
 // thief will find the work, and when it stops spinning it either wakes the

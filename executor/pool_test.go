@@ -623,3 +623,101 @@ func TestOwnerWaitsForSteal(t *testing.T) {
 		shutdown(t, p)
 	}
 }
+
+// TestStealingOnOff queues work on a busy worker, both on its own deque and
+// on its injection ring, and lets the other worker go idle. With stealing
+// off the idle worker must take none of it and park, and every task must
+// run on the worker it was placed on once that worker is free. With
+// stealing on (the control) the idle worker must have taken all of it
+// before it parks.
+func TestStealingOnOff(t *testing.T) {
+	for _, stealing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stealing=%v", stealing), func(t *testing.T) {
+			testStealing(t, stealing)
+		})
+	}
+}
+
+func testStealing(t *testing.T, stealing bool) {
+	const children, outside = 100, 200
+	p := NewPool(WithWorkers(2), WithStealing(stealing))
+	defer shutdown(t, p)
+	ws := p.reg.Load().workers
+	gate0, gate1 := make(chan struct{}), make(chan struct{})
+	started := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	var strays atomic.Int64 // worker 0's children that ran elsewhere
+	wg.Add(children)
+	mustNil(t, p.SpawnTo(0, func() {
+		// Running on worker 0: fork onto its own deque, then stay busy.
+		for range children {
+			mustNil(t, ws[0].Go(func(x *Worker) {
+				if x.ID() != 0 {
+					strays.Add(1)
+				}
+				wg.Done()
+			}))
+		}
+		started <- struct{}{}
+		<-gate0
+	}))
+	mustNil(t, p.SpawnTo(1, func() { started <- struct{}{}; <-gate1 }))
+	<-started
+	<-started
+	// Both busy: outside spawns land on both injection rings.
+	before := p.Stats().Workers
+	wg.Add(outside)
+	var ranOn [2]atomic.Int64
+	for range outside {
+		mustNil(t, p.Go(func(x *Worker) { ranOn[x.ID()].Add(1); wg.Done() }))
+	}
+	placed := p.Stats().Workers
+	if placed[0].Spawned == before[0].Spawned {
+		t.Fatalf("no outside spawn was placed on worker 0: %+v", placed)
+	}
+
+	// Free worker 1 and let it run out of work.
+	close(gate1)
+	s := idleWorker(t, p, 1)
+	if ranOn[0].Load() != 0 {
+		t.Fatalf("%d tasks ran on worker 0 while it was blocked", ranOn[0].Load())
+	}
+	if stealing {
+		if s.Stolen == 0 || s.Workers[0].QueueLen != 0 {
+			t.Fatalf("with stealing on, worker 1 parked with %d tasks left on worker 0 (stolen %d)",
+				s.Workers[0].QueueLen, s.Stolen)
+		}
+	} else {
+		if s.Stolen != 0 || s.StealAttempts != 0 {
+			t.Fatalf("with stealing off: stolen %d, steal attempts %d", s.Stolen, s.StealAttempts)
+		}
+		if q := s.Workers[0].QueueLen; q < children {
+			t.Fatalf("worker 0 has %d tasks queued, want its %d children and its ring", q, children)
+		}
+	}
+	close(gate0)
+	waitGroup(t, &wg, "all tasks")
+	s = idleStats(t, p)
+	if stealing {
+		return
+	}
+	if s.Stolen != 0 || s.StealAttempts != 0 {
+		t.Errorf("with stealing off: stolen %d, steal attempts %d", s.Stolen, s.StealAttempts)
+	}
+	if n := strays.Load(); n != 0 {
+		t.Errorf("%d of worker 0's own children ran elsewhere", n)
+	}
+	for i := range 2 {
+		if got, want := ranOn[i].Load(), int64(placed[i].Spawned-before[i].Spawned); got != want {
+			t.Errorf("worker %d ran %d outside tasks, %d were placed on it", i, got, want)
+		}
+	}
+}
+
+// idleWorker waits until worker id has parked and returns the pool's stats.
+func idleWorker(t testing.TB, p *Pool, id int) PoolStats {
+	t.Helper()
+	w := p.reg.Load().workers[id]
+	eventually(t, "worker parked", func() bool { return w.state.Load() == wsParked })
+	return p.Stats()
+}

@@ -94,22 +94,25 @@ func (w *Worker) Go(task func(w *Worker)) error {
 
 // spawn is Spawn and Go once the task is known to be non-nil.
 func (w *Worker) spawn(t task) {
-	w.pushLocal(t)
+	spilled := w.pushLocal(t)
 	w.nlocal++
-	w.pool.wakeThief(nil)
+	if w.pool.cfg.stealing || spilled {
+		w.pool.wakeThief(nil)
+	}
 }
 
 // pushLocal pushes t onto the deque, moving the older half to the injector
-// if the deque is full. Owner only.
-func (w *Worker) pushLocal(t task) {
+// if the deque is full; it reports whether it did. Owner only.
+func (w *Worker) pushLocal(t task) bool {
 	if w.dq.push(t) {
-		return
+		return false
 	}
 	batch := w.dq.grabHalf(w.spill[:0])
 	batch = append(batch, t)
 	w.pool.injector.pushBatch(batch)
 	clear(batch)
 	w.spill = batch[:0]
+	return true
 }
 
 // load is the placement load used by power-of-two-choices: the lengths of
@@ -220,8 +223,9 @@ func (w *Worker) takeBatch(batch []task) (task, bool) {
 	rest := batch[1:]
 	slices.Reverse(rest)
 	n := w.dq.pushBatch(rest)
+	spilled := false
 	for _, t := range rest[n:] {
-		w.pushLocal(t)
+		spilled = w.pushLocal(t) || spilled
 	}
 	more := len(rest) > 0
 	if more {
@@ -229,7 +233,7 @@ func (w *Worker) takeBatch(batch []task) (task, bool) {
 	}
 	clear(batch)
 	w.scratch = batch[:0]
-	if more {
+	if (more && w.pool.cfg.stealing) || spilled {
 		w.pool.wakeThief(nil)
 	}
 	return first, true
@@ -272,11 +276,12 @@ const stealRounds = 4
 
 // steal looks for work on other workers. Only spinning thieves steal, and at
 // most maxSpin workers spin at once; a worker that cannot become one parks.
+// With stealing off (WithStealing) it finds nothing.
 func (w *Worker) steal() (task, bool) {
 	p := w.pool
 	ws := p.reg.Load().workers
 	n := len(ws)
-	if n < 2 {
+	if n < 2 || !p.cfg.stealing {
 		return task{}, false
 	}
 	if !w.spinning {
@@ -357,10 +362,11 @@ func (w *Worker) stopSpinning() {
 
 // surplus reports whether stealable work is queued anywhere.
 func (w *Worker) surplus() bool {
-	return w.dq.len() > 0 ||
-		w.injected.ready() ||
-		w.pool.injector.n.Load() > 0 ||
-		w.othersHaveWork()
+	if w.pool.injector.n.Load() > 0 {
+		return true
+	}
+	return w.pool.cfg.stealing &&
+		(w.dq.len() > 0 || w.injected.ready() || w.othersHaveWork())
 }
 
 // Worker park states.
@@ -385,8 +391,10 @@ func (w *Worker) surplus() bool {
 // in wsParking does not send at all: the worker's own CAS from wsParking to
 // wsParked fails and it never blocks.
 //
-// What the re-check covers: the worker's inbox, deque and injection queue,
-// the injector, and every other worker's deque and injection queue. Own
+// What the re-check covers: the worker's inbox, deque and injection ring,
+// the injector, and every other worker's deque and injection ring (not with
+// stealing off: then nobody else's queues concern it, and a spawner wakes
+// the worker it placed a task on with notify, as for directed work). Own
 // work cancels the park. Stealable work elsewhere makes the worker try to
 // become a spinning thief; if no spinning slot is free it parks anyway,
 // because whoever holds the slot is then responsible for that work: a
@@ -432,7 +440,7 @@ func (w *Worker) park() bool {
 	if w.hasOwnWork() {
 		return w.cancelPark()
 	}
-	if w.othersHaveWork() && w.acquireSpin() {
+	if w.pool.cfg.stealing && w.othersHaveWork() && w.acquireSpin() {
 		return w.cancelParkSpinning()
 	}
 	if p.closed.Load() {

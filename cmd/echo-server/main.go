@@ -6,6 +6,15 @@
 //
 // It prints the backend and loop count when it starts and stops cleanly on
 // SIGINT or SIGTERM.
+//
+// -work N gives every echoed message a CPU cost (N rounds of hashing over
+// it), run inline on the loop or, with -offload, on the work-stealing pool
+// (-workers, -steal=false to turn stealing off). -heavy-every K makes every
+// K-th accepted connection heavy: its messages cost -heavy-factor (100)
+// times -work. That is the uneven load bench/heavy.sh uses to compare
+// inline handlers with offloading, and stealing with no stealing:
+//
+//	go run ./cmd/echo-server -loops 1 -work 40 -offload -workers 2 -heavy-every 10
 package main
 
 import (
@@ -17,6 +26,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -45,8 +55,17 @@ func run(args []string) error {
 	offload := fs.Bool("offload", false, "with -work, hash on the work-stealing pool instead of the loop")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	workers := fs.Int("workers", runtime.NumCPU(), "work-stealing pool size (with -offload)")
+	heavyEvery := fs.Int("heavy-every", 0, "with -work, every K-th accepted connection is heavy (0: none)")
+	heavyFactor := fs.Int("heavy-factor", 100, "a heavy connection's messages cost this many times -work")
+	steal := fs.Bool("steal", true, "with -offload, idle workers steal queued tasks from busy ones (false: a task waits for the worker it was placed on)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *heavyEvery < 0 || *heavyFactor < 1 {
+		return fmt.Errorf("-heavy-every must be >= 0 and -heavy-factor >= 1")
+	}
+	if *heavyEvery > 0 && *work <= 0 {
+		return fmt.Errorf("-heavy-every needs -work: heavy connections cost -heavy-factor times -work")
 	}
 	// Handle signals before announcing the server, so a supervisor's
 	// SIGTERM right after the start line still stops it cleanly.
@@ -73,12 +92,14 @@ func run(args []string) error {
 		c.Write(in)
 	}}
 	var pool *executor.Pool
+	costs := &costModel{work: *work, heavyEvery: *heavyEvery, heavyFactor: *heavyFactor}
 	switch {
 	case *work > 0 && *offload:
-		pool = executor.NewPool(executor.WithWorkers(*workers), executor.WithLogger(logger))
-		h = offloadEcho(pool, *work)
+		pool = executor.NewPool(executor.WithWorkers(*workers), executor.WithLogger(logger),
+			executor.WithStealing(*steal))
+		h = offloadEcho(pool, costs)
 	case *work > 0:
-		h = inlineEcho(*work)
+		h = inlineEcho(costs)
 	}
 	s, err := vnet.Listen(*network, *addr, h,
 		vnet.WithLoops(*loops), vnet.WithBackend(b), vnet.WithPin(*pin), vnet.WithLogger(logger))
@@ -89,9 +110,13 @@ func run(args []string) error {
 	if *work > 0 {
 		where := "inline"
 		if *offload {
-			where = fmt.Sprintf("offloaded to %d workers", *workers)
+			where = fmt.Sprintf("offloaded to %d workers (stealing %s)", *workers, onOff(*steal))
 		}
-		desc = fmt.Sprintf("tcp echo with %d rounds of work per message, %s,", *work, where)
+		heavy := ""
+		if *heavyEvery > 0 {
+			heavy = fmt.Sprintf(" (x%d on one connection in %d)", *heavyFactor, *heavyEvery)
+		}
+		desc = fmt.Sprintf("tcp echo with %d rounds of work per message%s, %s,", *work, heavy, where)
 	}
 	fmt.Printf("echo-server: %s on %s, backend %s, %d loops, pid %d\n", desc, s.Addr(), s.Backend(), *loops, os.Getpid())
 
@@ -114,12 +139,49 @@ func run(args []string) error {
 		fmt.Printf("echo-server: loop %d (%s): %d accepted, %d bytes in, %d bytes out, %d iterations, %d parks, %d wake-ups, %d completions, %d panics\n",
 			st.ID, st.Backend, st.Accepted, st.BytesIn, st.BytesOut, st.Iterations, st.Parks, st.Wakeups, st.Completions, st.Panics)
 	}
+	if pool != nil {
+		ps := pool.Stats()
+		fmt.Printf("echo-server: pool: %d workers, %d executed, %d stolen, %d steal attempts, %d parks\n",
+			len(ps.Workers), ps.Executed, ps.Stolen, ps.StealAttempts, ps.Parks)
+	}
 	err = s.Shutdown(sctx)
 	if pool != nil {
 		pool.Shutdown(sctx)
 	}
 	return err
 }
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// costModel gives each connection its cost per message: -work rounds, or
+// -heavy-factor times that for every -heavy-every'th accepted connection.
+// The cost is decided once, when the connection opens, and kept in its
+// context.
+type costModel struct {
+	work, heavyEvery, heavyFactor int
+	accepted                      atomic.Uint64
+}
+
+// open counts an accepted connection and records its cost in c.
+func (m *costModel) open(c *vnet.Conn) { c.SetContext(m.next()) }
+
+// next returns the cost of the next accepted connection.
+func (m *costModel) next() *connCost {
+	n := m.accepted.Add(1)
+	if m.heavyEvery > 0 && n%uint64(m.heavyEvery) == 0 {
+		return &connCost{rounds: m.work * m.heavyFactor}
+	}
+	return &connCost{rounds: m.work}
+}
+
+type connCost struct{ rounds int }
+
+func rounds(c *vnet.Conn) int { return c.Context().(*connCost).rounds }
 
 // burn is the CPU cost of a message: rounds of FNV-1a over it. The result
 // is returned so the compiler cannot drop the work.
@@ -136,11 +198,11 @@ func burn(p []byte, rounds int) uint64 {
 
 // inlineEcho does the work on the loop: simple, and it stalls every other
 // connection on that loop while it runs.
-func inlineEcho(rounds int) vnet.Handler {
+func inlineEcho(costs *costModel) vnet.Handler {
 	var sink uint64
-	return &vnet.HandlerFuncs{Data: func(c *vnet.Conn) {
+	return &vnet.HandlerFuncs{Open: costs.open, Data: func(c *vnet.Conn) {
 		in, _ := c.Next(-1)
-		sink += burn(in, rounds)
+		sink += burn(in, rounds(c))
 		c.Write(in)
 	}}
 }
@@ -148,12 +210,13 @@ func inlineEcho(rounds int) vnet.Handler {
 // offloadEcho hashes on the stealable pool and echoes from the loop when
 // the work comes back; the connection's input is held meanwhile, so echoes
 // keep their order.
-func offloadEcho(pool *executor.Pool, rounds int) vnet.Handler {
-	return &vnet.HandlerFuncs{Data: func(c *vnet.Conn) {
+func offloadEcho(pool *executor.Pool, costs *costModel) vnet.Handler {
+	return &vnet.HandlerFuncs{Open: costs.open, Data: func(c *vnet.Conn) {
 		in, _ := c.Next(-1)
 		msg := append([]byte(nil), in...) // the view dies with the callback
+		r := rounds(c)
 		vnet.Offload(context.Background(), c, pool, func(context.Context) (uint64, error) {
-			return burn(msg, rounds), nil
+			return burn(msg, r), nil
 		}, func(c *vnet.Conn, _ uint64, err error) {
 			if err == nil {
 				c.Write(msg)

@@ -7,11 +7,12 @@
 //     lock-free injection ring. Tasks submitted from outside the pool are
 //     placed by power-of-two-choices on the less loaded of two random
 //     workers; tasks a worker creates for itself go onto its own deque (see
-//     [Worker.Spawn]); idle workers steal half of a victim's queue; a worker
-//     with nothing to do parks, and a spawner wakes one only when it sees a
-//     parked worker and no thief already spinning. A spawner that outruns
-//     the workers yields its processor to them rather than let the queues
-//     grow (see [Pool.Spawn]).
+//     [Worker.Spawn]); idle workers steal half of a victim's queue (unless
+//     [WithStealing](false) turns stealing off); a worker with nothing to
+//     do parks, and a spawner wakes one only when it sees a parked worker
+//     and no thief already spinning. A spawner that outruns the workers
+//     yields its processor to them rather than let the queues grow (see
+//     [Pool.Spawn]).
 //   - [BlockingPool], an elastic pool for blocking calls: 0 to a bound of
 //     goroutines, idle ones exit after a timeout, and a bounded queue that
 //     rejects with [ErrOverloaded] when full (load shedding).

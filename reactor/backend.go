@@ -33,6 +33,9 @@ type backend interface {
 	// readStopped reports whether no receive of c's is in flight after
 	// pauseRead (io_uring: the cancelled multishot recv has completed).
 	readStopped(c *Conn) bool
+	// recycle returns io_uring provided buffer bid, kept by ForwardTo and
+	// now sent or dropped, to the buffer ring (epoll never keeps one).
+	recycle(bid uint16)
 	// spliceArm starts readiness reports for s.src (l.pump on input).
 	spliceArm(s *splice)
 	// spliceWaitOut asks for l.pump once s.dst is writable again.

@@ -164,11 +164,8 @@ func (b *epollBackend) read(c *Conn, toEOF bool) {
 func (b *epollBackend) flush(c *Conn) {
 	l := b.l
 	for {
-		if c.sending == nil {
-			if len(c.out) == 0 {
-				return
-			}
-			c.sending, c.out, c.sendOff = c.out, nil, 0
+		if c.sending == nil && !l.nextSend(c) {
+			return
 		}
 		for c.sendOff < len(c.sending) {
 			n, err := unix.Write(c.fd, c.sending[c.sendOff:])
@@ -186,8 +183,7 @@ func (b *epollBackend) flush(c *Conn) {
 			c.lastActive = l.now
 			l.stats.bytesOut.Add(uint64(n))
 		}
-		l.cache.Put(c.sending)
-		c.sending, c.sendOff = nil, 0
+		l.releaseSending(c)
 	}
 }
 
@@ -257,6 +253,8 @@ func (b *epollBackend) resumeRead(c *Conn) {
 }
 
 func (b *epollBackend) readStopped(c *Conn) bool { return true }
+
+func (b *epollBackend) recycle(uint16) {} // epoll reads into one buffer: nothing is kept
 
 // Splices need nothing more: every connection is registered for In and
 // Out edges, and event routes them to the pump.

@@ -263,8 +263,14 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 	switch {
 	case res > 0:
 		if hasBuf {
+			// ForwardTo may keep the buffer for a send (l.chunk.kept);
+			// that send's completion recycles it.
+			l.chunk.conn, l.chunk.bid, l.chunk.kept = c, bid, false
 			l.onData(c, b.arena.Buf(int(bid))[:res])
-			b.br.Recycle(b.arena.Buf(int(bid)), bid)
+			l.chunk.conn = nil
+			if !l.chunk.kept {
+				b.br.Recycle(b.arena.Buf(int(bid)), bid)
+			}
 		}
 	case res == 0:
 		if hasBuf {
@@ -305,11 +311,8 @@ func (b *uringBackend) sent(c *Conn, res int32) { // res: the send's CQE result
 	c.lastActive = l.now
 	l.stats.bytesOut.Add(uint64(res))
 	if c.sendOff >= len(c.sending) {
-		l.cache.Put(c.sending)
-		c.sending, c.sendOff = nil, 0
-		if len(c.out) > 0 {
-			c.sending, c.out = c.out, nil
-		}
+		l.releaseSending(c)
+		l.nextSend(c)
 	}
 	if c.sending != nil {
 		b.submitSend(c) // a partial send continues from sendOff
@@ -424,11 +427,8 @@ func (b *uringBackend) flush(c *Conn) {
 	if c.inFlight {
 		return // the completion sends what was added meanwhile
 	}
-	if c.sending == nil {
-		if len(c.out) == 0 {
-			return
-		}
-		c.sending, c.out, c.sendOff = c.out, nil, 0
+	if c.sending == nil && !b.l.nextSend(c) {
+		return
 	}
 	b.submitSend(c)
 }
@@ -448,6 +448,8 @@ func (b *uringBackend) resumeRead(c *Conn) {
 }
 
 func (b *uringBackend) readStopped(c *Conn) bool { return !c.recvArmed }
+
+func (b *uringBackend) recycle(bid uint16) { b.br.Recycle(b.arena.Buf(int(bid)), bid) }
 
 // spliceArm arms a multishot poll for input on the splice's source. It is
 // edge-triggered (no IORING_POLL_ADD_LEVEL): the pump reads until EAGAIN,

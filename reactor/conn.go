@@ -52,11 +52,18 @@ type Conn struct {
 
 	// output: out collects writes; sending is what the backend is writing,
 	// from sendOff. On io_uring, sending is frozen while a send is in flight.
-	out      []byte
-	sending  []byte
-	sendOff  int
-	dirty    bool
-	inFlight bool // io_uring: a send is in flight
+	// held queues receive buffers given to ForwardTo, to be sent after
+	// sending and before out (forward.go); sendHeld says sending is one of
+	// them, provided buffer sendBid.
+	out       []byte
+	sending   []byte
+	sendOff   int
+	held      []heldBuf
+	heldBytes int
+	sendHeld  bool
+	sendBid   uint16
+	dirty     bool
+	inFlight  bool // io_uring: a send is in flight
 
 	paused     bool // reading stopped (backpressure, PauseRead or Close)
 	holdRead   bool // PauseRead in force
@@ -429,7 +436,7 @@ func (l *Loop) runDrain(c *Conn) {
 // Closed reports whether the connection is closing or closed.
 func (c *Conn) Closed() bool { return c.state != connOpen }
 
-func (c *Conn) pendingOut() int { return len(c.out) + len(c.sending) - c.sendOff }
+func (c *Conn) pendingOut() int { return len(c.out) + len(c.sending) - c.sendOff + c.heldBytes }
 
 func (c *Conn) reserveOut(n int) {
 	c.out = c.loop.reserve(c.out, n)
@@ -730,6 +737,7 @@ func (l *Loop) abort(c *Conn, err error) {
 		l.cache.Put(c.out)
 		c.out = nil
 	}
+	l.dropHeld(c)
 	l.teardown(c)
 }
 
@@ -761,10 +769,8 @@ func (l *Loop) finalize(c *Conn) {
 		l.cache.Put(c.out)
 		c.out = nil
 	}
-	if c.sending != nil {
-		l.cache.Put(c.sending)
-		c.sending, c.sendOff = nil, 0
-	}
+	l.dropHeld(c)
+	l.releaseSending(c)
 	c.raw = nil
 	l.conns[c.slot] = nil
 	l.gens[c.slot]++

@@ -48,9 +48,18 @@ type Loop struct {
 	listeners []*listener
 	nconn     atomic.Int64
 
-	cache    *bufpool.Cache
-	pipes    []spipe // empty splice pipes kept for reuse
-	more     bool    // work is known to be pending: poll without blocking
+	cache *bufpool.Cache
+	pipes []spipe // empty splice pipes kept for reuse
+	// chunk is the io_uring receive buffer being presented to conn's
+	// OnData (ForwardTo may keep it: kept); heldBufs counts the receive
+	// buffers kept by ForwardTo and not yet recycled.
+	chunk struct {
+		conn *Conn
+		bid  uint16
+		kept bool
+	}
+	heldBufs int
+	more     bool // work is known to be pending: poll without blocking
 	stopping bool
 	stopped  chan struct{}
 
@@ -63,7 +72,8 @@ type loopCounters struct {
 	accepted, closed, bytesIn, bytesOut     atomic.Uint64
 	iterations, parks, wakeups, posts       atomic.Uint64
 	completions, panics, acceptErrs, dialed atomic.Uint64
-	spliced                                 atomic.Uint64
+	spliced, inPlace                        atomic.Uint64
+	heldBufs                                atomic.Int64
 }
 
 // Stats is a snapshot of a loop's counters.
@@ -84,6 +94,11 @@ type Stats struct {
 	Panics      uint64 // handler panics recovered
 	AcceptErrs  uint64 // accept failures (EMFILE and friends)
 	Spliced     uint64 // bytes moved by splices (also in BytesIn/BytesOut)
+	// InPlace counts bytes ForwardTo sent straight from io_uring receive
+	// buffers, HeldBufs the receive buffers it holds now (queued or being
+	// sent; they are back in the buffer ring once sent or dropped).
+	InPlace  uint64
+	HeldBufs int64
 }
 
 // NewLoop starts a loop and returns once its thread and backend are ready,
@@ -406,5 +421,6 @@ func (l *Loop) Stats() Stats {
 		Iterations: s.iterations.Load(), Parks: s.parks.Load(), Wakeups: s.wakeups.Load(),
 		Posts: s.posts.Load(), Completions: s.completions.Load(), Panics: s.panics.Load(),
 		AcceptErrs: s.acceptErrs.Load(), Spliced: s.spliced.Load(),
+		InPlace: s.inPlace.Load(), HeldBufs: s.heldBufs.Load(),
 	}
 }

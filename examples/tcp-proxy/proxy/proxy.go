@@ -207,8 +207,9 @@ func (pr *pair) forward(f *flow, src, dst *reactor.Conn) {
 	chunk := src.Buffered()
 	n := min(chunk, limit-dst.OutputBuffered())
 	if n > 0 {
-		in, _ := src.Next(n)
-		if _, err := dst.Write(in); err != nil {
+		// On io_uring, a large chunk is sent from the buffer it was
+		// received in (no copy into dst's output).
+		if _, err := src.ForwardTo(dst, n); err != nil {
 			resetConn(src, ErrPeerFailed)
 			return
 		}

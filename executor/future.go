@@ -119,8 +119,13 @@ func (f *Future[T]) fail(err error) {
 func (f *Future[T]) runOn(w *Worker) {
 	f.wctx = workerCtx{Context: f.ctx, w: w}
 	w.curCtx.Store(&f.wctx)
-	f.call(&f.wctx)
+	v, done, err := f.call(&f.wctx)
+	// Leave the worker's scope before completing: whoever the completion
+	// wakes may test a context it kept from fn with WorkerFrom at once.
 	w.curCtx.Store(nil)
+	if done {
+		f.complete(v, err)
+	}
 }
 
 // run is the blocking-pool task. Its context hides any worker that ctx
@@ -128,24 +133,27 @@ func (f *Future[T]) runOn(w *Worker) {
 // the blocking goroutine must not think it owns that worker's deque.
 func (f *Future[T]) run() {
 	f.wctx = workerCtx{Context: f.ctx}
-	f.call(&f.wctx)
+	if v, done, err := f.call(&f.wctx); done {
+		f.complete(v, err)
+	}
 }
 
-func (f *Future[T]) call(ctx context.Context) {
+// call runs fn and returns what f is to be completed with; done is false if
+// f was completed while queued (cancelled), and then fn does not run.
+func (f *Future[T]) call(ctx context.Context) (v T, done bool, err error) {
 	if f.state.Load() != futPending {
 		f.fn = nil
-		return // cancelled while queued
+		return v, false, nil // cancelled while queued
 	}
 	if f.stop != nil {
 		f.stop()
 	}
 	if err := f.ctx.Err(); err != nil {
-		f.fail(err)
-		return
+		return v, true, err
 	}
-	v, err := f.protect(ctx)
+	v, err = f.protect(ctx)
 	f.fn = nil // the task owns fn; drop what it captured
-	f.complete(v, err)
+	return v, true, err
 }
 
 // protect calls fn, turning a panic into a *PanicError.

@@ -21,7 +21,8 @@
 # SERVER_PROCS): the loop's goroutine and the two workers then each have a
 # processor of the Go scheduler, and the kernel shares the two CPUs among
 # their threads; with GOMAXPROCS=2 the loop must wait for a worker to
-# yield its processor before it can do any I/O (see the report).
+# yield its processor before it can do any I/O (one trial, 3 s x 3: 31k
+# against 35k req/s, p99 4.3 against 3.7 ms with stealing).
 #
 # Everything listens on 127.0.0.1; every process the script starts is
 # stopped on exit (trap), and every load run is bounded (tcpload's own

@@ -153,16 +153,22 @@ func (c chart) svg() []byte {
 	return []byte(b.String())
 }
 
+// inGroup returns the scenarios of one group, in run order.
+func (r *Report) inGroup(group string) []ScenarioResult {
+	var scs []ScenarioResult
+	for _, sc := range r.Scenarios {
+		if sc.Group == group {
+			scs = append(scs, sc)
+		}
+	}
+	return scs
+}
+
 // charts builds one chart per scenario group that has results.
 func (r *Report) charts() map[string]chart {
 	out := map[string]chart{}
 	for _, g := range groups {
-		var scs []ScenarioResult
-		for _, sc := range r.Scenarios {
-			if sc.Group == g.Name {
-				scs = append(scs, sc)
-			}
-		}
+		scs := r.inGroup(g.Name)
 		if len(scs) == 0 {
 			continue
 		}

@@ -76,12 +76,7 @@ func (r *Report) page(docDir, jsonPath string, charts map[string]string) string 
 		fmt.Fprintf(&b, "- %s\n", l)
 	}
 	for _, g := range groups {
-		var scs []ScenarioResult
-		for _, sc := range r.Scenarios {
-			if sc.Group == g.Name {
-				scs = append(scs, sc)
-			}
-		}
+		scs := r.inGroup(g.Name)
 		if len(scs) == 0 {
 			continue
 		}

@@ -57,7 +57,6 @@ func (c *Conn) ForwardTo(dst *Conn, n int) (int, error) {
 		dst.held = append(dst.held, heldBuf{b: c.view, bid: l.chunk.bid})
 		dst.heldBytes += n
 		l.chunk.kept = true
-		l.heldBufs++
 		l.stats.heldBufs.Add(1)
 		l.stats.inPlace.Add(uint64(n))
 		l.markDirty(dst)
@@ -75,7 +74,7 @@ func (c *Conn) ForwardTo(dst *Conn, n int) (int, error) {
 // neither dst nor the loop holds too many buffers already.
 func (l *Loop) canHold(c, dst *Conn, n int) bool {
 	return l.chunk.conn == c && !l.chunk.kept && !c.viewOwned && n >= forwardMinZeroCopy &&
-		len(dst.out) == 0 && len(dst.held) < maxHeldPerConn && l.heldBufs < l.cfg.RecvBuffers/2
+		len(dst.out) == 0 && len(dst.held) < maxHeldPerConn && l.stats.heldBufs.Load() < int64(l.cfg.RecvBuffers/2)
 }
 
 // nextSend takes the oldest queued output for sending: a held buffer, or
@@ -103,7 +102,6 @@ func (l *Loop) nextSend(c *Conn) bool {
 func (l *Loop) releaseSending(c *Conn) {
 	if c.sendHeld {
 		l.be.recycle(c.sendBid)
-		l.heldBufs--
 		l.stats.heldBufs.Add(-1)
 		c.sendHeld = false
 	} else if c.sending != nil {
@@ -116,7 +114,6 @@ func (l *Loop) releaseSending(c *Conn) {
 func (l *Loop) dropHeld(c *Conn) {
 	for i, h := range c.held {
 		l.be.recycle(h.bid)
-		l.heldBufs--
 		l.stats.heldBufs.Add(-1)
 		c.held[i] = heldBuf{}
 	}

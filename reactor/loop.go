@@ -51,14 +51,14 @@ type Loop struct {
 	cache *bufpool.Cache
 	pipes []spipe // empty splice pipes kept for reuse
 	// chunk is the io_uring receive buffer being presented to conn's
-	// OnData (ForwardTo may keep it: kept); heldBufs counts the receive
-	// buffers kept by ForwardTo and not yet recycled.
+	// OnData (ForwardTo may keep it: kept). The receive buffers kept and
+	// not yet recycled are counted in stats.heldBufs, which ForwardTo also
+	// reads for its per-loop bound.
 	chunk struct {
 		conn *Conn
 		bid  uint16
 		kept bool
 	}
-	heldBufs int
 	more     bool // work is known to be pending: poll without blocking
 	stopping bool
 	stopped  chan struct{}

@@ -122,22 +122,6 @@ func (q *lockedQueue) popBatch(dst []task, max int) []task {
 	return dst
 }
 
-// popHalf appends half of the queue (rounded up, at most max) to dst.
-func (q *lockedQueue) popHalf(dst []task, max int) []task {
-	if q.n.Load() == 0 {
-		return dst
-	}
-	q.mu.Lock()
-	n := min(q.ring.len()-q.ring.len()/2, max)
-	for ; n > 0; n-- {
-		t, _ := q.ring.pop()
-		dst = append(dst, t)
-	}
-	q.n.Store(int64(q.ring.len()))
-	q.mu.Unlock()
-	return dst
-}
-
 // noteSize records, with q.mu held, that the buffer has grown large.
 func (q *lockedQueue) noteSize() {
 	if len(q.ring.buf) > shrinkAbove && !q.big.Load() {

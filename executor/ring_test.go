@@ -70,8 +70,11 @@ func TestRingFIFOFullHalfClose(t *testing.T) {
 	} else {
 		tk.fn()
 	}
-	if !r.closeIfEmpty() || !r.closeIfEmpty() {
+	if !r.closeIfEmpty() {
 		t.Fatal("closeIfEmpty did not close an empty ring")
+	}
+	if !r.closeIfEmpty() {
+		t.Fatal("closeIfEmpty on a ring already closed and empty reported false")
 	}
 	if res := r.push(ringTask(&got, -1)); res != pushClosed {
 		t.Fatalf("push after close = %v, want pushClosed", res)

@@ -19,10 +19,8 @@ import (
 	"github.com/veloq/veloq/reactor"
 )
 
-// backends and forEachBackend: every behaviour test runs over both
-// backends from one shared table.
-var backends = backendtest.All
-
+// forEachBackend: every behaviour test runs over both backends from one
+// shared table.
 func forEachBackend(t *testing.T, f func(t *testing.T, b reactor.Backend)) {
 	t.Helper()
 	backendtest.Run(t, f)

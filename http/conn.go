@@ -18,6 +18,7 @@ const (
 	phaseStdBody               // a FromStd handler runs; its body streams to it
 	phaseBusy                  // a handler runs off the loop; input waits
 	phaseDraining              // closing after an answer; input is discarded
+	phaseHijacked              // handed to another handler by Hijack
 )
 
 // longPoll is how often a connection's timer looks at it when no deadline
@@ -303,10 +304,38 @@ func (cs *conn) serve(req *Request, head []byte, consume int) bool {
 		cs.fail(StatusInternalServerError)
 		return false
 	}
+	if h := w.hijack; h != nil {
+		w.hijack = nil
+		cs.writeResponse(&w.resp, req)
+		cs.c.Discard(consume)
+		cs.endBody()
+		cs.handOver(h)
+		return false
+	}
 	cs.writeResponse(&w.resp, req)
 	cs.c.Discard(consume)
 	cs.endBody()
 	return cs.afterResponse(&w.resp)
+}
+
+// handOver gives the connection to h after a Hijack: the server forgets
+// it (its list, count and timer) and h gets OnOpen, then whatever input
+// followed the request.
+func (cs *conn) handOver(h vnet.Handler) {
+	ls := cs.ls
+	ls.st.requests.Add(1)
+	ls.st.hijacked.Add(1)
+	ls.conns.remove(cs)
+	cs.srv.active.Add(-1)
+	cs.timer.Stop()
+	cs.phase = phaseHijacked
+	c := cs.c
+	c.SetContext(nil)
+	c.SetHandler(h)
+	h.OnOpen(c)
+	if !c.Closed() && c.Buffered() > 0 {
+		h.OnData(c)
+	}
 }
 
 func (cs *conn) callHandler(w *ResponseWriter, req *Request) {

@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
 
@@ -40,12 +41,36 @@ type ResponseWriter struct {
 	panicked bool
 	off      bool // running on a pool worker
 	raddr    net.Addr
+	hijack   vnet.Handler // set by Hijack: who gets the connection next
 }
 
 func (w *ResponseWriter) reset(cs *conn, req *Request, head, body []byte) {
 	w.resp.Reset(body)
 	w.cs, w.head = cs, head
-	w.job, w.panicked = nil, false
+	w.job, w.panicked, w.hijack = nil, false, nil
+}
+
+// Hijack takes the connection away from the HTTP server once the handler
+// returns: the response written so far is sent first (typically a
+// 101 Switching Protocols head, written without a body), then h receives
+// the connection as a TCP handler would. h.OnOpen runs at once, followed by
+// h.OnData if the client sent bytes after the request; every later event
+// (OnData, OnEOF when h implements it, OnClose) goes to h, and the server's
+// timeouts, limits and connection count no longer apply to it. The
+// connection context (Conn.Context) is h's to set.
+//
+// Only a handler running inline on the loop can hijack; an offloaded one
+// gets [ErrHijackUnavailable]. A hijacked connection is still closed when
+// its loops stop (Server.Shutdown's context ending, or Server.Close).
+func (w *ResponseWriter) Hijack(h vnet.Handler) error {
+	if h == nil {
+		return errors.New("http: Hijack with a nil handler")
+	}
+	if w.off || w.cs == nil {
+		return ErrHijackUnavailable
+	}
+	w.hijack = h
+	return nil
 }
 
 // Header returns the response fields for the handler to fill. Framing

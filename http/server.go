@@ -17,6 +17,10 @@ var ErrServerClosed = errors.New("http: server closed")
 // than the write timeout.
 var ErrWriteTimeout = errors.New("http: write timeout")
 
+// ErrHijackUnavailable is returned by ResponseWriter.Hijack when the
+// handler does not run on the connection's loop (an offloaded handler).
+var ErrHijackUnavailable = errors.New("http: Hijack is only available to handlers running on the loop")
+
 // A Server serves HTTP/1.1 on veloq's reactor loops. Each connection
 // belongs to one loop; a [Handler] runs inline on that loop unless it is
 // offloaded (see [Offloaded], [WithOffload], [FromStd]).
@@ -160,6 +164,7 @@ type Stats struct {
 	ProtoErrors uint64 // requests rejected by the parser
 	Panics      uint64 // handler panics
 	Timeouts    uint64 // connections closed by a timeout
+	Hijacked    uint64 // connections handed to another handler by Hijack
 }
 
 // Stats returns the server's counters.
@@ -176,6 +181,7 @@ func (s *Server) Stats() Stats {
 		st.ProtoErrors += ls.st.protoErrors.Load()
 		st.Panics += ls.st.panics.Load()
 		st.Timeouts += ls.st.timeouts.Load()
+		st.Hijacked += ls.st.hijacked.Load()
 	}
 	return st
 }
@@ -184,7 +190,7 @@ func (s *Server) Stats() Stats {
 // Stats from any goroutine.
 type loopStats struct {
 	accepted, rejected, requests, offloaded atomic.Uint64
-	protoErrors, panics, timeouts           atomic.Uint64
+	protoErrors, panics, timeouts, hijacked atomic.Uint64
 }
 
 // loopState is what the connections of one loop share. Only that loop

@@ -115,6 +115,17 @@ func (c *Conn) Context() any { return c.ctx }
 // SetContext stores a per-connection value for the handler.
 func (c *Conn) SetContext(v any) { c.ctx = v }
 
+// SetHandler hands the connection to h: every event after the current
+// callback (OnData, OnEOF, OnClose) goes to h instead of the handler it had.
+// It does not call h.OnOpen; a protocol that takes a connection over (an
+// HTTP server upgrading to WebSocket) calls what it needs itself.
+func (c *Conn) SetHandler(h Handler) {
+	if h == nil {
+		panic("reactor: SetHandler(nil)")
+	}
+	c.h = h
+}
+
 // LocalAddr returns the local address (looked up on first use).
 func (c *Conn) LocalAddr() net.Addr {
 	if c.laddr == nil && c.state != connClosed {

@@ -5,52 +5,97 @@ import (
 	"sync"
 	"time"
 
-	"github.com/veloq/veloq/internal/sock"
+	"golang.org/x/sys/unix"
 )
 
-// backend is the I/O half of a loop. Every method runs on the loop's
-// goroutine except wake.
+// The boundary between a loop and its I/O backend runs one way at a time:
+// the loop asks the backend to do things (backend), and the backend reports
+// what happened (sink). A backend knows connections only by their slot in
+// the loop's table, the fd the loop gave it and the output queue it reads
+// from; it keeps its own per-slot record of the operations it has in the
+// kernel and never touches a Conn. The loop, in turn, never sees a
+// completion, an epoll event or a buffer-ring index except through a
+// report. This is the shape of Go's runtime/netpoll.go platform contract:
+// a few calls in, readiness (here: results) out.
+//
+// Both directions run on the loop's goroutine, except wake.
+
+// backend is the I/O half of a loop.
 type backend interface {
 	// poll submits pending work, waits up to timeout (0: not at all, <0:
-	// until something happens) and dispatches up to Budget events; it sets
-	// l.more when it left events for the next iteration.
-	poll(timeout time.Duration) error
+	// until something happens) and reports up to Config.Budget events to
+	// the sink. more says it left events for the next call.
+	poll(timeout time.Duration) (more bool, err error)
 	// wake interrupts a blocked poll. Safe from any goroutine.
 	wake()
-	addListener(ln *listener) error
-	// closeListener stops accepting; it calls l.listenerClosed when done.
-	closeListener(ln *listener)
-	// addConn starts reading an accepted connection.
-	addConn(c *Conn) error
-	// connect starts an outbound connect; l.connected reports the outcome.
-	connect(c *Conn, a sock.Addr) error
-	// startRead starts reading a connection whose connect completed.
-	startRead(c *Conn) error
-	// flush starts sending c's pending output.
-	flush(c *Conn)
-	pauseRead(c *Conn)
-	resumeRead(c *Conn)
-	// readStopped reports whether no receive of c's is in flight after
-	// pauseRead (io_uring: the cancelled multishot recv has completed).
-	readStopped(c *Conn) bool
-	// recycle returns io_uring provided buffer bid, kept by ForwardTo and
-	// now sent or dropped, to the buffer ring (epoll never keeps one).
+
+	// listen starts (or, after an accept failure, restarts) accepting on
+	// listener idx; each connection is reported with accepted.
+	listen(idx uint32, fd int) error
+	// unlisten stops accepting; listenerClosed reports when the kernel
+	// holds no accept for it. The loop closes the fd then.
+	unlisten(idx uint32)
+
+	// open registers connection slot (socket fd, output queue q). With a
+	// non-nil dial it first connects to dial and reports connected. No
+	// input is read until setReading(slot, true).
+	open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr) error
+	// setReading starts or stops receiving input for slot. Stopping is
+	// prompt: at most the input the kernel had already delivered before
+	// the call is still reported.
+	setReading(slot uint32, on bool)
+	// send asks the backend to send what q holds; progress is reported
+	// with sent (or failed). A call while a send is in flight is a no-op:
+	// the backend goes on with the queue after the completion's report.
+	send(slot uint32)
+	// watch asks for (on) or withdraws (off) readiness reports for slot's
+	// input (out false) or output (out true), for splicing. An input watch
+	// begins only once a receive stopped by setReading has ended, so no
+	// input is reported after the first ready.
+	watch(slot uint32, out, on bool)
+	// recycle returns receive buffer bid, kept by the loop from an input
+	// report (in-place forwarding), to the backend.
 	recycle(bid uint16)
-	// spliceArm starts readiness reports for s.src (l.pump on input).
-	spliceArm(s *splice)
-	// spliceWaitOut asks for l.pump once s.dst is writable again.
-	spliceWaitOut(s *splice)
-	// spliceStop withdraws s's readiness requests.
-	spliceStop(s *splice)
-	// closeConn stops all I/O on c and calls l.finalize once the kernel
-	// holds nothing of it.
-	closeConn(c *Conn)
-	close() error
+	// close stops every operation of slot; released reports when the
+	// kernel holds nothing of it any more and the fd is closed.
+	close(slot uint32)
+	// shutdown releases the backend. The loop calls it last.
+	shutdown() error
 }
 
-// Completion user_data / epoll token layout: op in the top 8 bits, the
-// slot's generation in the next 24, the slot in the low 32. No pointer is
-// ever stored, so the kernel never holds a Go pointer.
+// sink receives a backend's reports; the loop is the only implementation.
+// A report may re-enter the backend (a handler writes, closes, pauses).
+type sink interface {
+	// accepted: listener idx accepted fd, now the loop's.
+	accepted(idx uint32, fd int)
+	// acceptFailed: listener idx failed to accept. retry false means the
+	// error is transient and accepting goes on; true means the loop backs
+	// off and will call listen again, so the backend stops accepting.
+	acceptFailed(idx uint32, err error) (backOff bool)
+	// listenerClosed: the kernel holds no accept for listener idx.
+	listenerClosed(idx uint32)
+	// connected: an outbound connect finished (err nil) or failed.
+	connected(slot uint32, err error)
+	// input: b arrived for slot. bid >= 0 names the receive buffer b lies
+	// in; kept true means the loop keeps that buffer (it calls recycle
+	// later). b is only valid during the call otherwise.
+	input(slot uint32, b []byte, bid int32) (kept bool)
+	// eof: the peer sent FIN; no more input follows.
+	eof(slot uint32)
+	// sent: n bytes at the head of the output queue reached the kernel.
+	sent(slot uint32, n int)
+	// failed: an I/O error on slot; the connection cannot go on.
+	failed(slot uint32, err error)
+	// ready: slot's input (out false) or output (out true) is ready, for a
+	// watch.
+	ready(slot uint32, out bool)
+	// released: the kernel holds nothing of slot; its fd is closed.
+	released(slot uint32)
+}
+
+// Completion user_data / epoll token layout: op in the top 8 bits, a
+// generation in the next 24, the slot in the low 32. No pointer is ever
+// stored, so the kernel never holds a Go pointer.
 const (
 	opWake uint64 = iota + 1
 	opAccept
@@ -58,8 +103,8 @@ const (
 	opSend
 	opConnect
 	opCancel
-	opSplicePoll // io_uring: multishot POLLIN on a splice's source
-	opSpliceOut  // io_uring: one-shot POLLOUT on a splice's destination
+	opPollIn  // io_uring: multishot POLLIN for an input watch
+	opPollOut // io_uring: one-shot POLLOUT for an output watch
 )
 
 func token(op uint64, slot, gen uint32) uint64 {
@@ -69,8 +114,6 @@ func token(op uint64, slot, gen uint32) uint64 {
 func untoken(t uint64) (op uint64, slot, gen uint32) {
 	return t >> 56, uint32(t), uint32(t>>32) & 0xffffff
 }
-
-func (c *Conn) token(op uint64) uint64 { return token(op, c.slot, c.gen) }
 
 // uringProbe caches the io_uring probe: the answer does not change while the
 // process runs, and "auto" must log its fallback reason only once.
@@ -89,26 +132,26 @@ func ProbeUring() error {
 func newBackend(l *Loop) (backend, Backend, error) {
 	switch l.cfg.Backend {
 	case BackendUring:
-		b, err := newUringBackend(l)
+		b, err := newUringBackend(&l.cfg, l, l.log)
 		if err != nil {
 			return nil, "", fmt.Errorf("reactor: loop %d: io_uring backend: %w", l.id, err)
 		}
 		return b, BackendUring, nil
 	case BackendEpoll:
-		b, err := newEpollBackend(l)
+		b, err := newEpollBackend(&l.cfg, l)
 		if err != nil {
 			return nil, "", fmt.Errorf("reactor: loop %d: epoll backend: %w", l.id, err)
 		}
 		return b, BackendEpoll, nil
 	}
 	if err := ProbeUring(); err == nil {
-		if b, err := newUringBackend(l); err == nil {
+		if b, err := newUringBackend(&l.cfg, l, l.log); err == nil {
 			return b, BackendUring, nil
 		} else {
 			l.log.Warn("veloq: io_uring setup failed; using epoll", "reason", err)
 		}
 	}
-	b, err := newEpollBackend(l)
+	b, err := newEpollBackend(&l.cfg, l)
 	if err != nil {
 		return nil, "", fmt.Errorf("reactor: loop %d: epoll backend: %w", l.id, err)
 	}

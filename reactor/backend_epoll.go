@@ -13,19 +13,52 @@ import (
 
 // epollBackend drives sockets with edge-triggered epoll: every connection
 // is registered once for In|Out|RDHup, reads go until EAGAIN (bounded per
-// event for fairness) and writes go straight from the connection's output
-// buffer with write(2).
+// event for fairness) into one loop-wide buffer, and writes go straight
+// from the output queue with write(2). The epoll package owns the waker
+// (an eventfd in the same epoll set).
 type epollBackend struct {
-	l       *Loop
+	ev      sink
 	p       *epoll.Poller
 	events  []epoll.Event
 	readBuf []byte
-	// retry holds connections (and listeners) whose read or accept stopped
-	// before EAGAIN, to be continued next iteration: with edge triggering
-	// no further event would announce what is already there.
-	retryRead   []*Conn
-	retryAccept []*listener
+	conns   []econn
+	lns     []elisten
+	// Work that no new edge will announce, continued on the next poll:
+	// reads and accepts stopped before EAGAIN, reading switched on with
+	// input possibly already there, and input watches just begun.
+	retry []eretry
 }
+
+// econn is the backend's record of one connection slot.
+type econn struct {
+	fd         int
+	gen        uint32
+	q          *outQueue
+	reading    bool
+	connecting bool
+	eof        bool
+	waitOut    bool // a write hit EAGAIN: the Out edge continues it
+	watchIn    bool // input is reported as readiness, not read
+	watchOut   bool
+}
+
+type elisten struct {
+	fd      int
+	gen     uint32
+	added   bool // in the epoll set
+	backOff bool
+}
+
+type eretry struct {
+	slot, gen uint32
+	what      uint8
+}
+
+const (
+	retryRead uint8 = iota
+	retryAccept
+	retryWatch
+)
 
 const (
 	connEvents   = epoll.In | epoll.Out | epoll.RDHup | epoll.EdgeTriggered
@@ -33,173 +66,202 @@ const (
 	maxAccepts   = 64
 )
 
-func newEpollBackend(l *Loop) (*epollBackend, error) {
+func newEpollBackend(cfg *Config, ev sink) (*epollBackend, error) {
 	p, err := epoll.New()
 	if err != nil {
 		return nil, err
 	}
 	return &epollBackend{
-		l: l, p: p,
-		events:  make([]epoll.Event, l.cfg.Budget),
+		ev: ev, p: p,
+		events:  make([]epoll.Event, cfg.Budget),
 		readBuf: make([]byte, 64<<10),
 	}, nil
 }
 
 func (b *epollBackend) wake() { _ = b.p.Wake() }
 
-func (b *epollBackend) poll(timeout time.Duration) error {
-	l := b.l
-	if len(b.retryRead) > 0 || len(b.retryAccept) > 0 {
+func (b *epollBackend) conn(slot, gen uint32) *econn {
+	if int(slot) >= len(b.conns) {
+		return nil
+	}
+	e := &b.conns[slot]
+	if e.gen != gen || e.fd < 0 {
+		return nil
+	}
+	return e
+}
+
+func (b *epollBackend) poll(timeout time.Duration) (bool, error) {
+	if len(b.retry) > 0 {
 		timeout = 0
 		b.runRetries()
 	}
 	n, err := b.p.Wait(b.events, timeout)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if n > 0 {
-		l.now = l.clock() // the wait may have been long: handlers stamp activity with it
-	}
-	l.stats.completions.Add(uint64(n))
 	for i := 0; i < n; i++ {
 		ev := b.events[i]
 		op, slot, gen := untoken(ev.Data)
 		if op == opAccept {
-			if int(slot) < len(l.listeners) && l.listeners[slot] != nil && l.listeners[slot].gen == gen {
-				b.accept(l.listeners[slot])
+			if int(slot) < len(b.lns) && b.lns[slot].gen&0xffffff == gen && b.lns[slot].added {
+				b.accept(slot)
 			}
 			continue
 		}
-		c := l.lookup(slot, gen)
-		if c == nil {
-			continue
-		}
-		b.event(c, ev.Events)
+		b.event(slot, gen, ev.Events)
 	}
-	if n == len(b.events) || len(b.retryRead) > 0 || len(b.retryAccept) > 0 {
-		l.more = true
-	}
-	return nil
+	return n == len(b.events) || len(b.retry) > 0, nil
 }
 
 func (b *epollBackend) runRetries() {
-	reads, accepts := b.retryRead, b.retryAccept
-	b.retryRead, b.retryAccept = nil, nil
-	for _, c := range reads {
-		if c.state == connOpen && !c.paused {
-			b.read(c, true)
-		}
-	}
-	for _, ln := range accepts {
-		if !ln.closing {
-			b.accept(ln)
+	work := b.retry
+	b.retry = nil
+	for _, r := range work {
+		switch r.what {
+		case retryAccept:
+			if int(r.slot) < len(b.lns) && b.lns[r.slot].gen == r.gen && b.lns[r.slot].added {
+				b.accept(r.slot)
+			}
+		case retryRead:
+			if e := b.conn(r.slot, r.gen); e != nil && e.reading && !e.watchIn {
+				b.read(r.slot, true)
+			}
+		case retryWatch:
+			if e := b.conn(r.slot, r.gen); e != nil && e.watchIn {
+				b.ev.ready(r.slot, false)
+			}
 		}
 	}
 }
 
-func (b *epollBackend) event(c *Conn, ev uint32) {
-	l := b.l
-	if c.connecting {
-		if ev&(epoll.Out|epoll.Err|epoll.Hup) != 0 {
-			l.connected(c, sock.SoError(c.fd))
+func (b *epollBackend) event(slot, gen uint32, ev uint32) {
+	e := b.conn(slot, gen)
+	if e == nil {
+		return
+	}
+	const inEv, outEv = epoll.In | epoll.RDHup | epoll.Err | epoll.Hup, epoll.Out | epoll.Err | epoll.Hup
+	if e.connecting {
+		if ev&outEv != 0 {
+			e.connecting = false
+			b.ev.connected(slot, sock.SoError(e.fd))
 		}
 		return
 	}
-	if s := c.spliceSrc; s != nil && ev&(epoll.In|epoll.RDHup|epoll.Err|epoll.Hup) != 0 {
-		l.pump(s) // the splice reads this connection (splice.go)
-	}
-	if s := c.spliceDst; s != nil && s.waitOut && ev&(epoll.Out|epoll.Err|epoll.Hup) != 0 {
-		s.waitOut = false
-		l.pump(s)
-	}
-	if ev&(epoll.In|epoll.RDHup|epoll.Err|epoll.Hup) != 0 {
-		if !(c.state == connOpen && c.paused) { // paused: resumeRead retries the read
+	// Each report may close or reopen the slot: look the record up again
+	// after every one.
+	if ev&inEv != 0 {
+		switch {
+		case e.watchIn:
+			b.ev.ready(slot, false)
+		case e.reading:
 			// A FIN that arrived with the data raises no edge of its own:
 			// with RDHup/Hup set, read on past a short read to find it.
-			b.read(c, ev&(epoll.RDHup|epoll.Hup|epoll.Err) != 0)
+			b.read(slot, ev&(epoll.RDHup|epoll.Hup|epoll.Err) != 0)
+		}
+		// Not reading: setReading(true) retries the read, since the edge
+		// is spent.
+	}
+	if e = b.conn(slot, gen); e == nil || ev&outEv == 0 {
+		return
+	}
+	if e.watchOut {
+		e.watchOut = false
+		b.ev.ready(slot, true)
+		if e = b.conn(slot, gen); e == nil {
+			return
 		}
 	}
-	if ev&epoll.Out != 0 && c.state != connClosed && c.state != connTearingDown && c.pendingOut() > 0 {
-		b.flush(c)
-		l.afterWrite(c)
+	if e.waitOut {
+		e.waitOut = false
+		b.send(slot)
 	}
 }
 
-// read drains the socket into the loop's read buffer, handing each chunk
-// to the handler.
-func (b *epollBackend) read(c *Conn, toEOF bool) {
-	l := b.l
+// read drains the socket into the read buffer, reporting each chunk.
+func (b *epollBackend) read(slot uint32, toEOF bool) {
+	gen := b.conns[slot].gen
 	for i := 0; ; i++ {
-		if c.state != connOpen || c.paused || c.eof {
+		e := b.conn(slot, gen)
+		if e == nil || !e.reading || e.eof || e.watchIn {
 			return
 		}
 		if i == maxReadsOnce {
-			b.retryRead = append(b.retryRead, c)
+			b.retry = append(b.retry, eretry{slot, gen, retryRead})
 			return
 		}
-		n, err := unix.Read(c.fd, b.readBuf)
+		n, err := unix.Read(e.fd, b.readBuf)
 		switch {
 		case err == unix.EAGAIN:
 			return
 		case err == unix.EINTR:
 			continue
 		case err != nil:
-			l.abort(c, os.NewSyscallError("read", err))
+			b.ev.failed(slot, os.NewSyscallError("read", err))
 			return
 		case n == 0:
-			l.onEOF(c)
+			e.eof = true
+			b.ev.eof(slot)
 			return
 		}
-		l.onData(c, b.readBuf[:n])
+		b.ev.input(slot, b.readBuf[:n], -1)
 		if n < len(b.readBuf) && !toEOF {
 			return // drained; a later arrival raises a new edge
 		}
 	}
 }
 
-// flush writes sending, then whatever was queued in out meanwhile. Both
-// can be non-empty here: when an Out edge resumes a write that stopped on
-// EAGAIN, handlers may have queued more output in between, and its dirty
-// mark was spent on the flush that hit EAGAIN.
-func (b *epollBackend) flush(c *Conn) {
-	l := b.l
+// send writes the output queue until it is empty or the socket is full;
+// then the Out edge continues.
+func (b *epollBackend) send(slot uint32) {
+	gen := b.conns[slot].gen
 	for {
-		if c.sending == nil && !l.nextSend(c) {
+		e := b.conn(slot, gen)
+		if e == nil || e.waitOut || e.connecting {
 			return
 		}
-		for c.sendOff < len(c.sending) {
-			n, err := unix.Write(c.fd, c.sending[c.sendOff:])
-			if err == unix.EINTR {
-				continue
-			}
-			if err == unix.EAGAIN {
-				return // an Out edge continues
-			}
-			if err != nil {
-				l.abort(c, os.NewSyscallError("write", err))
-				return
-			}
-			c.sendOff += n
-			c.lastActive = l.now
-			l.stats.bytesOut.Add(uint64(n))
+		p := e.q.peek()
+		if len(p) == 0 {
+			return
 		}
-		l.releaseSending(c)
+		n, err := unix.Write(e.fd, p)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			e.waitOut = true
+			return
+		case err != nil:
+			b.ev.failed(slot, os.NewSyscallError("write", err))
+			return
+		}
+		b.ev.sent(slot, n)
 	}
 }
 
-func (b *epollBackend) addListener(ln *listener) error {
-	ln.gen++
-	if err := b.p.Add(ln.fd, epoll.In|epoll.EdgeTriggered, token(opAccept, ln.idx, ln.gen&0xffffff)); err != nil {
-		return err
+func (b *epollBackend) listen(idx uint32, fd int) error {
+	for int(idx) >= len(b.lns) {
+		b.lns = append(b.lns, elisten{fd: -1})
 	}
-	b.accept(ln) // connections may already wait in the backlog
+	ln := &b.lns[idx]
+	if ln.fd != fd {
+		*ln = elisten{fd: fd, gen: (ln.gen + 1) & 0xffffff}
+	}
+	ln.backOff = false
+	if !ln.added {
+		if err := b.p.Add(fd, epoll.In|epoll.EdgeTriggered, token(opAccept, idx, ln.gen)); err != nil {
+			return err
+		}
+		ln.added = true
+	}
+	b.accept(idx) // connections may already wait in the backlog
 	return nil
 }
 
-func (b *epollBackend) accept(ln *listener) {
-	l := b.l
+func (b *epollBackend) accept(idx uint32) {
 	for i := 0; i < maxAccepts; i++ {
-		if ln.closing {
+		ln := &b.lns[idx]
+		if !ln.added || ln.backOff {
 			return
 		}
 		fd, _, err := unix.Accept4(ln.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
@@ -207,65 +269,86 @@ func (b *epollBackend) accept(ln *listener) {
 			if err == unix.EAGAIN {
 				return
 			}
-			if l.acceptFailed(ln, os.NewSyscallError("accept4", err), func() { b.accept(ln) }) {
+			if b.ev.acceptFailed(idx, os.NewSyscallError("accept4", err)) {
+				b.lns[idx].backOff = true // listen restarts it
 				return
 			}
 			continue
 		}
-		l.onAccept(ln, fd)
+		b.ev.accepted(idx, fd)
 	}
-	b.retryAccept = append(b.retryAccept, ln)
+	b.retry = append(b.retry, eretry{idx, b.lns[idx].gen, retryAccept})
 }
 
-func (b *epollBackend) closeListener(ln *listener) {
-	_ = b.p.Del(ln.fd)
-	b.l.listenerClosed(ln)
-}
-
-func (b *epollBackend) addConn(c *Conn) error {
-	return b.p.Add(c.fd, connEvents, c.token(opRecv))
-}
-
-func (b *epollBackend) connect(c *Conn, a sock.Addr) error {
-	err := unix.Connect(c.fd, a.SA)
-	if err != nil && !errors.Is(err, unix.EINPROGRESS) {
-		return os.NewSyscallError("connect", err)
+func (b *epollBackend) unlisten(idx uint32) {
+	ln := &b.lns[idx]
+	if ln.added {
+		_ = b.p.Del(ln.fd)
 	}
-	// Registered for Out either way: a connect that finished at once
-	// reports writability on the first wait, so OnOpen never runs inside
-	// Dial.
-	return b.p.Add(c.fd, connEvents, c.token(opRecv))
+	*ln = elisten{fd: -1, gen: ln.gen}
+	b.ev.listenerClosed(idx)
 }
 
-func (b *epollBackend) startRead(c *Conn) error {
-	// Data may have arrived with the connect; its edge was consumed while
-	// connecting.
-	b.retryRead = append(b.retryRead, c)
+func (b *epollBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr) error {
+	for int(slot) >= len(b.conns) {
+		b.conns = append(b.conns, econn{fd: -1})
+	}
+	e := &b.conns[slot]
+	*e = econn{fd: fd, gen: (e.gen + 1) & 0xffffff, q: q}
+	if dial != nil {
+		err := unix.Connect(fd, dial)
+		if err != nil && !errors.Is(err, unix.EINPROGRESS) {
+			e.fd = -1
+			return os.NewSyscallError("connect", err)
+		}
+		// Registered for Out either way: a connect that finished at once
+		// reports writability on the first wait, so the connected report
+		// never comes from inside Dial.
+		e.connecting = true
+	}
+	if err := b.p.Add(fd, connEvents, token(opRecv, slot, e.gen)); err != nil {
+		e.fd = -1
+		return err
+	}
 	return nil
 }
 
-func (b *epollBackend) pauseRead(c *Conn) {}
-
-func (b *epollBackend) resumeRead(c *Conn) {
-	// Edges seen while paused were not acted on, and data that arrived
-	// before the pause raised no new edge: try a read now.
-	b.retryRead = append(b.retryRead, c)
+func (b *epollBackend) setReading(slot uint32, on bool) {
+	e := &b.conns[slot]
+	if on && !e.reading {
+		// Edges seen while not reading were not acted on, and input that
+		// arrived before raises no new edge: try a read now.
+		b.retry = append(b.retry, eretry{slot, e.gen, retryRead})
+	}
+	e.reading = on
 }
 
-func (b *epollBackend) readStopped(c *Conn) bool { return true }
+// watch needs no kernel request: every connection is registered for In
+// and Out edges, and event routes them to ready reports. An input watch
+// reports once at the start, since input may wait without a new edge.
+func (b *epollBackend) watch(slot uint32, out, on bool) {
+	e := &b.conns[slot]
+	if out {
+		e.watchOut = on
+		return
+	}
+	if on && !e.watchIn {
+		b.retry = append(b.retry, eretry{slot, e.gen, retryWatch})
+	}
+	e.watchIn = on
+}
 
 func (b *epollBackend) recycle(uint16) {} // epoll reads into one buffer: nothing is kept
 
-// Splices need nothing more: every connection is registered for In and
-// Out edges, and event routes them to the pump.
-func (b *epollBackend) spliceArm(s *splice)     {}
-func (b *epollBackend) spliceWaitOut(s *splice) {}
-func (b *epollBackend) spliceStop(s *splice)    {}
-
-func (b *epollBackend) closeConn(c *Conn) {
+func (b *epollBackend) close(slot uint32) {
+	e := &b.conns[slot]
+	if e.fd < 0 {
+		return
+	}
 	// close(2) removes the fd from the epoll set.
-	unix.Close(c.fd)
-	b.l.finalize(c)
+	unix.Close(e.fd)
+	e.fd, e.q = -1, nil
+	b.ev.released(slot)
 }
 
-func (b *epollBackend) close() error { return b.p.Close() }
+func (b *epollBackend) shutdown() error { return b.p.Close() }

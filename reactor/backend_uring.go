@@ -3,6 +3,7 @@ package reactor
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime"
 	"syscall"
@@ -16,26 +17,55 @@ import (
 )
 
 // uringBackend drives sockets with io_uring: one multishot accept per
-// listener, one multishot recv per connection selecting buffers from the
-// loop's provided-buffer ring, at most one send in flight per connection,
-// and an eventfd read that a poster completes to wake the loop.
+// listener, one multishot recv per reading connection selecting buffers
+// from the loop's provided-buffer ring, at most one send in flight per
+// connection, and a uring.Waker whose eventfd read a poster completes.
 //
-// A connection's operations are counted in Conn.pendingOps. Closing
-// cancels them all (ASYNC_CANCEL_FD|ALL) and waits for their last CQE
-// before closing the fd and releasing buffers, so the kernel never writes
-// into memory the loop has given back.
+// Each connection has a record here (uconn, indexed by slot) counting the
+// operations the kernel holds for it. Closing cancels them all
+// (ASYNC_CANCEL_FD|ALL) and waits for their last CQE before closing the fd
+// and reporting the slot released, so the kernel never writes into memory
+// the loop has given back.
 type uringBackend struct {
-	l     *Loop
+	ev    sink
+	log   *slog.Logger
 	ring  *uring.Ring
 	br    *uring.BufRing
 	arena *bufpool.Arena
 	cqes  []*uring.CQE
+	waker *uring.Waker
 
-	wakeFd    int
-	wakeBuf   []byte // heap: the pending eventfd read writes here
-	one       []byte // 1 as a little-endian uint64, written by wake
-	wakeArmed bool
-	closing   bool
+	conns   []uconn
+	lns     []ulisten
+	closing bool
+}
+
+// uconn is the backend's record of one connection slot.
+type uconn struct {
+	fd         int
+	gen        uint32 // bumped by open; carried in every token
+	q          *outQueue
+	ops        int  // operations the kernel holds
+	sending    int  // bytes of the send in flight; 0: none
+	recv       bool // multishot recv armed
+	recvCancel bool // and its cancel submitted
+	reading    bool // the loop wants input
+	eof        bool
+	connecting bool
+	watchIn    bool // input watch wanted: POLLIN armed once recv has ended
+	pollIn     bool // multishot POLLIN armed
+	pollOut    bool // one-shot POLLOUT armed
+	closing    bool
+	sa         *unix.RawSockaddrAny // read by the kernel until connect's CQE
+}
+
+// ulisten is the backend's record of one listener.
+type ulisten struct {
+	fd      int
+	gen     uint32
+	armed   bool // multishot accept in flight
+	backOff bool // the loop asked for a pause after an accept error
+	closing bool
 }
 
 const bufGroup = 0
@@ -47,8 +77,13 @@ var requiredOps = []struct {
 }{
 	{uring.OpAccept, "ACCEPT"}, {uring.OpRecv, "RECV"}, {uring.OpSend, "SEND"},
 	{uring.OpRead, "READ"}, {uring.OpAsyncCancel, "ASYNC_CANCEL"}, {uring.OpConnect, "CONNECT"},
+	{uring.OpPollAdd, "POLL_ADD"},
 }
 
+// probeUring checks, on a throwaway ring set up like the loops' rings,
+// everything the backend needs: the setup flags, the opcodes, provided
+// buffer rings, and a real submit and wait (a NOP round trip), since a
+// seccomp filter may allow io_uring_setup and refuse io_uring_enter.
 func probeUring() error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -73,18 +108,28 @@ func probeUring() error {
 	if err != nil {
 		return fmt.Errorf("io_uring provided buffer rings unsupported: %w", err)
 	}
-	return r.FreeBufRing(br)
+	if err := r.FreeBufRing(br); err != nil {
+		return fmt.Errorf("io_uring provided buffer rings: %w", err)
+	}
+	r.GetSQE().PrepNop()
+	if _, err := r.SubmitAndWait(1); err != nil {
+		return fmt.Errorf("io_uring_enter refused: %w", err)
+	}
+	cqe, err := r.PeekCQE()
+	if err != nil || cqe == nil {
+		return fmt.Errorf("io_uring NOP did not complete: %v", err)
+	}
+	r.CQESeen(cqe)
+	return nil
 }
 
-func newUringBackend(l *Loop) (*uringBackend, error) {
-	cfg := &l.cfg
+func newUringBackend(cfg *Config, ev sink, log *slog.Logger) (*uringBackend, error) {
 	ring, err := uring.Setup(cfg.RingEntries, uring.WithCQSize(cfg.RingEntries*8),
 		uring.WithSingleIssuer(), uring.WithDeferTaskrun(), uring.WithClamp())
 	if err != nil {
 		return nil, err
 	}
-	b := &uringBackend{l: l, ring: ring, cqes: make([]*uring.CQE, cfg.Budget), wakeFd: -1,
-		wakeBuf: make([]byte, 8), one: []byte{1, 0, 0, 0, 0, 0, 0, 0}}
+	b := &uringBackend{ev: ev, log: log, ring: ring, cqes: make([]*uring.CQE, cfg.Budget)}
 	fail := func(err error) (*uringBackend, error) {
 		b.release()
 		return nil, err
@@ -99,13 +144,13 @@ func newUringBackend(l *Loop) (*uringBackend, error) {
 		b.br.Add(b.arena.Buf(i), uint16(i), i)
 	}
 	b.br.Advance(cfg.RecvBuffers)
-	if b.wakeFd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
-		return fail(os.NewSyscallError("eventfd", err))
+	if b.waker, err = uring.NewWaker(); err != nil {
+		return fail(err)
 	}
 	if err := ring.RegisterRingFd(); err != nil {
-		l.log.Debug("veloq: io_uring ring fd not registered", "err", err)
+		log.Debug("veloq: io_uring ring fd not registered", "err", err)
 	}
-	b.armWake()
+	b.waker.PrepArm(b.sqe(), token(opWake, 0, 0))
 	return b, nil
 }
 
@@ -121,17 +166,9 @@ func (b *uringBackend) sqe() *uring.SQE {
 	}
 }
 
-func (b *uringBackend) wake() { _, _ = unix.Write(b.wakeFd, b.one) }
+func (b *uringBackend) wake() { _ = b.waker.Wake() }
 
-func (b *uringBackend) armWake() {
-	s := b.sqe()
-	s.PrepRead(b.wakeFd, b.wakeBuf, 0)
-	s.SetUserData(token(opWake, 0, 0))
-	b.wakeArmed = true
-}
-
-func (b *uringBackend) poll(timeout time.Duration) error {
-	l := b.l
+func (b *uringBackend) poll(timeout time.Duration) (bool, error) {
 	var err error
 	switch {
 	case timeout < 0:
@@ -144,218 +181,223 @@ func (b *uringBackend) poll(timeout time.Duration) error {
 		_, err = b.ring.SubmitAndWaitTimeout(1, timeout)
 	}
 	if err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
-		return fmt.Errorf("io_uring_enter: %w", err)
+		return false, fmt.Errorf("io_uring_enter: %w", err)
 	}
 	n := b.ring.PeekBatchCQE(b.cqes)
-	if n == 0 {
-		return nil
-	}
-	l.now = l.clock() // the wait may have been long: handlers stamp activity with it
-	l.stats.completions.Add(uint64(n))
 	for i := 0; i < n; i++ {
-		cqe := b.cqes[i]
-		b.complete(cqe) // valid until CQAdvance below
+		b.complete(b.cqes[i]) // valid until CQAdvance below
 	}
 	b.ring.CQAdvance(uint32(n))
-	if n == len(b.cqes) {
-		l.more = true
+	return n == len(b.cqes), nil
+}
+
+// conn returns the record a completion is for, or nil when the slot has
+// been released and reopened since the operation was issued.
+func (b *uringBackend) conn(slot, gen uint32) *uconn {
+	if int(slot) >= len(b.conns) {
+		return nil
 	}
-	return nil
+	u := &b.conns[slot]
+	if u.gen&0xffffff != gen || u.fd < 0 {
+		return nil
+	}
+	return u
 }
 
 func (b *uringBackend) complete(cqe *uring.CQE) {
-	l := b.l
 	op, slot, gen := untoken(cqe.UserData)
 	switch op {
 	case opWake:
-		b.wakeArmed = false
+		b.waker.Completed()
 		if !b.closing {
-			b.armWake()
+			b.waker.PrepArm(b.sqe(), token(opWake, 0, 0))
 		}
 	case opAccept:
-		if int(slot) < len(l.listeners) {
-			if ln := l.listeners[slot]; ln != nil && ln.gen&0xffffff == gen {
-				b.accepted(ln, cqe)
-				return
-			}
-		}
-		if cqe.Res >= 0 {
-			unix.Close(int(cqe.Res)) // accepted for a listener that is gone
-		}
+		b.accepted(slot, gen, cqe)
 	case opRecv:
 		b.received(slot, gen, cqe)
 	case opSend:
-		c := l.lookup(slot, gen)
-		if c == nil {
-			return
-		}
-		c.inFlight = false
-		c.pendingOps--
-		b.sent(c, cqe.Res)
+		b.sent(slot, gen, cqe.Res)
 	case opConnect:
-		c := l.lookup(slot, gen)
-		if c == nil {
+		u := b.conn(slot, gen)
+		if u == nil {
 			return
 		}
-		c.pendingOps--
-		c.raw = nil
-		if c.state == connTearingDown {
-			b.maybeFinish(c)
+		u.ops--
+		u.sa = nil
+		if b.settle(slot, u) {
 			return
 		}
-		l.connected(c, cqe.Err())
-	case opSplicePoll:
-		c := l.lookup(slot, gen)
-		if c == nil {
+		u.connecting = false
+		b.ev.connected(slot, cqe.Err())
+	case opPollIn:
+		u := b.conn(slot, gen)
+		if u == nil {
 			return
 		}
 		if !cqe.More() {
-			c.splicePoll = false
-			c.pendingOps--
+			u.pollIn = false
+			u.ops--
 		}
-		if c.state == connTearingDown {
-			b.maybeFinish(c)
+		if b.settle(slot, u) || !u.watchIn {
 			return
 		}
-		if s := c.spliceSrc; s != nil {
-			if !c.splicePoll {
-				b.spliceArm(s) // the multishot poll ended (overflow, error)
-			}
-			l.pump(s)
+		if !u.pollIn {
+			b.armPollIn(slot, u) // the multishot poll ended (overflow, error)
 		}
-	case opSpliceOut:
-		c := l.lookup(slot, gen)
-		if c == nil {
+		b.ev.ready(slot, false)
+	case opPollOut:
+		u := b.conn(slot, gen)
+		if u == nil {
 			return
 		}
-		c.spliceOutPoll = false
-		c.pendingOps--
-		if c.state == connTearingDown {
-			b.maybeFinish(c)
+		u.pollOut = false
+		u.ops--
+		if b.settle(slot, u) {
 			return
 		}
-		if s := c.spliceDst; s != nil && s.waitOut {
-			s.waitOut = false
-			l.pump(s)
-		}
+		b.ev.ready(slot, true)
 	case opCancel:
 		// Cancel results matter only through the cancelled ops' CQEs.
 	}
 }
 
+// settle finishes a closing connection once its last operation is back,
+// and reports whether the record is closing (the completion is moot).
+func (b *uringBackend) settle(slot uint32, u *uconn) bool {
+	if !u.closing {
+		return false
+	}
+	if u.ops == 0 {
+		unix.Close(u.fd)
+		u.fd = -1
+		u.q = nil
+		b.ev.released(slot)
+	}
+	return true
+}
+
 func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
-	l := b.l
 	res := cqe.Res
 	bid, hasBuf := cqe.BufferID()
-	more := cqe.More()
-	c := l.lookup(slot, gen)
-	if c == nil {
+	u := b.conn(slot, gen)
+	if u == nil {
 		if hasBuf {
-			b.br.Recycle(b.arena.Buf(int(bid)), bid)
+			b.recycle(bid)
 		}
 		return
 	}
-	if !more {
-		c.recvArmed = false
-		c.recvCancel = false
-		c.pendingOps--
+	if !cqe.More() {
+		u.recv, u.recvCancel = false, false
+		u.ops--
 	}
 	switch {
-	case res > 0:
+	case u.closing:
 		if hasBuf {
-			// ForwardTo may keep the buffer for a send (l.chunk.kept);
-			// that send's completion recycles it.
-			l.chunk.conn, l.chunk.bid, l.chunk.kept = c, bid, false
-			l.onData(c, b.arena.Buf(int(bid))[:res])
-			l.chunk.conn = nil
-			if !l.chunk.kept {
-				b.br.Recycle(b.arena.Buf(int(bid)), bid)
-			}
+			b.recycle(bid)
+		}
+		b.settle(slot, u)
+		return
+	case res > 0:
+		if hasBuf && !b.ev.input(slot, b.arena.Buf(int(bid))[:res], int32(bid)) {
+			b.recycle(bid)
 		}
 	case res == 0:
 		if hasBuf {
-			b.br.Recycle(b.arena.Buf(int(bid)), bid)
+			b.recycle(bid)
 		}
-		if !more {
-			l.onEOF(c)
+		if !cqe.More() {
+			u.eof = true
+			b.ev.eof(slot)
 		}
 	case -res == int32(unix.ENOBUFS), -res == int32(unix.ECANCELED), -res == int32(unix.EINTR):
-		// Out of provided buffers (they come back as handlers finish) or a
-		// pause: re-armed below when reading should go on.
+		// Out of provided buffers (they come back as handlers finish) or
+		// stopped: re-armed below when reading should go on.
 	default:
-		l.abort(c, os.NewSyscallError("recv", cqe.Err()))
+		b.ev.failed(slot, os.NewSyscallError("recv", cqe.Err()))
 	}
-	if c.state == connTearingDown {
-		b.maybeFinish(c)
+	// The report may have closed, reopened or paused the slot.
+	if u = b.conn(slot, gen); u == nil || u.closing || u.recv {
 		return
 	}
-	if s := c.spliceSrc; s != nil && s.starting && !c.recvArmed && c.state == connOpen {
-		l.beginSplice(s) // the recv is over: the splice takes the socket
-	}
-	if !c.recvArmed && c.state == connOpen && !c.paused && !c.eof {
-		b.armRecv(c)
+	switch {
+	case u.reading && !u.eof:
+		b.armRecv(slot, u)
+	case u.watchIn && !u.pollIn:
+		b.armPollIn(slot, u) // the receive is over: the watch begins
 	}
 }
 
-func (b *uringBackend) sent(c *Conn, res int32) { // res: the send's CQE result
-	l := b.l
-	if c.state == connTearingDown {
-		b.maybeFinish(c)
+func (b *uringBackend) sent(slot, gen uint32, res int32) {
+	u := b.conn(slot, gen)
+	if u == nil {
+		return
+	}
+	u.sending = 0
+	u.ops--
+	if b.settle(slot, u) {
 		return
 	}
 	if res < 0 {
-		l.abort(c, os.NewSyscallError("send", syscall.Errno(-res)))
+		b.ev.failed(slot, os.NewSyscallError("send", syscall.Errno(-res)))
 		return
 	}
-	c.sendOff += int(res)
-	c.lastActive = l.now
-	l.stats.bytesOut.Add(uint64(res))
-	if c.sendOff >= len(c.sending) {
-		l.releaseSending(c)
-		l.nextSend(c)
+	b.ev.sent(slot, int(res))
+	// The queue goes on from where the kernel stopped, unless the report
+	// closed the slot or started the next send itself.
+	if u = b.conn(slot, gen); u != nil && !u.closing && u.sending == 0 && u.q.len() > 0 {
+		b.submitSend(slot, u)
 	}
-	if c.sending != nil {
-		b.submitSend(c) // a partial send continues from sendOff
-	}
-	l.afterWrite(c)
 }
 
-func (b *uringBackend) accepted(ln *listener, cqe *uring.CQE) {
-	l := b.l
+func (b *uringBackend) accepted(idx, gen uint32, cqe *uring.CQE) {
+	var ln *ulisten
+	if int(idx) < len(b.lns) && b.lns[idx].gen&0xffffff == gen {
+		ln = &b.lns[idx]
+	}
+	if ln == nil || ln.fd < 0 {
+		if cqe.Res >= 0 {
+			unix.Close(int(cqe.Res)) // accepted for a listener that is gone
+		}
+		return
+	}
 	res := cqe.Res
-	more := cqe.More()
-	if !more {
+	if !cqe.More() {
 		ln.armed = false
 	}
-	if res >= 0 {
-		l.onAccept(ln, int(res))
-	} else if -res != int32(unix.ECANCELED) && !ln.closing {
-		if l.acceptFailed(ln, os.NewSyscallError("accept", cqe.Err()), func() {
-			if !ln.armed {
-				b.armAccept(ln)
-			}
-		}) {
-			if ln.armed { // stop a still-armed multishot until the retry
-				b.cancel(token(opAccept, ln.idx, ln.gen&0xffffff))
+	switch {
+	case ln.closing:
+		if res >= 0 {
+			unix.Close(int(res))
+		}
+		if !ln.armed {
+			ln.fd = -1
+			b.ev.listenerClosed(idx)
+		}
+		return
+	case res >= 0:
+		b.ev.accepted(idx, int(res))
+		ln = &b.lns[idx] // reports may grow the table
+	case -res != int32(unix.ECANCELED) && !ln.backOff:
+		backOff := b.ev.acceptFailed(idx, os.NewSyscallError("accept", cqe.Err()))
+		ln = &b.lns[idx]
+		if backOff {
+			ln.backOff = true
+			if ln.armed { // stop a still-armed multishot until listen
+				b.cancel(token(opAccept, idx, ln.gen))
 			}
 			return
 		}
 	}
-	if ln.closing {
-		if !ln.armed {
-			l.listenerClosed(ln)
-		}
-		return
-	}
-	if !ln.armed && !ln.retry.Pending() {
-		b.armAccept(ln)
+	if !ln.armed && !ln.backOff && !ln.closing && ln.fd >= 0 {
+		b.armAccept(idx, ln)
 	}
 }
 
-func (b *uringBackend) armAccept(ln *listener) {
+func (b *uringBackend) armAccept(idx uint32, ln *ulisten) {
 	s := b.sqe()
 	s.PrepMultishotAccept(ln.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
-	s.SetUserData(token(opAccept, ln.idx, ln.gen&0xffffff))
+	s.SetUserData(token(opAccept, idx, ln.gen))
 	ln.armed = true
 }
 
@@ -366,166 +408,169 @@ func (b *uringBackend) cancel(ud uint64) {
 	s.SetFlags(uring.SQECQESkipSuccess)
 }
 
-func (b *uringBackend) addListener(ln *listener) error {
-	ln.gen++
-	b.armAccept(ln)
+func (b *uringBackend) listen(idx uint32, fd int) error {
+	for int(idx) >= len(b.lns) {
+		b.lns = append(b.lns, ulisten{fd: -1})
+	}
+	ln := &b.lns[idx]
+	if ln.fd != fd {
+		*ln = ulisten{fd: fd, gen: ln.gen + 1}
+	}
+	ln.backOff = false
+	if !ln.armed {
+		b.armAccept(idx, ln)
+	}
 	return nil
 }
 
-func (b *uringBackend) closeListener(ln *listener) {
+func (b *uringBackend) unlisten(idx uint32) {
+	ln := &b.lns[idx]
+	ln.closing = true
 	if ln.armed {
-		b.cancel(token(opAccept, ln.idx, ln.gen&0xffffff))
+		b.cancel(token(opAccept, idx, ln.gen))
 		return // the ECANCELED completion finishes the close
 	}
-	b.l.listenerClosed(ln)
+	ln.fd = -1
+	b.ev.listenerClosed(idx)
 }
 
-func (b *uringBackend) armRecv(c *Conn) {
-	s := b.sqe()
-	s.PrepRecvMultishot(c.fd, nil, 0)
-	s.SetFlags(uring.SQEBufferSelect)
-	s.SetBufGroup(bufGroup)
-	s.SetUserData(c.token(opRecv))
-	c.recvArmed = true
-	c.pendingOps++
-}
-
-func (b *uringBackend) addConn(c *Conn) error {
-	b.armRecv(c)
-	return nil
-}
-
-func (b *uringBackend) startRead(c *Conn) error {
-	if !c.recvArmed {
-		b.armRecv(c)
+func (b *uringBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr) error {
+	for int(slot) >= len(b.conns) {
+		b.conns = append(b.conns, uconn{fd: -1})
 	}
-	return nil
-}
-
-func (b *uringBackend) connect(c *Conn, a sock.Addr) error {
-	raw, n, err := sock.Raw(a.SA)
+	u := &b.conns[slot]
+	*u = uconn{fd: fd, gen: (u.gen + 1) & 0xffffff, q: q}
+	if dial == nil {
+		return nil
+	}
+	raw, n, err := sock.Raw(dial)
 	if err != nil {
+		u.fd = -1
 		return err
 	}
-	c.raw = raw // the kernel reads it until the connect's CQE
+	u.sa = raw
+	u.connecting = true
 	s := b.sqe()
-	s.PrepConnect(c.fd, raw, n)
-	s.SetUserData(c.token(opConnect))
-	c.pendingOps++
+	s.PrepConnect(fd, raw, n)
+	s.SetUserData(token(opConnect, slot, u.gen))
+	u.ops++
 	return nil
 }
 
-func (b *uringBackend) submitSend(c *Conn) {
+func (b *uringBackend) armRecv(slot uint32, u *uconn) {
 	s := b.sqe()
-	s.PrepSend(c.fd, c.sending[c.sendOff:], unix.MSG_NOSIGNAL)
-	s.SetUserData(c.token(opSend))
-	c.inFlight = true
-	c.pendingOps++
+	s.PrepRecvMultishot(u.fd, nil, 0)
+	s.SetFlags(uring.SQEBufferSelect)
+	s.SetBufGroup(bufGroup)
+	s.SetUserData(token(opRecv, slot, u.gen))
+	u.recv = true
+	u.ops++
 }
 
-func (b *uringBackend) flush(c *Conn) {
-	if c.inFlight {
-		return // the completion sends what was added meanwhile
+func (b *uringBackend) setReading(slot uint32, on bool) {
+	u := &b.conns[slot]
+	u.reading = on
+	switch {
+	case on && !u.recv && !u.eof && !u.closing:
+		b.armRecv(slot, u)
+	case !on && u.recv && !u.recvCancel:
+		u.recvCancel = true
+		b.cancel(token(opRecv, slot, u.gen))
+		// Submit now: the kernel runs receives as deferred task work when
+		// the loop next waits, so a cancel that waited for that wait would
+		// let one more batch of input in (up to the whole socket buffer).
+		_, _ = b.ring.Submit()
 	}
-	if c.sending == nil && !b.l.nextSend(c) {
+	// A cancel in flight with reading wanted again: the ECANCELED
+	// completion re-arms.
+}
+
+func (b *uringBackend) submitSend(slot uint32, u *uconn) {
+	p := u.q.peek()
+	s := b.sqe()
+	s.PrepSend(u.fd, p, unix.MSG_NOSIGNAL)
+	s.SetUserData(token(opSend, slot, u.gen))
+	u.sending = len(p)
+	u.ops++
+}
+
+func (b *uringBackend) send(slot uint32) {
+	u := &b.conns[slot]
+	if u.sending > 0 || u.closing || u.connecting || u.q.len() == 0 {
+		return // the completion goes on with what was added meanwhile
+	}
+	b.submitSend(slot, u)
+}
+
+// watch arms a poll: edge-triggered multishot POLLIN for input (no
+// IORING_POLL_ADD_LEVEL: the splice pump reads until EAGAIN, and every
+// later arrival posts a new completion), one-shot POLLOUT for output.
+// IORING_OP_SPLICE is not used: the kernel runs it on an io-wq worker
+// thread, and on a non-blocking socket it fails with EAGAIN instead of
+// waiting for data.
+func (b *uringBackend) watch(slot uint32, out, on bool) {
+	u := &b.conns[slot]
+	if u.closing {
 		return
 	}
-	b.submitSend(c)
-}
-
-func (b *uringBackend) pauseRead(c *Conn) {
-	if c.recvArmed && !c.recvCancel {
-		c.recvCancel = true
-		b.cancel(c.token(opRecv))
+	switch {
+	case out && on && !u.pollOut:
+		sq := b.sqe()
+		sq.PrepPollAdd(u.fd, uint32(unix.POLLOUT))
+		sq.SetUserData(token(opPollOut, slot, u.gen))
+		u.pollOut = true
+		u.ops++
+	case out && !on && u.pollOut:
+		b.cancel(token(opPollOut, slot, u.gen))
+	case !out && on:
+		u.watchIn = true
+		if !u.recv && !u.pollIn {
+			b.armPollIn(slot, u)
+		} // else: armed when the receive's last completion comes
+	case !out && !on:
+		u.watchIn = false
+		if u.pollIn {
+			b.cancel(token(opPollIn, slot, u.gen))
+		}
 	}
 }
 
-func (b *uringBackend) resumeRead(c *Conn) {
-	if !c.recvArmed && !c.eof && c.state == connOpen {
-		b.armRecv(c)
-	}
-	// With a cancel in flight, its ECANCELED completion re-arms.
+func (b *uringBackend) armPollIn(slot uint32, u *uconn) {
+	sq := b.sqe()
+	sq.PrepPollMultishot(u.fd, uint32(unix.POLLIN|unix.POLLRDHUP))
+	sq.SetUserData(token(opPollIn, slot, u.gen))
+	u.pollIn = true
+	u.ops++
 }
-
-func (b *uringBackend) readStopped(c *Conn) bool { return !c.recvArmed }
 
 func (b *uringBackend) recycle(bid uint16) { b.br.Recycle(b.arena.Buf(int(bid)), bid) }
 
-// spliceArm arms a multishot poll for input on the splice's source. It is
-// edge-triggered (no IORING_POLL_ADD_LEVEL): the pump reads until EAGAIN,
-// and every later arrival posts a new completion. IORING_OP_SPLICE is not
-// used: the kernel runs it on an io-wq worker thread, and on a
-// non-blocking socket it fails with EAGAIN instead of waiting for data.
-func (b *uringBackend) spliceArm(s *splice) {
-	c := s.src
-	if c.splicePoll {
+func (b *uringBackend) close(slot uint32) {
+	u := &b.conns[slot]
+	if u.closing {
 		return
 	}
-	sq := b.sqe()
-	sq.PrepPollMultishot(c.fd, uint32(unix.POLLIN|unix.POLLRDHUP))
-	sq.SetUserData(c.token(opSplicePoll))
-	c.splicePoll = true
-	c.pendingOps++
-}
-
-// spliceWaitOut arms a one-shot poll for writability on the destination.
-func (b *uringBackend) spliceWaitOut(s *splice) {
-	c := s.dst
-	if c.spliceOutPoll {
+	u.closing = true
+	u.reading, u.watchIn = false, false
+	if u.ops == 0 {
+		b.settle(slot, u)
 		return
 	}
-	sq := b.sqe()
-	sq.PrepPollAdd(c.fd, uint32(unix.POLLOUT))
-	sq.SetUserData(c.token(opSpliceOut))
-	c.spliceOutPoll = true
-	c.pendingOps++
+	s := b.sqe()
+	s.PrepCancelFd(u.fd, uring.AsyncCancelAll)
+	s.SetUserData(token(opCancel, 0, 0))
+	s.SetFlags(uring.SQECQESkipSuccess)
 }
 
-// spliceStop cancels the splice's polls; their last completions settle
-// pendingOps (a connection being torn down also cancels them by fd).
-func (b *uringBackend) spliceStop(s *splice) {
-	if s.src.splicePoll {
-		b.cancel(s.src.token(opSplicePoll))
-	}
-	if s.dst.spliceOutPoll {
-		b.cancel(s.dst.token(opSpliceOut))
-	}
-}
-
-func (b *uringBackend) closeConn(c *Conn) {
-	if c.pendingOps > 0 {
-		if !c.cancelAll {
-			c.cancelAll = true
-			s := b.sqe()
-			s.PrepCancelFd(c.fd, uring.AsyncCancelAll)
-			s.SetUserData(token(opCancel, 0, 0))
-			s.SetFlags(uring.SQECQESkipSuccess)
-		}
-		return
-	}
-	b.maybeFinish(c)
-}
-
-func (b *uringBackend) maybeFinish(c *Conn) {
-	if c.pendingOps > 0 {
-		if !c.cancelAll {
-			b.closeConn(c)
-		}
-		return
-	}
-	unix.Close(c.fd)
-	b.l.finalize(c)
-}
-
-// close cancels the wake-up read and waits for its completion, so the
+// shutdown cancels the wake-up read and waits for its completion, so the
 // kernel holds no operation when the ring and buffer memory go away.
-func (b *uringBackend) close() error {
+func (b *uringBackend) shutdown() error {
 	b.closing = true
-	if b.wakeArmed {
+	if b.waker.Armed() {
 		b.cancel(token(opWake, 0, 0))
 		deadline := time.Now().Add(time.Second)
-		for b.wakeArmed && time.Now().Before(deadline) {
-			if err := b.poll(10 * time.Millisecond); err != nil {
+		for b.waker.Armed() && time.Now().Before(deadline) {
+			if _, err := b.poll(10 * time.Millisecond); err != nil {
 				break
 			}
 		}
@@ -544,8 +589,8 @@ func (b *uringBackend) release() error {
 	if b.arena != nil {
 		errs = append(errs, b.arena.Close())
 	}
-	if b.wakeFd >= 0 {
-		errs = append(errs, unix.Close(b.wakeFd))
+	if b.waker != nil {
+		errs = append(errs, b.waker.Close())
 	}
 	return errors.Join(errs...)
 }

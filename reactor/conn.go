@@ -1,29 +1,28 @@
 package reactor
 
+// This file is the user's side of a connection: the Conn type and the
+// methods handlers call. The loop's side (what happens when the backend
+// reports input, progress, errors and release) is in conn_loop.go, and the
+// handler callbacks, each shielded from panics, in conn_handler.go.
+
 import (
-	"errors"
-	"fmt"
 	"io"
 	"net"
-	"os"
-	"runtime/debug"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/veloq/veloq/internal/sock"
 )
 
 // connState is a connection's lifecycle:
 //
-//	open ──Close()──▶ closing ──output drained or CloseTimeout──▶ closed
-//	  │                                                             ▲
-//	  └──────────── error, reset, abort, loop stop ─────────────────┘
+//	open ──Close()──▶ closing ──output drained or CloseTimeout──▶ tearing down ──released──▶ closed
+//	  │                                                                 ▲
+//	  └──────────────────── error, reset, abort, loop stop ─────────────┘
 //
-// "closed" is entered by teardown; on io_uring the fd is closed and the
-// handler's OnClose runs only once every operation the kernel still holds
-// for the connection has completed (pendingOps == 0), so no buffer is
-// released while the kernel may still touch it.
+// "tearing down" asks the backend to stop every operation; "closed" is
+// entered when the backend reports the connection released (the kernel
+// holds nothing of it and the fd is closed), and only then are its buffers
+// given back and OnClose run.
 type connState uint8
 
 const (
@@ -33,13 +32,35 @@ const (
 	connClosed
 )
 
+// holds says why a connection's input is held back. Each bit is set and
+// cleared by one party; reading from the kernel and delivery to OnData are
+// derived from the set (Loop.syncReading), instead of being flags of their
+// own that every party must keep consistent.
+type holds uint8
+
+const (
+	holdUser   holds = 1 << iota // PauseRead: no reading, no delivery
+	holdFlow                     // output above WriteHighWater: likewise, until WriteLowWater
+	holdData                     // HoldData: reading goes on, delivery waits
+	holdSplice                   // a splice reads the socket instead
+	holdReplay                   // held input is about to be presented: reading waits for it
+
+	// stopsReading: the backend is asked not to receive.
+	stopsReading = holdUser | holdFlow | holdSplice | holdReplay
+	// stopsDelivery: input is buffered and OnData does not run.
+	stopsDelivery = holdUser | holdFlow | holdData
+	// pastCap: input may exceed ReadBufferCap, because the loop (not the
+	// handler's appetite) stopped reading and what still arrives was on
+	// its way.
+	pastCap = holdUser | holdFlow | holdReplay
+)
+
 // Conn is one connection on a loop. Its methods run on the loop goroutine
 // (inside handler callbacks or posted closures) unless they say otherwise.
 type Conn struct {
 	loop    *Loop
 	fd      int
 	slot    uint32
-	gen     uint32
 	h       Handler
 	network string
 	state   connState
@@ -47,41 +68,19 @@ type Conn struct {
 
 	// input
 	view      []byte // unconsumed input shown to the handler
-	viewOwned bool   // view aliases in (else the loop's read memory)
+	viewOwned bool   // view aliases in (else the backend's read memory)
 	in        []byte // owned buffer holding input left between callbacks
 
-	// output: out collects writes; sending is what the backend is writing,
-	// from sendOff. On io_uring, sending is frozen while a send is in flight.
-	// held queues receive buffers given to ForwardTo, to be sent after
-	// sending and before out (forward.go); sendHeld says sending is one of
-	// them, provided buffer sendBid.
-	out       []byte
-	sending   []byte
-	sendOff   int
-	held      []heldBuf
-	heldBytes int
-	sendHeld  bool
-	sendBid   uint16
-	dirty     bool
-	inFlight  bool // io_uring: a send is in flight
+	out outQueue // pending output, read by the backend
 
-	paused     bool // reading stopped (backpressure, PauseRead or Close)
-	holdRead   bool // PauseRead in force
-	holdData   bool // HoldData or PauseRead: input is buffered, OnData waits
-	resuming   bool // ResumeRead will present held input, then read again
-	eofPending bool // the peer's FIN came during a hold; delivered on release
+	hold       holds
+	reading    bool // the backend was last asked to read
 	eof        bool // peer sent FIN
+	eofPending bool // the FIN came while delivery was held; delivered after the input
 	wrShut     bool // CloseWrite requested
 	wrShutDone bool
 	connecting bool
-	opened     bool
-
-	// io_uring bookkeeping
-	recvArmed  bool
-	recvCancel bool
-	cancelAll  bool
-	pendingOps int
-	raw        any // keeps connect's sockaddr referenced until its CQE
+	dirty      bool // on the loop's flush list
 
 	lastActive int64
 	idle       *Timer
@@ -95,8 +94,6 @@ type Conn struct {
 	// another; spliceDst moves another's input to this one.
 	spliceSrc, spliceDst *splice
 	spliced              int64 // bytes moved out of this connection by splices
-	splicePoll           bool  // io_uring: POLLIN for spliceSrc armed
-	spliceOutPoll        bool  // io_uring: POLLOUT for spliceDst armed
 
 	ctx          any
 	laddr, raddr net.Addr
@@ -200,6 +197,10 @@ func (c *Conn) Read(p []byte) (int, error) {
 // Write appends p to the connection's output. It never blocks: the loop
 // sends the output at the end of the iteration, batched with every other
 // write made in it. p may be reused when Write returns.
+//
+// Output above Config.WriteHighWater stops reading from the peer at once
+// (no more OnData) until the output drains below WriteLowWater, so a peer
+// that sends without reading cannot make the connection's memory grow.
 func (c *Conn) Write(p []byte) (int, error) {
 	if c.state != connOpen || c.wrShut {
 		return 0, ErrClosed
@@ -207,7 +208,8 @@ func (c *Conn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	c.appendOut(p)
+	c.out.write(p)
+	c.loop.wrote(c)
 	return len(p), nil
 }
 
@@ -219,15 +221,11 @@ func (c *Conn) Writev(bufs [][]byte) (int, error) {
 	n := 0
 	for _, b := range bufs {
 		n += len(b)
+		c.out.write(b)
 	}
-	if n == 0 {
-		return 0, nil
+	if n > 0 {
+		c.loop.wrote(c)
 	}
-	c.reserveOut(n) // one grow for all of them
-	for _, b := range bufs {
-		c.out = append(c.out, b...)
-	}
-	c.loop.markDirty(c)
 	return n, nil
 }
 
@@ -239,14 +237,13 @@ func (c *Conn) WriteString(s string) (int, error) {
 	if len(s) == 0 {
 		return 0, nil
 	}
-	c.reserveOut(len(s))
-	c.out = append(c.out, s...)
-	c.loop.markDirty(c)
+	c.out.writeString(s)
+	c.loop.wrote(c)
 	return len(s), nil
 }
 
 // OutputBuffered returns the bytes written but not yet sent.
-func (c *Conn) OutputBuffered() int { return c.pendingOut() }
+func (c *Conn) OutputBuffered() int { return c.out.len() }
 
 // AsyncWrite writes p from any goroutine: it posts the write to c's loop
 // and calls done (if not nil) on the loop with the result. Writes posted by
@@ -268,22 +265,7 @@ func (c *Conn) Close() error {
 	if c.state != connOpen {
 		return ErrClosed
 	}
-	l := c.loop
-	c.state = connClosing
-	if s := c.spliceSrc; s != nil {
-		l.endSplice(s) // reading stops: bytes still in the pipe are dropped
-	}
-	l.dropInput(c)
-	l.pauseRead(c)
-	if c.pendingOut() == 0 {
-		l.teardown(c)
-		return nil
-	}
-	c.closeTimer = l.AfterFunc(l.cfg.CloseTimeout, func() {
-		if c.state == connClosing {
-			l.abort(c, ErrCloseTimeout)
-		}
-	})
+	c.loop.closeGracefully(c)
 	return nil
 }
 
@@ -294,7 +276,7 @@ func (c *Conn) CloseWrite() error {
 		return ErrClosed
 	}
 	c.wrShut = true
-	if c.pendingOut() == 0 {
+	if c.out.len() == 0 {
 		c.loop.shutdownWrite(c)
 	}
 	return nil
@@ -314,67 +296,29 @@ func (c *Conn) AfterFunc(d time.Duration, fn func()) *Timer {
 // buffers, then TCP flow control slows the peer. No OnData runs meanwhile.
 // It is the tool for backpressure between connections (a proxy's fast side
 // waiting for its slow side). While paused, the peer's FIN or reset is
-// noticed only when reading resumes or a write fails. Input already
-// received when reading stops is kept for ResumeRead, beyond
+// noticed only when reading resumes or a write fails. Input the kernel had
+// already delivered when reading stopped is kept for ResumeRead, beyond
 // ReadBufferCap if need be: on epoll that is at most one read, on
-// io_uring at most the loop's receive buffers (RecvBuffers ×
-// RecvBufferSize) that the cancelled multishot recv had filled.
+// io_uring at most what the cancelled receive had completed.
 func (c *Conn) PauseRead() {
-	c.resuming = false // cancels a ResumeRead still waiting to present input
-	if c.state != connOpen || c.holdRead {
+	if c.state != connOpen || c.hold&holdUser != 0 {
 		return
 	}
-	c.holdRead, c.holdData = true, true
-	c.loop.pauseRead(c)
+	c.loop.setHold(c, holdUser)
 }
 
-// ResumeRead undoes PauseRead. Reading restarts unless backpressure (output
-// above the high-water mark) still holds it; input that arrived before the
-// pause took effect is presented at once.
+// ResumeRead undoes PauseRead. Input that arrived before the pause took
+// effect is presented first (from a deferred task, not inside this call),
+// and reading restarts after it unless the handler paused again or output
+// above the high-water mark still holds it.
 func (c *Conn) ResumeRead() {
-	if !c.holdRead {
+	if c.hold&holdUser == 0 {
 		return
 	}
-	c.holdRead = false
 	l := c.loop
+	l.clearHold(c, holdUser)
 	if s := c.spliceSrc; s != nil {
-		c.holdData = false
 		l.deferPump(s) // the splice reads, not the backend
-		return
-	}
-	if len(c.in) > 0 {
-		// Held input is presented first, and reading restarts after it
-		// (redeliver) only if the handler did not pause again. Restarting
-		// now would let an io_uring multishot recv pull in another batch
-		// on every pause/resume cycle while the handler consumes only what
-		// it has room for, growing the held input without bound. The pause
-		// lasts until then, so input still arriving from before it joins
-		// the held input under the same rules.
-		c.holdRead = true
-		if !c.resuming {
-			c.resuming = true
-			l.Defer(func() {
-				if !c.resuming {
-					return // paused again meanwhile
-				}
-				c.resuming = false
-				c.holdRead, c.holdData = false, false
-				l.redeliver(c)
-			})
-		}
-		return
-	}
-	l.restartRead(c)
-	c.ReleaseData()
-}
-
-// restartRead resumes kernel reading stopped by PauseRead, unless
-// something else still holds it: a new PauseRead, a splice, or output
-// above the high-water mark (afterWrite resumes that one).
-func (l *Loop) restartRead(c *Conn) {
-	if c.state == connOpen && c.paused && !c.holdRead && c.spliceSrc == nil && c.pendingOut() <= l.cfg.WriteHighWater {
-		c.paused = false
-		l.be.resumeRead(c)
 	}
 }
 
@@ -385,20 +329,15 @@ func (l *Loop) restartRead(c *Conn) {
 // connection's requests in order while one is off the loop.
 func (c *Conn) HoldData() {
 	if c.state == connOpen {
-		c.holdData = true
+		c.hold |= holdData
 	}
 }
 
 // ReleaseData undoes HoldData and presents the input that arrived meanwhile
 // (and then the FIN, if one came) without waiting for more bytes.
 func (c *Conn) ReleaseData() {
-	if !c.holdData || c.holdRead {
-		return
-	}
-	c.holdData = false
-	if len(c.in) > 0 || c.eofPending {
-		l := c.loop
-		l.Defer(func() { l.redeliver(c) })
+	if c.hold&holdData != 0 {
+		c.loop.clearHold(c, holdData)
 	}
 }
 
@@ -429,410 +368,10 @@ func (c *Conn) OnDrain(limit int, fn func()) {
 	} else {
 		c.drainFn, c.drainAt = fn, limit
 	}
-	if c.pendingOut() <= c.drainAt {
+	if c.out.len() <= c.drainAt {
 		l.Defer(func() { l.runDrain(c) })
 	}
 }
 
-// runDrain runs the OnDrain callback if its condition holds.
-func (l *Loop) runDrain(c *Conn) {
-	if c.drainFn == nil || (c.state != connClosed && c.pendingOut() > c.drainAt) {
-		return
-	}
-	fn := c.drainFn
-	c.drainFn = nil
-	l.safeCall(fn, "drain func")
-}
-
 // Closed reports whether the connection is closing or closed.
 func (c *Conn) Closed() bool { return c.state != connOpen }
-
-func (c *Conn) pendingOut() int { return len(c.out) + len(c.sending) - c.sendOff + c.heldBytes }
-
-func (c *Conn) reserveOut(n int) {
-	c.out = c.loop.reserve(c.out, n)
-}
-
-// reserve returns b with room for n more bytes, moving it to a larger
-// pooled buffer when needed (the old one goes back to the cache). A nil b
-// gets a fresh pooled buffer.
-func (l *Loop) reserve(b []byte, n int) []byte {
-	if len(b)+n <= cap(b) {
-		return b
-	}
-	if b == nil {
-		return l.cache.Get(n)[:0]
-	}
-	nb := l.cache.Get(len(b) + n)
-	copy(nb, b)
-	nb = nb[:len(b)]
-	l.cache.Put(b)
-	return nb
-}
-
-func (c *Conn) appendOut(p []byte) {
-	c.reserveOut(len(p))
-	c.out = append(c.out, p...)
-	c.loop.markDirty(c)
-}
-
-func (l *Loop) markDirty(c *Conn) {
-	if !c.dirty {
-		c.dirty = true
-		l.dirty = append(l.dirty, c)
-	}
-}
-
-// newConn puts fd into the connection table.
-func (l *Loop) newConn(fd int, network string, h Handler) *Conn {
-	c := &Conn{loop: l, fd: fd, h: h, network: network, lastActive: l.now}
-	if n := len(l.free); n > 0 {
-		c.slot = l.free[n-1]
-		l.free = l.free[:n-1]
-		l.conns[c.slot] = c
-	} else {
-		c.slot = uint32(len(l.conns))
-		l.conns = append(l.conns, c)
-		l.gens = append(l.gens, 0)
-	}
-	c.gen = l.gens[c.slot]
-	l.nconn.Add(1)
-	return c
-}
-
-// lookup returns the connection for a completion's slot and generation,
-// or nil when the slot has been reused since the operation was issued.
-func (l *Loop) lookup(slot, gen uint32) *Conn {
-	if int(slot) >= len(l.conns) {
-		return nil
-	}
-	c := l.conns[slot]
-	if c == nil || c.gen != gen {
-		return nil
-	}
-	return c
-}
-
-func (l *Loop) configure(c *Conn) {
-	if c.network == "unix" {
-		return
-	}
-	if l.cfg.NoDelay {
-		_ = sock.SetNoDelay(c.fd, true)
-	}
-	if l.cfg.KeepAlive > 0 {
-		_ = sock.SetKeepAlive(c.fd, int(l.cfg.KeepAlive/time.Second))
-	}
-}
-
-// register adopts an accepted fd: table slot, socket options, reading,
-// idle timer, OnOpen.
-// counted says the connection was already added to NumConns at handoff.
-func (l *Loop) register(fd int, network string, h Handler, counted bool) {
-	if counted {
-		l.nconn.Add(-1) // newConn counts it again
-	}
-	if l.stopping {
-		unix.Close(fd)
-		return
-	}
-	c := l.newConn(fd, network, h)
-	l.stats.accepted.Add(1)
-	l.configure(c)
-	if err := l.be.addConn(c); err != nil {
-		l.log.Warn("veloq: registering connection", "err", err)
-		c.err = err
-		l.teardown(c)
-		return
-	}
-	l.open(c)
-}
-
-func (l *Loop) open(c *Conn) {
-	c.opened = true
-	if l.cfg.IdleTimeout > 0 {
-		c.idle = l.AfterFunc(l.cfg.IdleTimeout, func() { l.checkIdle(c) })
-	}
-	l.callOpen(c)
-}
-
-func (l *Loop) checkIdle(c *Conn) {
-	if c.state == connClosed {
-		return
-	}
-	elapsed := time.Duration(l.now - c.lastActive)
-	if elapsed >= l.cfg.IdleTimeout {
-		l.abort(c, ErrIdleTimeout)
-		return
-	}
-	c.idle.Reset(l.cfg.IdleTimeout - elapsed)
-}
-
-// onData presents a chunk of input (in the loop's read memory) to the
-// handler, then keeps whatever it left unconsumed.
-func (l *Loop) onData(c *Conn, chunk []byte) {
-	l.stats.bytesIn.Add(uint64(len(chunk)))
-	if c.state != connOpen {
-		return // closing: input is dropped
-	}
-	if c.spliceSrc != nil {
-		l.spliceInput(c, chunk) // read before the switch to splicing took effect
-		return
-	}
-	c.lastActive = l.now
-	if len(c.in) == 0 && !c.holdData {
-		// The common case: the handler reads the loop's memory directly.
-		c.view, c.viewOwned = chunk, false
-	} else {
-		if !l.keepInput(c, chunk) {
-			return
-		}
-		if c.holdData {
-			return // HoldData or PauseRead: keep the bytes, run no handler
-		}
-		c.view, c.viewOwned = c.in, true
-	}
-	l.callData(c)
-	l.keepRest(c)
-}
-
-// keepInput appends p to the connection's own input buffer. Past
-// ReadBufferCap it closes the connection with ErrInputTooLarge and
-// reports false, except under PauseRead: what arrives then was already
-// on its way when reading stopped (bounded by the loop's receive buffers),
-// and it is the handler's pause, not its appetite, that holds it.
-func (l *Loop) keepInput(c *Conn, p []byte) bool {
-	if len(c.in)+len(p) > l.cfg.ReadBufferCap && !c.holdRead {
-		l.abort(c, ErrInputTooLarge)
-		return false
-	}
-	c.in = append(l.reserve(c.in, len(p)), p...)
-	return true
-}
-
-// keepRest moves unconsumed input out of the loop's read memory.
-func (l *Loop) keepRest(c *Conn) {
-	rest := c.view
-	c.view = nil
-	if len(rest) == 0 || c.state != connOpen {
-		l.dropInput(c)
-		return
-	}
-	if c.viewOwned {
-		n := copy(c.in[:cap(c.in)], rest) // memmove: rest is a suffix of in
-		c.in = c.in[:n]
-		return
-	}
-	l.keepInput(c, rest) // in is nil here: the view was the loop's memory
-}
-
-// redeliver presents input buffered during a PauseRead to the handler.
-// Then it restarts kernel reading that ResumeRead left stopped for it.
-func (l *Loop) redeliver(c *Conn) {
-	if c.state != connOpen {
-		return
-	}
-	if !c.holdData && len(c.in) > 0 {
-		c.view, c.viewOwned = c.in, true
-		l.callData(c)
-		l.keepRest(c)
-	}
-	if c.eofPending && c.state == connOpen && !c.holdData {
-		c.eofPending = false
-		l.deliverEOF(c)
-	}
-	l.restartRead(c)
-}
-
-func (l *Loop) dropInput(c *Conn) {
-	c.view = nil
-	if c.in != nil {
-		l.cache.Put(c.in)
-		c.in = nil
-	}
-}
-
-// onEOF handles the peer's FIN.
-func (l *Loop) onEOF(c *Conn) {
-	if c.eof {
-		return
-	}
-	c.eof = true
-	if s := c.spliceSrc; s != nil {
-		l.endSplice(s) // io_uring: the recv saw the FIN before splicing began
-	}
-	if c.state != connOpen {
-		return
-	}
-	if c.holdData {
-		c.eofPending = true
-		return
-	}
-	l.deliverEOF(c)
-}
-
-func (l *Loop) deliverEOF(c *Conn) {
-	if eh, ok := c.h.(EOFHandler); ok {
-		l.callEOF(c, eh)
-		if c.state == connOpen && c.wrShutDone {
-			l.teardown(c) // both directions are done
-		}
-		return
-	}
-	c.err = io.EOF
-	c.Close()
-}
-
-// afterWrite runs after output made progress: backpressure, pending
-// half-close, and a closing connection whose output has drained.
-func (l *Loop) afterWrite(c *Conn) {
-	if c.state == connTearingDown || c.state == connClosed {
-		return
-	}
-	pending := c.pendingOut()
-	if c.drainFn != nil && pending <= c.drainAt {
-		l.runDrain(c)
-	}
-	if s := c.spliceDst; s != nil && s.waitDrain && pending == 0 {
-		s.waitDrain = false
-		l.deferPump(s) // ordinary output is out: spliced bytes may follow
-	}
-	switch {
-	case c.state == connOpen && !c.paused && pending > l.cfg.WriteHighWater:
-		c.paused = true
-		l.be.pauseRead(c)
-	case c.state == connOpen && c.paused && !c.holdRead && c.spliceSrc == nil && pending <= l.cfg.WriteLowWater:
-		c.paused = false
-		l.be.resumeRead(c)
-	}
-	if pending != 0 {
-		return
-	}
-	if c.wrShut && !c.wrShutDone && c.state == connOpen {
-		l.shutdownWrite(c)
-		return
-	}
-	if c.state == connClosing {
-		l.teardown(c)
-	}
-}
-
-func (l *Loop) shutdownWrite(c *Conn) {
-	c.wrShutDone = true
-	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil && !errors.Is(err, unix.ENOTCONN) {
-		l.abort(c, os.NewSyscallError("shutdown", err))
-		return
-	}
-	if c.eof {
-		l.teardown(c)
-	}
-}
-
-func (l *Loop) pauseRead(c *Conn) {
-	if !c.paused {
-		c.paused = true
-		l.be.pauseRead(c)
-	}
-}
-
-// abort tears the connection down now, dropping pending output.
-func (l *Loop) abort(c *Conn, err error) {
-	if c.state == connTearingDown || c.state == connClosed {
-		return
-	}
-	if c.err == nil || c.err == io.EOF {
-		c.err = err
-	}
-	l.dropInput(c)
-	if c.out != nil { // unsent output goes; a send in flight ends with its CQE
-		l.cache.Put(c.out)
-		c.out = nil
-	}
-	l.dropHeld(c)
-	l.teardown(c)
-}
-
-// teardown stops all I/O on c; the backend calls finalize once the kernel
-// holds nothing of c's.
-func (l *Loop) teardown(c *Conn) {
-	if c.state == connTearingDown || c.state == connClosed {
-		return
-	}
-	c.state = connTearingDown
-	if c.spliceSrc != nil || c.spliceDst != nil {
-		l.spliceTeardown(c)
-	}
-	l.be.closeConn(c)
-}
-
-// finalize releases everything c owned and runs OnClose. The backend has
-// closed the fd.
-func (l *Loop) finalize(c *Conn) {
-	if c.state == connClosed {
-		return
-	}
-	c.state = connClosed
-	c.idle.Stop()
-	c.closeTimer.Stop()
-	c.dialTimer.Stop()
-	l.dropInput(c)
-	if c.out != nil {
-		l.cache.Put(c.out)
-		c.out = nil
-	}
-	l.dropHeld(c)
-	l.releaseSending(c)
-	c.raw = nil
-	l.conns[c.slot] = nil
-	l.gens[c.slot]++
-	l.free = append(l.free, c.slot)
-	l.nconn.Add(-1)
-	l.stats.closed.Add(1)
-	if c.connecting {
-		c.connecting = false
-		if c.err == nil {
-			c.err = ErrClosed
-		}
-	}
-	if c.onConnect != nil {
-		fn := c.onConnect
-		c.onConnect = nil
-		fn(c.err)
-	}
-	l.callClose(c)
-	l.runDrain(c) // a closed connection releases whoever waits for drain
-}
-
-// Handler calls, each shielded so that a panic closes only its connection.
-
-func (l *Loop) callOpen(c *Conn) {
-	defer l.recoverHandler(c, "OnOpen")
-	c.h.OnOpen(c)
-}
-
-func (l *Loop) callData(c *Conn) {
-	defer l.recoverHandler(c, "OnData")
-	c.h.OnData(c)
-}
-
-func (l *Loop) callEOF(c *Conn, eh EOFHandler) {
-	defer l.recoverHandler(c, "OnEOF")
-	eh.OnEOF(c)
-}
-
-func (l *Loop) callClose(c *Conn) {
-	defer l.recoverHandler(c, "OnClose")
-	c.h.OnClose(c, c.err)
-}
-
-func (l *Loop) recoverHandler(c *Conn, where string) {
-	r := recover()
-	if r == nil {
-		return
-	}
-	l.stats.panics.Add(1)
-	l.log.Error("veloq: handler panicked; closing its connection",
-		"callback", where, "panic", r, "stack", string(debug.Stack()))
-	c.view = nil
-	l.abort(c, fmt.Errorf("%w in %s: %v", ErrHandlerPanic, where, r))
-}

@@ -20,7 +20,6 @@ type listener struct {
 	addr     net.Addr
 	h        Handler
 	dispatch func() *Loop // nil: accepted connections stay on this loop
-	armed    bool         // io_uring: multishot accept in flight
 	closing  bool
 	backoff  time.Duration
 	retry    *Timer
@@ -77,7 +76,7 @@ func (l *Loop) AddListener(fd int, network string, h Handler, dispatch func() *L
 		} else {
 			l.listeners[ln.idx] = ln
 		}
-		if err := l.be.addListener(ln); err != nil {
+		if err := l.be.listen(ln.idx, ln.fd); err != nil {
 			l.listeners[ln.idx] = nil
 			errc <- err
 			return
@@ -92,7 +91,7 @@ func (l *Loop) AddListener(fd int, network string, h Handler, dispatch func() *L
 	return &Listener{ln: ln, loop: l}, nil
 }
 
-// closeListener starts closing ln; the backend calls listenerClosed when
+// closeListener starts closing ln; the backend reports listenerClosed when
 // the kernel no longer holds an accept for it.
 func (l *Loop) closeListener(ln *listener) {
 	if ln.closing {
@@ -100,10 +99,10 @@ func (l *Loop) closeListener(ln *listener) {
 	}
 	ln.closing = true
 	ln.retry.Stop()
-	l.be.closeListener(ln)
+	l.be.unlisten(ln.idx)
 }
 
-func (l *Loop) listenerClosed(ln *listener) {
+func (l *Loop) closedListener(ln *listener) {
 	unix.Close(ln.fd)
 	if int(ln.idx) < len(l.listeners) && l.listeners[ln.idx] == ln {
 		l.listeners[ln.idx] = nil
@@ -135,11 +134,12 @@ func (l *Loop) onAccept(ln *listener, fd int) {
 	}
 }
 
-// acceptFailed handles an accept error. Running out of descriptors or
+// acceptBackOff handles an accept error. Running out of descriptors or
 // memory backs off (10 ms doubling to 1 s) instead of spinning, logged at
 // most once a second; connections already open keep being served.
-// It returns true when the caller should stop accepting until retry runs.
-func (l *Loop) acceptFailed(ln *listener, err error, retry func()) bool {
+// It returns true when the backend should stop accepting: the loop calls
+// listen again when the back-off ends.
+func (l *Loop) acceptBackOff(ln *listener, err error) bool {
 	switch {
 	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR), errors.Is(err, unix.ECONNABORTED):
 		return false
@@ -156,7 +156,9 @@ func (l *Loop) acceptFailed(ln *listener, err error, retry func()) bool {
 	}
 	ln.retry = l.AfterFunc(ln.backoff, func() {
 		if !ln.closing {
-			retry()
+			if err := l.be.listen(ln.idx, ln.fd); err != nil {
+				l.log.Warn("veloq: resuming accept", "addr", ln.addr.String(), "err", err)
+			}
 		}
 	})
 	return true
@@ -185,9 +187,9 @@ func (l *Loop) Dial(network, address string, h Handler, timeout time.Duration) (
 	c.connecting = true
 	c.raddr = a.Net
 	l.stats.dialed.Add(1)
-	if err := l.be.connect(c, a); err != nil {
-		c.err = err
-		l.teardown(c)
+	if err := l.be.open(c.slot, fd, &c.out, a.SA); err != nil {
+		unix.Close(fd)
+		l.forget(c)
 		return nil, err
 	}
 	if timeout > 0 {
@@ -200,9 +202,9 @@ func (l *Loop) Dial(network, address string, h Handler, timeout time.Duration) (
 	return c, nil
 }
 
-// connected finishes a dial.
-func (l *Loop) connected(c *Conn, err error) {
-	if !c.connecting || c.state == connClosed {
+// onConnected finishes a dial.
+func (l *Loop) onConnected(c *Conn, err error) {
+	if !c.connecting || c.state >= connTearingDown {
 		return
 	}
 	if err != nil {
@@ -213,10 +215,9 @@ func (l *Loop) connected(c *Conn, err error) {
 	c.dialTimer.Stop()
 	l.configure(c)
 	if c.state != connOpen {
-		return
-	}
-	if err := l.be.startRead(c); err != nil {
-		l.abort(c, err)
+		if c.out.len() > 0 {
+			l.wrote(c) // Close while connecting: the output still goes first
+		}
 		return
 	}
 	if fn := c.onConnect; fn != nil {
@@ -224,8 +225,8 @@ func (l *Loop) connected(c *Conn, err error) {
 		fn(nil)
 	}
 	l.open(c)
-	if c.pendingOut() > 0 {
-		l.markDirty(c)
+	if c.out.len() > 0 {
+		l.wrote(c) // writes made while connecting
 	}
 }
 

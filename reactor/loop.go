@@ -41,8 +41,7 @@ type Loop struct {
 	epoch                   time.Time
 	now                     int64 // loop clock at the top of the iteration
 
-	conns     []*Conn  // slot table
-	gens      []uint32 // generation per slot, bumped when the slot is freed
+	conns     []*Conn // slot table; a slot is reused only after released
 	free      []uint32
 	dirty     []*Conn
 	listeners []*listener
@@ -56,10 +55,11 @@ type Loop struct {
 	// reads for its per-loop bound.
 	chunk struct {
 		conn *Conn
-		bid  uint16
+		bid  int32 // -1: not a receive buffer (epoll)
 		kept bool
 	}
-	more     bool // work is known to be pending: poll without blocking
+	more     bool   // work is known to be pending: poll without blocking
+	reports  uint64 // backend reports in the current poll (tick)
 	stopping bool
 	stopped  chan struct{}
 
@@ -203,7 +203,10 @@ func (l *Loop) loop() {
 				l.stats.parks.Add(1)
 			}
 		}
-		err := l.be.poll(timeout)
+		l.reports = 0
+		more, err := l.be.poll(timeout)
+		l.more = l.more || more
+		l.stats.completions.Add(l.reports)
 		if parked {
 			l.state.Store(stateRunning)
 		}
@@ -321,18 +324,17 @@ func (l *Loop) safeCall(fn func(), what string) {
 }
 
 func (l *Loop) flush() {
-	// Indexed, not ranged: afterWrite can run OnDrain callbacks that write
+	// Indexed, not ranged: a send's report can run OnDrain callbacks that write
 	// to other connections, which appends them to l.dirty; they are
 	// flushed in this same pass instead of being cut off by the reset below.
 	for i := 0; i < len(l.dirty); i++ {
 		c := l.dirty[i]
 		l.dirty[i] = nil
 		c.dirty = false
-		if c.state >= connTearingDown || c.connecting {
+		if c.state >= connTearingDown || c.connecting || c.out.len() == 0 {
 			continue // torn-down output is dropped, not sent
 		}
-		l.be.flush(c)
-		l.afterWrite(c)
+		l.be.send(c.slot)
 	}
 	l.dirty = l.dirty[:0]
 }
@@ -405,7 +407,7 @@ func (l *Loop) finish() {
 		l.timers.remove(0)
 	}
 	l.closePipes()
-	if err := l.be.close(); err != nil {
+	if err := l.be.shutdown(); err != nil {
 		l.log.Warn("veloq: closing backend", "err", err)
 	}
 	close(l.stopped)

@@ -50,7 +50,7 @@ type splice struct {
 	src, dst  *Conn
 	pipe      spipe
 	queued    int  // bytes in the pipe
-	starting  bool // io_uring: waiting for src's multishot recv to end
+	started   bool // the backend reported src ready: its ordinary receive is over
 	waitOut   bool // dst's socket is full: waiting for it to be writable
 	waitDrain bool // dst has ordinary output to send before spliced bytes
 	again     bool // a continuation of the pump is deferred
@@ -113,7 +113,7 @@ func (c *Conn) SpliceTo(dst *Conn) error {
 	}
 	c.view = nil
 	l.dropInput(c)
-	c.holdRead, c.holdData = false, false
+	c.hold &^= holdUser | holdData | holdReplay
 	if c.eof {
 		// The peer's FIN is already here: nothing is left to splice. A FIN
 		// kept during a hold is delivered now, after the input above.
@@ -133,17 +133,12 @@ func (c *Conn) SpliceTo(dst *Conn) error {
 	}
 	s := &splice{src: c, dst: dst, pipe: p}
 	c.spliceSrc, dst.spliceDst = s, s
-	// Ordinary reading stops for good: paused stays set while splicing,
-	// so neither backpressure nor ResumeRead re-arms it.
-	l.pauseRead(c)
-	if l.be.readStopped(c) {
-		l.beginSplice(s)
-	} else {
-		// io_uring: the multishot recv is being cancelled; input it still
-		// delivers is copied to dst (onData), and its last completion
-		// starts the splice, so no byte overtakes another.
-		s.starting = true
-	}
+	// Ordinary reading stops for good (holdSplice is never lifted), and
+	// the backend reports src ready only once its receive is over: input
+	// that receive still delivers is copied to dst (spliceInput), so no
+	// byte overtakes another.
+	l.setHold(c, holdSplice)
+	l.be.watch(c.slot, false, true)
 	return nil
 }
 
@@ -153,13 +148,6 @@ func (c *Conn) SpliceTo(dst *Conn) error {
 // which it wrote by copy. With what the handler forwarded itself, it
 // accounts for every byte.
 func (c *Conn) SplicedBytes() int64 { return c.spliced }
-
-// beginSplice starts the pump once c's ordinary reading has stopped.
-func (l *Loop) beginSplice(s *splice) {
-	s.starting = false
-	l.be.spliceArm(s)
-	l.deferPump(s) // data may already wait, its readiness already reported
-}
 
 // spliceInput takes a chunk that c's recv delivered after SpliceTo (io_uring,
 // before the cancel took effect) and writes it to the destination.
@@ -186,7 +174,7 @@ func (l *Loop) deferPump(s *splice) {
 // the round budget is spent. See the splice type for the protocol.
 func (l *Loop) pump(s *splice) {
 	src, dst := s.src, s.dst
-	for round := 0; !s.ended && !s.starting; {
+	for round := 0; !s.ended && s.started; {
 		if src.state != connOpen || dst.state != connOpen {
 			return // a Close is under way; teardown ends the splice
 		}
@@ -194,7 +182,7 @@ func (l *Loop) pump(s *splice) {
 			if s.waitOut {
 				return // the backend calls back when dst is writable
 			}
-			if dst.pendingOut() > 0 {
+			if dst.out.len() > 0 {
 				s.waitDrain = true // afterWrite calls back at zero
 				return
 			}
@@ -204,7 +192,7 @@ func (l *Loop) pump(s *splice) {
 				continue
 			case err == unix.EAGAIN:
 				s.waitOut = true
-				l.be.spliceWaitOut(s)
+				l.be.watch(dst.slot, true, true)
 				return
 			case err != nil:
 				l.abort(dst, os.NewSyscallError("splice", err))
@@ -217,7 +205,7 @@ func (l *Loop) pump(s *splice) {
 			l.stats.spliced.Add(uint64(n))
 			continue
 		}
-		if src.holdRead {
+		if src.hold&holdUser != 0 {
 			return // PauseRead: ResumeRead restarts the pump
 		}
 		if round == spliceRounds {
@@ -256,7 +244,12 @@ func (l *Loop) endSplice(s *splice) {
 	}
 	s.ended = true
 	s.src.spliceSrc, s.dst.spliceDst = nil, nil
-	l.be.spliceStop(s)
+	if s.src.state < connTearingDown {
+		l.be.watch(s.src.slot, false, false)
+	}
+	if s.waitOut && s.dst.state < connTearingDown {
+		l.be.watch(s.dst.slot, true, false)
+	}
 	l.putPipe(s.pipe, s.queued == 0)
 }
 

@@ -629,3 +629,31 @@ func TestLayout(t *testing.T) {
 }
 
 func errOf(c CQE) error { return c.Err() }
+
+// TestWaker: a Wake from another goroutine completes the armed read and
+// ends a wait that would otherwise block for the full timeout.
+func TestWaker(t *testing.T) {
+	r := newRing(t, 8)
+	w, err := NewWaker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.PrepArm(r.GetSQE(), 42)
+	if _, err := r.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	woke := make(chan error, 1)
+	go func() { woke <- w.Wake() }()
+	cqe := waitOne(t, r, 10*time.Second)
+	if err := <-woke; err != nil {
+		t.Fatal(err)
+	}
+	if cqe.UserData != 42 || cqe.Res != 8 {
+		t.Fatalf("cqe %+v, want user_data 42 and an 8-byte read", cqe)
+	}
+	w.Completed()
+	if w.Armed() {
+		t.Fatal("still armed after Completed")
+	}
+}

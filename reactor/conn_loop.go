@@ -1,0 +1,413 @@
+package reactor
+
+// The loop's side of a connection: its place in the table, what the
+// loop does with each report of the backend (events.go routes them here),
+// read control, backpressure, and the close protocol.
+
+import (
+	"errors"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/veloq/veloq/internal/sock"
+)
+
+// newConn puts fd into the connection table.
+func (l *Loop) newConn(fd int, network string, h Handler) *Conn {
+	c := &Conn{loop: l, fd: fd, h: h, network: network, lastActive: l.now}
+	c.out.cache, c.out.recycle = l.cache, l.recycleHeld
+	if n := len(l.free); n > 0 {
+		c.slot = l.free[n-1]
+		l.free = l.free[:n-1]
+		l.conns[c.slot] = c
+	} else {
+		c.slot = uint32(len(l.conns))
+		l.conns = append(l.conns, c)
+	}
+	l.nconn.Add(1)
+	return c
+}
+
+func (l *Loop) configure(c *Conn) {
+	if c.network == "unix" {
+		return
+	}
+	if l.cfg.NoDelay {
+		_ = sock.SetNoDelay(c.fd, true)
+	}
+	if l.cfg.KeepAlive > 0 {
+		_ = sock.SetKeepAlive(c.fd, int(l.cfg.KeepAlive/time.Second))
+	}
+}
+
+// register adopts an accepted fd: table slot, socket options, reading,
+// idle timer, OnOpen. counted says the connection was already added to
+// NumConns at handoff.
+func (l *Loop) register(fd int, network string, h Handler, counted bool) {
+	if counted {
+		l.nconn.Add(-1) // newConn counts it again
+	}
+	if l.stopping {
+		unix.Close(fd)
+		return
+	}
+	c := l.newConn(fd, network, h)
+	l.stats.accepted.Add(1)
+	l.configure(c)
+	if err := l.be.open(c.slot, fd, &c.out, nil); err != nil {
+		l.log.Warn("veloq: registering connection", "err", err)
+		unix.Close(fd)
+		l.forget(c)
+		return
+	}
+	l.open(c)
+}
+
+// open starts a connection: reading, the idle timer, OnOpen.
+func (l *Loop) open(c *Conn) {
+	l.syncReading(c)
+	if l.cfg.IdleTimeout > 0 {
+		c.idle = l.AfterFunc(l.cfg.IdleTimeout, func() { l.checkIdle(c) })
+	}
+	l.callOpen(c)
+}
+
+func (l *Loop) checkIdle(c *Conn) {
+	if c.state == connClosed {
+		return
+	}
+	elapsed := time.Duration(l.now - c.lastActive)
+	if elapsed >= l.cfg.IdleTimeout {
+		l.abort(c, ErrIdleTimeout)
+		return
+	}
+	c.idle.Reset(l.cfg.IdleTimeout - elapsed)
+}
+
+// Read control. Whether the backend reads and whether OnData runs follow
+// from c.hold alone; these are the only places that change it.
+
+// syncReading tells the backend to read or not, as the holds now say.
+func (l *Loop) syncReading(c *Conn) {
+	want := c.state == connOpen && !c.eof && !c.connecting && c.hold&stopsReading == 0
+	if want != c.reading {
+		c.reading = want
+		l.be.setReading(c.slot, want)
+	}
+}
+
+func (l *Loop) setHold(c *Conn, h holds) {
+	c.hold |= h
+	l.syncReading(c)
+}
+
+// clearHold lifts h. If that lets delivery go on and input (or a FIN) is
+// buffered, it is presented from a deferred task, and reading waits until
+// then (holdReplay): restarting it now would let a receive pull in another
+// batch on every pause/resume cycle while the handler consumes only what
+// it has room for, growing the buffered input without bound.
+func (l *Loop) clearHold(c *Conn, h holds) {
+	c.hold &^= h
+	if c.state == connOpen && c.hold&(stopsDelivery|holdReplay) == 0 && (len(c.in) > 0 || c.eofPending) {
+		c.hold |= holdReplay
+		l.Defer(func() { l.replay(c) })
+	}
+	l.syncReading(c)
+}
+
+// replay presents input buffered while delivery was held, then the FIN if
+// one came, then lets reading restart.
+func (l *Loop) replay(c *Conn) {
+	if c.hold&holdReplay == 0 {
+		return
+	}
+	c.hold &^= holdReplay
+	if c.state != connOpen {
+		return
+	}
+	if c.hold&stopsDelivery == 0 && len(c.in) > 0 {
+		c.view, c.viewOwned = c.in, true
+		l.callData(c)
+		l.keepRest(c)
+	}
+	if c.eofPending && c.state == connOpen && c.hold&stopsDelivery == 0 {
+		c.eofPending = false
+		l.deliverEOF(c)
+	}
+	l.syncReading(c)
+}
+
+// onInput presents a chunk of input (in the backend's read memory) to the
+// handler, then keeps whatever it left unconsumed.
+func (l *Loop) onInput(c *Conn, chunk []byte, bid int32) (kept bool) {
+	if c.state != connOpen {
+		return false // closing: input is dropped
+	}
+	if c.spliceSrc != nil {
+		l.spliceInput(c, chunk) // read before the switch to splicing took effect
+		return false
+	}
+	c.lastActive = l.now
+	if len(c.in) == 0 && c.hold&stopsDelivery == 0 {
+		// The common case: the handler reads the backend's memory directly,
+		// and ForwardTo may keep it (l.chunk).
+		l.chunk.conn, l.chunk.bid, l.chunk.kept = c, bid, false
+		c.view, c.viewOwned = chunk, false
+		l.callData(c)
+		l.chunk.conn = nil
+		l.keepRest(c)
+		return l.chunk.kept
+	}
+	if !l.keepInput(c, chunk) || c.hold&stopsDelivery != 0 {
+		return false // held: keep the bytes, run no handler
+	}
+	c.view, c.viewOwned = c.in, true
+	l.callData(c)
+	l.keepRest(c)
+	return false
+}
+
+// keepInput appends p to the connection's own input buffer. Past
+// ReadBufferCap it closes the connection with ErrInputTooLarge and
+// reports false, unless the loop stopped reading (pastCap): what arrives
+// then was already on its way, and it is the pause, not the handler's
+// appetite, that holds it.
+func (l *Loop) keepInput(c *Conn, p []byte) bool {
+	if len(c.in)+len(p) > l.cfg.ReadBufferCap && c.hold&pastCap == 0 {
+		l.abort(c, ErrInputTooLarge)
+		return false
+	}
+	c.in = append(l.reserve(c.in, len(p)), p...)
+	return true
+}
+
+// reserve returns b with room for n more bytes, moving it to a larger
+// pooled buffer when needed (the old one goes back to the cache). Input is
+// bounded by ReadBufferCap, so the copies are too.
+func (l *Loop) reserve(b []byte, n int) []byte {
+	if len(b)+n <= cap(b) {
+		return b
+	}
+	if b == nil {
+		return l.cache.Get(n)[:0]
+	}
+	nb := l.cache.Get(max(len(b)+n, 2*cap(b)))
+	copy(nb, b)
+	nb = nb[:len(b)]
+	l.cache.Put(b)
+	return nb
+}
+
+// keepRest moves unconsumed input out of the backend's read memory.
+func (l *Loop) keepRest(c *Conn) {
+	rest := c.view
+	c.view = nil
+	if len(rest) == 0 || c.state != connOpen {
+		l.dropInput(c)
+		return
+	}
+	if c.viewOwned {
+		n := copy(c.in[:cap(c.in)], rest) // memmove: rest is a suffix of in
+		c.in = c.in[:n]
+		return
+	}
+	l.keepInput(c, rest) // in is empty here: the view was the backend's memory
+}
+
+func (l *Loop) dropInput(c *Conn) {
+	c.view = nil
+	if c.in != nil {
+		l.cache.Put(c.in)
+		c.in = nil
+	}
+}
+
+// onEOF handles the peer's FIN.
+func (l *Loop) onEOF(c *Conn) {
+	if c.eof {
+		return
+	}
+	c.eof = true
+	c.reading = false // the backend stops receiving by itself
+	if s := c.spliceSrc; s != nil {
+		l.endSplice(s) // io_uring: the recv saw the FIN before splicing began
+	}
+	if c.state != connOpen {
+		return
+	}
+	if c.hold&stopsDelivery != 0 || c.hold&holdReplay != 0 {
+		c.eofPending = true // after the held input
+		return
+	}
+	l.deliverEOF(c)
+}
+
+func (l *Loop) deliverEOF(c *Conn) {
+	if eh, ok := c.h.(EOFHandler); ok {
+		l.callEOF(c, eh)
+		if c.state == connOpen && c.wrShutDone {
+			l.teardown(c) // both directions are done
+		}
+		return
+	}
+	c.err = io.EOF
+	c.Close()
+}
+
+// wrote runs after every write: the connection joins the flush list, and
+// output past the high-water mark stops reading at once, so input already
+// received in this batch waits instead of producing more output.
+func (l *Loop) wrote(c *Conn) {
+	if !c.dirty {
+		c.dirty = true
+		l.dirty = append(l.dirty, c)
+	}
+	if c.out.len() > l.cfg.WriteHighWater && c.hold&holdFlow == 0 {
+		l.setHold(c, holdFlow)
+	}
+}
+
+// onSent records that the kernel took n bytes of c's output.
+func (l *Loop) onSent(c *Conn, n int) {
+	c.out.ack(n)
+	c.lastActive = l.now
+	l.stats.bytesOut.Add(uint64(n))
+	l.afterWrite(c)
+}
+
+// afterWrite runs after output made progress: drain callbacks,
+// backpressure, a pending half-close, and a closing connection whose
+// output has drained.
+func (l *Loop) afterWrite(c *Conn) {
+	if c.state >= connTearingDown {
+		return
+	}
+	pending := c.out.len()
+	if c.drainFn != nil && pending <= c.drainAt {
+		l.runDrain(c)
+	}
+	if s := c.spliceDst; s != nil && s.waitDrain && pending == 0 {
+		s.waitDrain = false
+		l.deferPump(s) // ordinary output is out: spliced bytes may follow
+	}
+	if c.hold&holdFlow != 0 && pending <= l.cfg.WriteLowWater && c.state == connOpen {
+		l.clearHold(c, holdFlow)
+	}
+	if pending != 0 {
+		return
+	}
+	if c.wrShut && !c.wrShutDone && c.state == connOpen {
+		l.shutdownWrite(c)
+		return
+	}
+	if c.state == connClosing {
+		l.teardown(c)
+	}
+}
+
+// runDrain runs the OnDrain callback if its condition holds.
+func (l *Loop) runDrain(c *Conn) {
+	if c.drainFn == nil || (c.state != connClosed && c.out.len() > c.drainAt) {
+		return
+	}
+	fn := c.drainFn
+	c.drainFn = nil
+	l.safeCall(fn, "drain func")
+}
+
+func (l *Loop) shutdownWrite(c *Conn) {
+	c.wrShutDone = true
+	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil && !errors.Is(err, unix.ENOTCONN) {
+		l.abort(c, os.NewSyscallError("shutdown", err))
+		return
+	}
+	if c.eof {
+		l.teardown(c)
+	}
+}
+
+// closeGracefully is Close: reading stops and the output drains first.
+func (l *Loop) closeGracefully(c *Conn) {
+	c.state = connClosing
+	if s := c.spliceSrc; s != nil {
+		l.endSplice(s) // reading stops: bytes still in the pipe are dropped
+	}
+	l.dropInput(c)
+	l.syncReading(c)
+	if c.out.len() == 0 {
+		l.teardown(c)
+		return
+	}
+	c.closeTimer = l.AfterFunc(l.cfg.CloseTimeout, func() {
+		if c.state == connClosing {
+			l.abort(c, ErrCloseTimeout)
+		}
+	})
+}
+
+// abort tears the connection down now; its pending output is dropped when
+// the backend releases it (a send may still be in flight).
+func (l *Loop) abort(c *Conn, err error) {
+	if c.state >= connTearingDown {
+		return
+	}
+	if c.err == nil || c.err == io.EOF {
+		c.err = err
+	}
+	l.dropInput(c)
+	l.teardown(c)
+}
+
+// teardown asks the backend to stop all I/O on c; it reports released
+// once the kernel holds nothing of c's.
+func (l *Loop) teardown(c *Conn) {
+	if c.state >= connTearingDown {
+		return
+	}
+	c.state = connTearingDown
+	c.reading = false
+	if c.spliceSrc != nil || c.spliceDst != nil {
+		l.spliceTeardown(c)
+	}
+	l.be.close(c.slot)
+}
+
+// finalize releases everything c owned and runs OnClose. The backend has
+// closed the fd.
+func (l *Loop) finalize(c *Conn) {
+	if c.state == connClosed {
+		return
+	}
+	c.state = connClosed
+	c.idle.Stop()
+	c.closeTimer.Stop()
+	c.dialTimer.Stop()
+	l.dropInput(c)
+	c.out.reset()
+	l.forget(c)
+	l.stats.closed.Add(1)
+	if c.connecting {
+		c.connecting = false
+		if c.err == nil {
+			c.err = ErrClosed
+		}
+	}
+	if c.onConnect != nil {
+		fn := c.onConnect
+		c.onConnect = nil
+		fn(c.err)
+	}
+	l.callClose(c)
+	l.runDrain(c) // a closed connection releases whoever waits for drain
+}
+
+// forget frees c's slot.
+func (l *Loop) forget(c *Conn) {
+	c.state = connClosed
+	l.conns[c.slot] = nil
+	l.free = append(l.free, c.slot)
+	l.nconn.Add(-1)
+}

@@ -1,0 +1,135 @@
+package reactor
+
+import "github.com/veloq/veloq/bufpool"
+
+// outQueue is a connection's pending output: a FIFO of segments, each a
+// pooled buffer the connection's writes were copied into, or a receive
+// buffer queued in place by ForwardTo. The backend reads it with peek and
+// the loop consumes it with ack once the kernel took the bytes; nothing
+// else touches it.
+//
+// Writes append to the last segment while it has room and otherwise open a
+// new one, so pending output grows by whole segments and is never copied
+// to grow: appending costs the same with 1 KiB or 100 MiB pending. The
+// bytes a send in flight refers to are never moved or released either:
+// appends land past them in the same array or in a later segment, and a
+// segment is released only by the ack that passes its end.
+type outQueue struct {
+	segs  []outSeg // segs[head:] are pending, oldest first
+	head  int
+	bytes int // pending bytes over all segments
+	held  int // segments that are receive buffers (bid >= 0)
+	cache *bufpool.Cache
+	// recycle gives a held receive buffer back once its bytes are sent
+	// (or dropped).
+	recycle func(bid uint16)
+}
+
+// outSeg is one segment: b[off:] is still to be sent.
+type outSeg struct {
+	b   []byte
+	off int
+	bid int32 // receive buffer id when held in place, else -1
+}
+
+// Segment sizes: a new segment gets at least minSeg bytes (one cache class
+// that batches many small responses) and at most maxSeg (so a large write
+// is split, and releasing a sent segment returns memory promptly).
+const (
+	minSeg = 4 << 10
+	maxSeg = 64 << 10
+)
+
+// len returns the pending bytes.
+func (q *outQueue) len() int { return q.bytes }
+
+// write appends a copy of p.
+func (q *outQueue) write(p []byte) { appendOut(q, p) }
+
+// writeString is write for a string, without converting it.
+func (q *outQueue) writeString(s string) { appendOut(q, s) }
+
+func appendOut[T string | []byte](q *outQueue, p T) {
+	q.bytes += len(p)
+	if n := len(q.segs); n > q.head {
+		t := &q.segs[n-1]
+		if t.bid < 0 {
+			k := copy(t.b[len(t.b):cap(t.b)], p)
+			t.b = t.b[:len(t.b)+k]
+			p = p[k:]
+		}
+	}
+	for len(p) > 0 {
+		b := q.cache.Get(min(max(len(p), minSeg), maxSeg))[:0]
+		k := min(len(p), cap(b))
+		b = append(b, p[:k]...)
+		p = p[k:]
+		q.segs = append(q.segs, outSeg{b: b, bid: -1})
+	}
+}
+
+// hold appends receive buffer bid, whose bytes b are sent from where they
+// are. Later writes go behind it.
+func (q *outQueue) hold(b []byte, bid uint16) {
+	q.bytes += len(b)
+	q.held++
+	q.segs = append(q.segs, outSeg{b: b, bid: int32(bid)})
+}
+
+// peek returns the bytes to send next: the rest of the oldest segment
+// (empty when nothing is pending). They stay valid until acked.
+func (q *outQueue) peek() []byte {
+	if q.head == len(q.segs) {
+		return nil
+	}
+	s := &q.segs[q.head]
+	return s.b[s.off:]
+}
+
+// ack consumes n sent bytes from the front, releasing the segments they
+// complete.
+func (q *outQueue) ack(n int) {
+	q.bytes -= n
+	for n > 0 {
+		s := &q.segs[q.head]
+		left := len(s.b) - s.off
+		if n < left {
+			s.off += n
+			return
+		}
+		n -= left
+		q.release(s)
+		q.head++
+	}
+	// A fully sent tail segment with room is kept for the next writes
+	// only if nothing else is queued; otherwise the slice is compacted
+	// when empty.
+	if q.head == len(q.segs) {
+		q.segs = q.segs[:0]
+		q.head = 0
+	} else if q.head > 32 && q.head*2 > len(q.segs) {
+		k := copy(q.segs, q.segs[q.head:])
+		clear(q.segs[k:])
+		q.segs = q.segs[:k]
+		q.head = 0
+	}
+}
+
+func (q *outQueue) release(s *outSeg) {
+	if s.bid >= 0 {
+		q.held--
+		q.recycle(uint16(s.bid))
+	} else {
+		q.cache.Put(s.b)
+	}
+	*s = outSeg{}
+}
+
+// reset drops everything pending. The kernel must hold none of it.
+func (q *outQueue) reset() {
+	for i := q.head; i < len(q.segs); i++ {
+		q.release(&q.segs[i])
+	}
+	q.segs = nil
+	q.head, q.bytes = 0, 0
+}

@@ -10,6 +10,7 @@ package bufpool
 type Cache struct {
 	shared   *Pool
 	perClass int
+	maxBytes int64 // 0: no byte budget
 	free     [NumClasses][][]byte // each with capacity perClass, full-length buffers
 	stats    Stats
 }
@@ -65,7 +66,7 @@ func (c *Cache) Put(b []byte) {
 		c.stats.Drops++
 		return
 	}
-	if list := c.free[cl]; len(list) < c.perClass {
+	if list := c.free[cl]; len(list) < c.perClass && (c.maxBytes == 0 || c.stats.Bytes+int64(cap(b)) <= c.maxBytes) {
 		c.free[cl] = append(list, b[:cap(b)])
 		c.stats.Bytes += int64(cap(b))
 		return
@@ -75,6 +76,12 @@ func (c *Cache) Put(b []byte) {
 		c.shared.Put(b)
 	}
 }
+
+// SetMaxBytes caps the bytes the cache keeps (0: no cap beyond perClass).
+// Above it Put hands buffers to the shared Pool, whose sync.Pools give
+// them to the garbage collector when unused: a burst of large buffers
+// (many slow readers at once) is not kept for the life of the reactor.
+func (c *Cache) SetMaxBytes(n int64) { c.maxBytes = max(n, 0) }
 
 // Len reports how many buffers of class cl the cache holds.
 func (c *Cache) Len(cl int) int {

@@ -63,8 +63,10 @@ func WithKeepAlive(d time.Duration) Option { return func(o *options) { o.cfg.Kee
 // WithReadBufferCap bounds the unconsumed input per connection. Default 4 MiB.
 func WithReadBufferCap(n int) Option { return func(o *options) { o.cfg.ReadBufferCap = n } }
 
-// WithWriteWaterMarks sets the pending-output marks: above high the loop
-// stops reading from the peer, below low it resumes. Default 256 KiB / 1 MiB.
+// WithWriteWaterMarks sets the pending-output marks: a write above high
+// stops reading from the peer at once, and reading resumes when the output
+// drains to low. Default 32 KiB / 64 KiB. Conn.SetWriteWaterMarks
+// overrides them per connection.
 func WithWriteWaterMarks(low, high int) Option {
 	return func(o *options) { o.cfg.WriteLowWater, o.cfg.WriteHighWater = low, high }
 }

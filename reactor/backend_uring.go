@@ -17,8 +17,8 @@ import (
 )
 
 // uringBackend drives sockets with io_uring: one multishot accept per
-// listener, one multishot recv per reading connection selecting buffers
-// from the loop's provided-buffer ring, at most one send in flight per
+// listener, one recv per reading connection selecting buffers from the
+// loop's provided-buffer ring (multishot, or one-shot for bulk senders), at most one send in flight per
 // connection, and a uring.Waker whose eventfd read a poster completes.
 //
 // Each connection has a record here (uconn, indexed by slot) counting the
@@ -27,13 +27,14 @@ import (
 // and reporting the slot released, so the kernel never writes into memory
 // the loop has given back.
 type uringBackend struct {
-	ev    sink
-	log   *slog.Logger
-	ring  *uring.Ring
-	br    *uring.BufRing
-	arena *bufpool.Arena
-	cqes  []*uring.CQE
-	waker *uring.Waker
+	ev      sink
+	log     *slog.Logger
+	ring    *uring.Ring
+	br      *uring.BufRing
+	arena   *bufpool.Arena
+	cqes    []*uring.CQE
+	waker   *uring.Waker
+	bufSize int
 
 	conns   []uconn
 	lns     []ulisten
@@ -45,11 +46,13 @@ type uconn struct {
 	fd         int
 	gen        uint32 // bumped by open; carried in every token
 	q          *outQueue
-	ops        int  // operations the kernel holds
-	sending    int  // bytes of the send in flight; 0: none
-	recv       bool // multishot recv armed
-	recvCancel bool // and its cancel submitted
-	reading    bool // the loop wants input
+	ops        int   // operations the kernel holds
+	sending    int   // bytes of the send in flight; 0: none
+	recv       bool  // a recv is armed
+	recvCancel bool  // and its cancel submitted
+	oneshot    bool  // receive one buffer at a time (a bulk sender, see received)
+	shorts     uint8 // short receives in a row while oneshot
+	reading    bool  // the loop wants input
 	eof        bool
 	connecting bool
 	watchIn    bool // input watch wanted: POLLIN armed once recv has ended
@@ -69,6 +72,10 @@ type ulisten struct {
 }
 
 const bufGroup = 0
+
+// shortsToMultishot is how many receives in a row must come back short of
+// a full buffer before a connection goes back to a multishot recv.
+const shortsToMultishot = 4
 
 // The io_uring features veloq's backend relies on, checked by probe.
 var requiredOps = []struct {
@@ -129,7 +136,7 @@ func newUringBackend(cfg *Config, ev sink, log *slog.Logger) (*uringBackend, err
 	if err != nil {
 		return nil, err
 	}
-	b := &uringBackend{ev: ev, log: log, ring: ring, cqes: make([]*uring.CQE, cfg.Budget)}
+	b := &uringBackend{ev: ev, log: log, ring: ring, cqes: make([]*uring.CQE, cfg.Budget), bufSize: cfg.RecvBufferSize}
 	fail := func(err error) (*uringBackend, error) {
 		b.release()
 		return nil, err
@@ -171,6 +178,16 @@ func (b *uringBackend) wake() { _ = b.waker.Wake() }
 func (b *uringBackend) poll(timeout time.Duration) (bool, error) {
 	var err error
 	switch {
+	case b.ring.CQReady() > 0:
+		// Completions from the last wait are still queued (more than one
+		// budget's worth): dispatch them before asking the kernel for
+		// more. With DEFER_TASKRUN the kernel runs receives only when the
+		// loop waits for events, so not waiting keeps a backlog from
+		// piling up (each paused connection's share of it is input it
+		// must hold) and lets cancels go out before the next receives.
+		if b.ring.SQReady() > 0 {
+			_, err = b.ring.Submit()
+		}
 	case timeout < 0:
 		_, err = b.ring.SubmitAndWait(1)
 	case timeout == 0:
@@ -299,6 +316,32 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 		b.settle(slot, u)
 		return
 	case res > 0:
+		// A receive that fills a whole buffer marks a bulk sender. A
+		// multishot recv would take everything its socket holds
+		// (megabytes) in one run of the kernel's task work, all of it
+		// input the connection must keep if it is paused meanwhile. One
+		// buffer at a time instead, it holds at most one beyond a pause,
+		// and a submission per full buffer costs little next to the
+		// bytes. A run of short receives switches back to multishot,
+		// which saves a submission per message for connections of small
+		// messages (a bulk stream has short receives too, now and then,
+		// where a segment ends). New connections start one buffer at a
+		// time, so a sender that floods from its first byte is never
+		// ahead.
+		if int(res) == b.bufSize {
+			u.shorts = 0
+			if !u.oneshot {
+				u.oneshot = true
+				if u.recv && !u.recvCancel {
+					u.recvCancel = true
+					b.cancel(token(opRecv, slot, u.gen))
+				}
+			}
+		} else if u.oneshot {
+			if u.shorts++; u.shorts >= shortsToMultishot {
+				u.oneshot = false // from the next arm on
+			}
+		}
 		if hasBuf && !b.ev.input(slot, b.arena.Buf(int(bid))[:res], int32(bid)) {
 			b.recycle(bid)
 		}
@@ -439,7 +482,7 @@ func (b *uringBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr
 		b.conns = append(b.conns, uconn{fd: -1})
 	}
 	u := &b.conns[slot]
-	*u = uconn{fd: fd, gen: (u.gen + 1) & 0xffffff, q: q}
+	*u = uconn{fd: fd, gen: (u.gen + 1) & 0xffffff, q: q, oneshot: true}
 	if dial == nil {
 		return nil
 	}
@@ -459,7 +502,11 @@ func (b *uringBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr
 
 func (b *uringBackend) armRecv(slot uint32, u *uconn) {
 	s := b.sqe()
-	s.PrepRecvMultishot(u.fd, nil, 0)
+	if u.oneshot {
+		s.PrepRecv(u.fd, nil, 0)
+	} else {
+		s.PrepRecvMultishot(u.fd, nil, 0)
+	}
 	s.SetFlags(uring.SQEBufferSelect)
 	s.SetBufGroup(bufGroup)
 	s.SetUserData(token(opRecv, slot, u.gen))

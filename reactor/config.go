@@ -48,9 +48,16 @@ type Config struct {
 	// Default 4 MiB.
 	ReadBufferCap int
 	// WriteHighWater and WriteLowWater bound pending output per connection:
-	// above high the loop stops reading from the peer, below low it resumes.
-	// Defaults 1 MiB and 256 KiB.
+	// a write that takes it above high stops reading from the peer at once,
+	// and reading resumes when it drains to low. Pending output therefore
+	// stays near high: above it by at most what the handler writes for the
+	// input it is processing. Defaults 64 KiB and 32 KiB (Netty's default
+	// water marks; the kernel's socket buffer holds more on top).
 	WriteHighWater, WriteLowWater int
+	// CacheBytes caps the freed buffers the loop keeps for reuse; beyond it
+	// they go to the shared pool and, unused, to the garbage collector.
+	// Default 4 MiB.
+	CacheBytes int
 	// IdleTimeout closes a connection that has neither read nor written for
 	// this long. Default 0: never.
 	IdleTimeout time.Duration
@@ -90,10 +97,13 @@ func (c *Config) setDefaults() {
 		c.ReadBufferCap = 4 << 20
 	}
 	if c.WriteHighWater <= 0 {
-		c.WriteHighWater = 1 << 20
+		c.WriteHighWater = 64 << 10
 	}
 	if c.WriteLowWater <= 0 || c.WriteLowWater > c.WriteHighWater {
-		c.WriteLowWater = c.WriteHighWater / 4
+		c.WriteLowWater = c.WriteHighWater / 2
+	}
+	if c.CacheBytes <= 0 {
+		c.CacheBytes = 4 << 20
 	}
 	if c.CloseTimeout <= 0 {
 		c.CloseTimeout = 10 * time.Second

@@ -68,8 +68,9 @@ type Conn struct {
 
 	// input
 	view      []byte // unconsumed input shown to the handler
-	viewOwned bool   // view aliases in (else the backend's read memory)
+	viewOwned bool   // view aliases in[:inTail] (else the backend's read memory)
 	in        []byte // owned buffer holding input left between callbacks
+	inTail    int    // with viewOwned: in[inTail:] is buffered beyond the view
 
 	out outQueue // pending output, read by the backend
 
@@ -89,6 +90,8 @@ type Conn struct {
 	onConnect  func(error)
 	drainFn    func() // OnDrain callback, run when pending output <= drainAt
 	drainAt    int
+	lowWater   int // resume reading at or below this much pending output
+	highWater  int // stop reading above it; 0: never (SetWriteWaterMarks)
 
 	// splicing (splice.go): spliceSrc moves this connection's input to
 	// another; spliceDst moves another's input to this one.
@@ -240,6 +243,23 @@ func (c *Conn) WriteString(s string) (int, error) {
 	c.out.writeString(s)
 	c.loop.wrote(c)
 	return len(s), nil
+}
+
+// SetWriteWaterMarks overrides Config.WriteLowWater and WriteHighWater for
+// this connection. high <= 0 turns the automatic pause off: for a handler
+// that bounds its output itself, such as a relay whose output is fed by
+// another connection's input and which pauses that connection instead
+// (stopping this one's reading could deadlock the pair).
+func (c *Conn) SetWriteWaterMarks(low, high int) {
+	if high <= 0 {
+		low, high = 0, 0
+	} else if low <= 0 || low > high {
+		low = high / 2
+	}
+	c.lowWater, c.highWater = low, high
+	if c.hold&holdFlow != 0 && (high == 0 || c.out.len() <= low) {
+		c.loop.clearHold(c, holdFlow)
+	}
 }
 
 // OutputBuffered returns the bytes written but not yet sent.

@@ -17,7 +17,8 @@ import (
 
 // newConn puts fd into the connection table.
 func (l *Loop) newConn(fd int, network string, h Handler) *Conn {
-	c := &Conn{loop: l, fd: fd, h: h, network: network, lastActive: l.now}
+	c := &Conn{loop: l, fd: fd, h: h, network: network, lastActive: l.now,
+		lowWater: l.cfg.WriteLowWater, highWater: l.cfg.WriteHighWater}
 	c.out.cache, c.out.recycle = l.cache, l.recycleHeld
 	if n := len(l.free); n > 0 {
 		c.slot = l.free[n-1]
@@ -128,10 +129,8 @@ func (l *Loop) replay(c *Conn) {
 	if c.state != connOpen {
 		return
 	}
-	if c.hold&stopsDelivery == 0 && len(c.in) > 0 {
-		c.view, c.viewOwned = c.in, true
-		l.callData(c)
-		l.keepRest(c)
+	if c.hold&stopsDelivery == 0 {
+		l.present(c)
 	}
 	if c.eofPending && c.state == connOpen && c.hold&stopsDelivery == 0 {
 		c.eofPending = false
@@ -164,10 +163,53 @@ func (l *Loop) onInput(c *Conn, chunk []byte, bid int32) (kept bool) {
 	if !l.keepInput(c, chunk) || c.hold&stopsDelivery != 0 {
 		return false // held: keep the bytes, run no handler
 	}
-	c.view, c.viewOwned = c.in, true
-	l.callData(c)
-	l.keepRest(c)
+	l.present(c)
 	return false
+}
+
+// presentWindow is how much buffered input one OnData sees at first.
+const presentWindow = 64 << 10
+
+// present runs OnData over the connection's buffered input, a window at a
+// time: like a read, each call shows at most presentWindow bytes beyond
+// what the handler left unconsumed (the window doubles while a handler
+// consumes nothing, so a message of any size is eventually shown whole).
+// Input buffered during a long pause can be megabytes on io_uring (the
+// receives the kernel had completed before the pause took effect); shown
+// at once, a handler that answers everything it sees would queue output
+// far past the high-water mark. Shown by window, the write that crosses
+// the mark stops the presentation, and the rest waits.
+func (l *Loop) present(c *Conn) {
+	off, window := 0, presentWindow
+	for c.state == connOpen && c.hold&stopsDelivery == 0 && c.in != nil && off < len(c.in) {
+		end := min(off+window, len(c.in))
+		c.view, c.viewOwned, c.inTail = c.in[off:end], true, end
+		l.callData(c)
+		if c.in == nil { // closed, or spliced, inside the callback
+			c.view = nil
+			return
+		}
+		consumed := end - off - len(c.view)
+		c.view = nil
+		off += consumed
+		if consumed > 0 {
+			window = presentWindow
+			continue
+		}
+		if end == len(c.in) {
+			break // everything shown, nothing taken: wait for more input
+		}
+		window *= 2
+	}
+	if c.in == nil {
+		return
+	}
+	if off >= len(c.in) || c.state != connOpen {
+		l.dropInput(c)
+		return
+	}
+	n := copy(c.in, c.in[off:]) // memmove the unconsumed rest to the front, once
+	c.in = c.in[:n]
 }
 
 // keepInput appends p to the connection's own input buffer. Past
@@ -181,6 +223,10 @@ func (l *Loop) keepInput(c *Conn, p []byte) bool {
 		return false
 	}
 	c.in = append(l.reserve(c.in, len(p)), p...)
+	if len(c.in) > l.inPeak {
+		l.inPeak = len(c.in)
+		l.stats.inPeak.Store(int64(len(c.in)))
+	}
 	return true
 }
 
@@ -201,17 +247,13 @@ func (l *Loop) reserve(b []byte, n int) []byte {
 	return nb
 }
 
-// keepRest moves unconsumed input out of the backend's read memory.
+// keepRest moves input the handler left unconsumed out of the backend's
+// read memory (the view of an input report).
 func (l *Loop) keepRest(c *Conn) {
 	rest := c.view
 	c.view = nil
 	if len(rest) == 0 || c.state != connOpen {
 		l.dropInput(c)
-		return
-	}
-	if c.viewOwned {
-		n := copy(c.in[:cap(c.in)], rest) // memmove: rest is a suffix of in
-		c.in = c.in[:n]
 		return
 	}
 	l.keepInput(c, rest) // in is empty here: the view was the backend's memory
@@ -265,7 +307,12 @@ func (l *Loop) wrote(c *Conn) {
 		c.dirty = true
 		l.dirty = append(l.dirty, c)
 	}
-	if c.out.len() > l.cfg.WriteHighWater && c.hold&holdFlow == 0 {
+	n := c.out.len()
+	if n > l.outPeak {
+		l.outPeak = n
+		l.stats.outPeak.Store(int64(n))
+	}
+	if n > c.highWater && c.highWater > 0 && c.hold&holdFlow == 0 {
 		l.setHold(c, holdFlow)
 	}
 }
@@ -293,7 +340,7 @@ func (l *Loop) afterWrite(c *Conn) {
 		s.waitDrain = false
 		l.deferPump(s) // ordinary output is out: spliced bytes may follow
 	}
-	if c.hold&holdFlow != 0 && pending <= l.cfg.WriteLowWater && c.state == connOpen {
+	if c.hold&holdFlow != 0 && pending <= c.lowWater && c.state == connOpen {
 		l.clearHold(c, holdFlow)
 	}
 	if pending != 0 {

@@ -58,6 +58,8 @@ type Loop struct {
 		bid  int32 // -1: not a receive buffer (epoll)
 		kept bool
 	}
+	outPeak  int    // largest pending output of one connection (Stats.PeakConnOutput)
+	inPeak   int    // largest buffered input of one connection (Stats.PeakConnInput)
 	more     bool   // work is known to be pending: poll without blocking
 	reports  uint64 // backend reports in the current poll (tick)
 	stopping bool
@@ -73,7 +75,7 @@ type loopCounters struct {
 	iterations, parks, wakeups, posts       atomic.Uint64
 	completions, panics, acceptErrs, dialed atomic.Uint64
 	spliced, inPlace                        atomic.Uint64
-	heldBufs                                atomic.Int64
+	heldBufs, outPeak, inPeak, cached       atomic.Int64
 }
 
 // Stats is a snapshot of a loop's counters.
@@ -99,6 +101,16 @@ type Stats struct {
 	// sent; they are back in the buffer ring once sent or dropped).
 	InPlace  uint64
 	HeldBufs int64
+	// PeakConnOutput is the most output any one connection had pending
+	// (written, not yet taken by the kernel) since the loop started: with
+	// the write water marks it stays near WriteHighWater.
+	PeakConnOutput int64
+	// PeakConnInput is the most input any one connection had buffered
+	// (received, not consumed by its handler) since the loop started.
+	PeakConnInput int64
+	// CachedBytes is what the loop's buffer cache keeps for reuse, at most
+	// Config.CacheBytes.
+	CachedBytes int64
 }
 
 // NewLoop starts a loop and returns once its thread and backend are ready,
@@ -115,6 +127,7 @@ func NewLoop(id int, cfg Config) (*Loop, error) {
 		cache:   bufpool.NewCache(cfg.Pool, 64),
 		stopped: make(chan struct{}),
 	}
+	l.cache.SetMaxBytes(int64(cfg.CacheBytes))
 	ready := make(chan error, 1)
 	go l.run(ready)
 	if err := <-ready; err != nil {
@@ -176,6 +189,7 @@ func (l *Loop) run(ready chan<- error) {
 func (l *Loop) loop() {
 	for {
 		l.stats.iterations.Add(1)
+		l.stats.cached.Store(l.cache.Stats().Bytes)
 		l.now = l.clock()
 		l.more = false
 		l.runInbox()
@@ -424,5 +438,6 @@ func (l *Loop) Stats() Stats {
 		Posts: s.posts.Load(), Completions: s.completions.Load(), Panics: s.panics.Load(),
 		AcceptErrs: s.acceptErrs.Load(), Spliced: s.spliced.Load(),
 		InPlace: s.inPlace.Load(), HeldBufs: s.heldBufs.Load(),
+		PeakConnOutput: s.outPeak.Load(), PeakConnInput: s.inPeak.Load(), CachedBytes: s.cached.Load(),
 	}
 }

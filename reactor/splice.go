@@ -99,17 +99,21 @@ func (c *Conn) SpliceTo(dst *Conn) error {
 		return fmt.Errorf("%w: the destination's write side is shut", ErrCannotSplice)
 	}
 	// Forward what is already buffered. Inside OnData, view holds the
-	// unconsumed rest of the current chunk (a suffix of in when owned);
+	// unconsumed rest of the current chunk (a window of in when owned,
+	// with in[inTail:] behind it);
 	// elsewhere the buffered input is in.
-	pending := c.view
-	if pending == nil {
+	pending, tail := c.view, []byte(nil)
+	switch {
+	case c.viewOwned && c.view != nil:
+		tail = c.in[c.inTail:] // present shows the buffered input a window at a time
+	case c.view == nil:
 		pending = c.in
 	}
-	if len(pending) > 0 {
-		if _, err := dst.Write(pending); err != nil {
+	if len(pending)+len(tail) > 0 {
+		if _, err := dst.Writev([][]byte{pending, tail}); err != nil {
 			return err
 		}
-		c.spliced += int64(len(pending))
+		c.spliced += int64(len(pending) + len(tail))
 	}
 	c.view = nil
 	l.dropInput(c)

@@ -74,9 +74,9 @@ func WithCooldown(d time.Duration) Option { return func(o *options) { o.cooldown
 
 // WithBufferLimit bounds the bytes queued toward one side of a pair:
 // reading from the other side pauses above it and resumes when half of it
-// has been sent. Keep it below the loops' write high-water mark (1 MiB by
-// default), or the loop's own backpressure pauses the wrong side. Default
-// 256 KiB.
+// has been sent. The proxy turns the loops' own write water marks off on
+// both sides of a pair (their pause would stop the wrong side), so this is
+// the bound. Default 256 KiB.
 func WithBufferLimit(n int) Option { return func(o *options) { o.limit = n } }
 
 // WithSplice chooses when forwarding uses splice(2). Default SpliceOff.

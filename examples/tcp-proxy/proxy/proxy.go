@@ -105,6 +105,10 @@ func (p *Proxy) OnOpen(c *reactor.Conn) {
 	pr := &pair{p: p, sh: sh, client: c}
 	pr.up.bytes, pr.down.bytes = &sh.bytesUp, &sh.bytesDown
 	c.SetContext(pr)
+	// The pair bounds each direction's queue itself by pausing the side
+	// that feeds it; the loop's own pause, which stops the reading of the
+	// connection whose output is large, would stop the wrong side here.
+	c.SetWriteWaterMarks(0, 0)
 	c.PauseRead()
 	pr.dial()
 }
@@ -148,6 +152,9 @@ func (pr *pair) dial() {
 		pr.tried |= 1 << i
 		pr.backIdx = i
 		b, err := c.Loop().Dial("tcp", p.backends[i].addr, pr, p.opts.dialTimeout)
+		if err == nil {
+			b.SetWriteWaterMarks(0, 0) // as for the client (OnOpen)
+		}
 		if err != nil {
 			pr.dialFailed(err) // synchronous failure: no socket, or the like
 			continue

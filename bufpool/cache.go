@@ -10,7 +10,7 @@ package bufpool
 type Cache struct {
 	shared   *Pool
 	perClass int
-	maxBytes int64 // 0: no byte budget
+	maxBytes int64                // 0: no byte budget
 	free     [NumClasses][][]byte // each with capacity perClass, full-length buffers
 	stats    Stats
 }

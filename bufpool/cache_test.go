@@ -146,3 +146,23 @@ func BenchmarkCacheBurst(b *testing.B) {
 		}
 	}
 }
+
+// TestCacheMaxBytes: past the byte budget, Put hands buffers to the shared
+// pool instead of keeping them, and Get takes them back from there.
+func TestCacheMaxBytes(t *testing.T) {
+	shared := NewPool()
+	c := NewCache(shared, 64)
+	c.SetMaxBytes(64 << 10)
+	for range 8 {
+		c.Put(make([]byte, 16<<10))
+	}
+	if got := c.Stats().Bytes; got != 64<<10 {
+		t.Fatalf("cache keeps %d bytes, want the 64 KiB budget", got)
+	}
+	if got := c.Len(ClassOf(16 << 10)); got != 4 {
+		t.Fatalf("cache keeps %d buffers of 16 KiB, want 4", got)
+	}
+	if got := shared.Stats().Puts; got != 4 {
+		t.Fatalf("shared pool got %d buffers, want the 4 over budget", got)
+	}
+}

@@ -40,16 +40,27 @@
 // stranger's connection. Completions carry (slot, generation, op) in
 // user_data, never a pointer.
 //
+// # The backend boundary
+//
+// The loop drives its backend through a few calls (open a slot, read or
+// stop, send what the output queue holds, watch for readiness, close) and
+// the backend reports what happened (input, end of stream, bytes sent, an
+// error, the slot released, a connection accepted or connected). A backend
+// knows connections only by slot, fd and output queue, and keeps its own
+// per-slot record of what the kernel holds; see backend.go and
+// ARCHITECTURE.md.
+//
 // # Memory
 //
-// Input arrives in the loop's read memory (a provided-buffer ring mmap'd
-// outside the Go heap on io_uring, one reusable buffer on epoll) and is
-// shown to the handler without copying. Only bytes the handler leaves
-// unconsumed are copied into a per-connection buffer from the loop's
-// bufpool cache. Output is appended to a per-connection buffer; when it
-// passes the high-water mark the loop stops reading from that peer until it
-// drains below the low-water mark, so a slow reader never grows memory
-// without bound.
+// Input arrives in the backend's read memory (a provided-buffer ring
+// mmap'd outside the Go heap on io_uring, one reusable buffer on epoll)
+// and is shown to the handler without copying. Only bytes the handler
+// leaves unconsumed are copied into a per-connection buffer from the
+// loop's bufpool cache. Output goes to a queue of pooled segments that is
+// never copied to grow; a write that takes it above the high-water mark
+// stops reading from that peer at once, until it drains to the low-water
+// mark, so a slow reader never grows memory without bound. Freed buffers
+// beyond Config.CacheBytes leave the loop's cache.
 //
 // # Splicing
 //

@@ -321,7 +321,7 @@ func (l *Loop) wrote(c *Conn) {
 func (l *Loop) onSent(c *Conn, n int) {
 	c.out.ack(n)
 	c.lastActive = l.now
-	l.stats.bytesOut.Add(uint64(n))
+	l.ctr.bytesOut += uint64(n)
 	l.afterWrite(c)
 }
 

@@ -34,7 +34,7 @@ func (l *Loop) connected(slot uint32, err error) {
 
 func (l *Loop) input(slot uint32, b []byte, bid int32) bool {
 	l.tick()
-	l.stats.bytesIn.Add(uint64(len(b)))
+	l.ctr.bytesIn += uint64(len(b))
 	return l.onInput(l.conns[slot], b, bid)
 }
 

@@ -62,6 +62,9 @@ type Loop struct {
 	inPeak   int    // largest buffered input of one connection (Stats.PeakConnInput)
 	more     bool   // work is known to be pending: poll without blocking
 	reports  uint64 // backend reports in the current poll (tick)
+	// ctr counts on the loop's hot path without atomic operations;
+	// publish copies it into stats once per iteration.
+	ctr struct{ bytesIn, bytesOut, iterations, completions uint64 }
 	stopping bool
 	stopped  chan struct{}
 
@@ -188,8 +191,7 @@ func (l *Loop) run(ready chan<- error) {
 // loop is the iteration described in doc.go.
 func (l *Loop) loop() {
 	for {
-		l.stats.iterations.Add(1)
-		l.stats.cached.Store(l.cache.Stats().Bytes)
+		l.ctr.iterations++
 		l.now = l.clock()
 		l.more = false
 		l.runInbox()
@@ -220,7 +222,8 @@ func (l *Loop) loop() {
 		l.reports = 0
 		more, err := l.be.poll(timeout)
 		l.more = l.more || more
-		l.stats.completions.Add(l.reports)
+		l.ctr.completions += l.reports
+		l.publish()
 		if parked {
 			l.state.Store(stateRunning)
 		}
@@ -420,11 +423,22 @@ func (l *Loop) finish() {
 	for len(l.timers) > 0 {
 		l.timers.remove(0)
 	}
+	l.publish()
 	l.closePipes()
 	if err := l.be.shutdown(); err != nil {
 		l.log.Warn("veloq: closing backend", "err", err)
 	}
 	close(l.stopped)
+}
+
+// publish makes the loop's own counters visible to Stats.
+func (l *Loop) publish() {
+	s := &l.stats
+	s.bytesIn.Store(l.ctr.bytesIn)
+	s.bytesOut.Store(l.ctr.bytesOut)
+	s.iterations.Store(l.ctr.iterations)
+	s.completions.Store(l.ctr.completions)
+	s.cached.Store(l.cache.Stats().Bytes)
 }
 
 // Stats returns a snapshot of the loop's counters. Safe from any goroutine.

@@ -205,7 +205,7 @@ func (l *Loop) pump(s *splice) {
 			s.queued -= int(n)
 			src.spliced += n
 			dst.lastActive = l.now
-			l.stats.bytesOut.Add(uint64(n))
+			l.ctr.bytesOut += uint64(n)
 			l.stats.spliced.Add(uint64(n))
 			continue
 		}
@@ -234,7 +234,7 @@ func (l *Loop) pump(s *splice) {
 		}
 		s.queued = int(n)
 		src.lastActive = l.now
-		l.stats.bytesIn.Add(uint64(n))
+		l.ctr.bytesIn += uint64(n)
 	}
 }
 

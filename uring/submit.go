@@ -15,6 +15,16 @@ func (r *Ring) enter(toSubmit, minComplete, flags uint32, arg unsafe.Pointer, ar
 	// unsafe: arg is nil or points into the heap-allocated Ring (r.arg),
 	// which r keeps alive and the GC does not move; the conversion happens
 	// in the call expression as the unsafe.Pointer rules require.
+	if minComplete == 0 {
+		// Nothing to wait for: the call submits and runs completions
+		// without sleeping, so it skips the runtime's syscall bookkeeping
+		// (entersyscall/exitsyscall, the P's hand-off), which costs as much
+		// as a small submission. A raw system call is not preemptible, but
+		// this one returns as soon as the kernel has done the work queued.
+		n, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFd), uintptr(toSubmit),
+			0, uintptr(flags|r.enterFlags), uintptr(arg), argSz)
+		return int(n), errno
+	}
 	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFd), uintptr(toSubmit),
 		uintptr(minComplete), uintptr(flags|r.enterFlags), uintptr(arg), argSz)
 	return int(n), errno

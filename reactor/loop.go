@@ -58,13 +58,13 @@ type Loop struct {
 		bid  int32 // -1: not a receive buffer (epoll)
 		kept bool
 	}
-	outPeak  int    // largest pending output of one connection (Stats.PeakConnOutput)
-	inPeak   int    // largest buffered input of one connection (Stats.PeakConnInput)
-	more     bool   // work is known to be pending: poll without blocking
-	reports  uint64 // backend reports in the current poll (tick)
+	outPeak int    // largest pending output of one connection (Stats.PeakConnOutput)
+	inPeak  int    // largest buffered input of one connection (Stats.PeakConnInput)
+	more    bool   // work is known to be pending: poll without blocking
+	reports uint64 // backend reports in the current poll (tick)
 	// ctr counts on the loop's hot path without atomic operations;
 	// publish copies it into stats once per iteration.
-	ctr struct{ bytesIn, bytesOut, iterations, completions uint64 }
+	ctr      struct{ bytesIn, bytesOut, iterations, completions uint64 }
 	stopping bool
 	stopped  chan struct{}
 

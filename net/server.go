@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,6 +88,10 @@ func NewServer(h Handler, opts ...Option) (*Server, error) {
 		} else {
 			o.cfg.Backend = BackendUring
 		}
+	}
+	if o.procs && runtime.GOMAXPROCS(0) <= o.loops {
+		o.cfg.Logger.Debug("veloq: raising GOMAXPROCS above the loop count", "from", runtime.GOMAXPROCS(0), "to", o.loops+1)
+		runtime.GOMAXPROCS(o.loops + 1)
 	}
 	var cpus []int
 	if o.pin {

@@ -190,7 +190,7 @@ func (b *epollBackend) read(slot uint32, toEOF bool) {
 			b.retry = append(b.retry, eretry{slot, gen, retryRead})
 			return
 		}
-		n, err := unix.Read(e.fd, b.readBuf)
+		n, err := sock.RawRead(e.fd, b.readBuf)
 		switch {
 		case err == unix.EAGAIN:
 			return
@@ -224,7 +224,7 @@ func (b *epollBackend) send(slot uint32) {
 		if len(p) == 0 {
 			return
 		}
-		n, err := unix.Write(e.fd, p)
+		n, err := sock.RawWrite(e.fd, p)
 		switch {
 		case err == unix.EINTR:
 			continue

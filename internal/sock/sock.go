@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strconv"
 	"syscall"
 	"unsafe"
@@ -225,4 +226,32 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// RawRead is read(2) on a non-blocking descriptor without the runtime's
+// system-call bookkeeping (entersyscall/exitsyscall), which costs about as
+// much as a small read itself. Only for descriptors that never block: a raw
+// call holds its P and cannot be preempted until it returns.
+func RawRead(fd int, p []byte) (int, error) {
+	// Sound: the pointer is converted to uintptr in the call expression,
+	// the array is heap memory the caller keeps (KeepAlive below), and heap
+	// objects do not move.
+	ptr := unsafe.Pointer(unsafe.SliceData(p))
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	runtime.KeepAlive(p)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// RawWrite is write(2) for non-blocking descriptors; see RawRead.
+func RawWrite(fd int, p []byte) (int, error) {
+	ptr := unsafe.Pointer(unsafe.SliceData(p)) // as in RawRead
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	runtime.KeepAlive(p)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
 }

@@ -15,13 +15,15 @@
 //
 // The C floor (c-epoll, c-uring: minimal C servers, see floor.go) is
 // compiled with gcc from the -limits directory (default ../shared/limits,
-// beside the checkout) at the start of a run, and skipped with a message
-// when it cannot be.
+// beside the checkout) at the start of a run, skipped with a message when
+// it cannot be, and every TCP echo and HTTP figure is also given as a
+// ratio of server CPU per request to it.
 //
 //	bench/run.sh --quick                  # ~2 minutes, 1 repeat, results/quick.*
 //	bench/run.sh                          # full: 3 repeats, results/latest.*, BENCHMARKS.md
 //	bench/run.sh -servers veloq-uring,stdlib -scenarios echo-64B-c64
 //	bench/run.sh -render results/latest.json   # redo the tables, charts and page
+//	bench/floor.sh 3 4                    # veloq against the C floor only
 package main
 
 import (
@@ -86,6 +88,7 @@ func run() error {
 		heavyCPU  = flag.String("heavy-cpu", "", "CPU list for the servers in the CPU-heavy scenario (default: -server-cpu); veloq's pool gets one worker per CPU")
 		loadCPU   = flag.String("load-cpu", "1", "CPU list the load generator is pinned to (taskset -c); empty = no pinning")
 		limits    = flag.String("limits", defaultLimits, "directory of the C floor's sources (epoll_echo.c, uring_echo.c, epoll_http.c), relative to veloq's root unless absolute; compiled with gcc into bin/, the floor servers are skipped when it is missing")
+		printWhat = flag.String("print", "tables", "what to print on stdout at the end: tables (every scenario) or floor (server CPU per request against the C floor only)")
 	)
 	flag.BoolVar(&s.Quick, "quick", false, "about 2 minutes: 1 repeat, short windows, fewer servers in the secondary scenarios")
 	flag.IntVar(&s.IdleConns, "idle-conns", 10000, "connections in the idle scenario")
@@ -111,6 +114,9 @@ func run() error {
 	}
 	if *render != "" {
 		return renderOnly(benchDir, *render, docPath, docGiven)
+	}
+	if *printWhat != "tables" && *printWhat != "floor" {
+		return fmt.Errorf("-print %q: want tables or floor", *printWhat)
 	}
 	limitsDir := *limits
 	if !filepath.IsAbs(limitsDir) {
@@ -252,7 +258,11 @@ func run() error {
 		return err
 	}
 	h.progress("done in %s: wrote %s", time.Since(started).Round(time.Second), strings.Join(relAll(benchDir, written), ", "))
-	fmt.Print(report.markdown())
+	if *printWhat == "floor" {
+		fmt.Print(report.floorTable())
+	} else {
+		fmt.Print(report.markdown())
+	}
 	return nil
 }
 

@@ -244,7 +244,7 @@ func (sc ScenarioResult) hasFloor() bool {
 func (sc ScenarioResult) floorNote() string {
 	var uring, epoll []string
 	for _, sv := range sc.Servers {
-		if sv.Floor == nil {
+		if sv.Floor == nil || sv.Server == sv.Floor.Floor {
 			continue
 		}
 		if sv.Floor.Floor == floorURing {
@@ -259,7 +259,7 @@ func (sc ScenarioResult) floorNote() string {
 		s += fmt.Sprintf("; %s against %s, the others against %s", strings.Join(uring, " and "), floorURing, floorEpoll)
 	case len(uring) > 0:
 		s += "; against " + floorURing
-	default:
+	case len(epoll) > 0:
 		s += "; against " + floorEpoll
 	}
 	return s + "."

@@ -54,6 +54,8 @@ var serverColors = map[string]string{
 	"netpoll":       "#d97706",
 	"hertz":         "#dc2626",
 	"nginx":         "#059669",
+	"c-epoll":       "#111827",
+	"c-uring":       "#44403c",
 }
 
 func colorOf(server string) string {

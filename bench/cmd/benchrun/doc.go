@@ -65,10 +65,17 @@ func (r *Report) page(docDir, jsonPath string, charts map[string]string) string 
 	if r.Settings.Quick {
 		b.WriteString("> **This page shows a quick run** (one repeat, short windows, fewer servers in the secondary scenarios): a smoke test of the suite, not reference numbers. A full run (`bench/run.sh`) replaces it.\n\n")
 	}
-	fmt.Fprintf(&b, "veloq against Go's standard library, cloudwego/netpoll, cloudwego/hertz and nginx on one machine, over loopback, with the server on one CPU and the load generator on another. Produced by:\n\n```sh\n%s\n```\n\n", r.Command)
-	b.WriteString("To run it yourself: `apt-get install wrk` (HTTP scenarios; `nginx` too for the nginx baseline), then `bench/run.sh --quick` (about 2 minutes) or `bench/run.sh` (the full suite, which rewrites this page). ")
+	floor := ""
+	if r.ranFloor() {
+		floor = ", and against minimal C servers that mark the floor of server CPU per request (`c-epoll`, `c-uring`),"
+	}
+	fmt.Fprintf(&b, "veloq against Go's standard library, cloudwego/netpoll, cloudwego/hertz and nginx%s on one machine, over loopback, with the server on one CPU and the load generator on another. Produced by:\n\n```sh\n%s\n```\n\n", floor, r.Command)
+	b.WriteString("To run it yourself: `apt-get install wrk` (HTTP scenarios; `nginx` too for the nginx baseline; `gcc liburing-dev` and the C sources for the floor), then `bench/run.sh --quick` (about 2 minutes) or `bench/run.sh` (the full suite, which rewrites this page). ")
 	b.WriteString("Method, load generators and how to read each column: [bench/README.md](bench/README.md). ")
 	fmt.Fprintf(&b, "Raw numbers, every run included: [%s](%s).\n\n", relTo(jsonPath), relTo(jsonPath))
+	if !r.ranFloor() {
+		b.WriteString("The C floor (`c-epoll`, `c-uring`: minimal C servers that mark the floor of server CPU per request; see [bench/README.md](bench/README.md#the-floor)) did not run in this run, so the tables have no `vs floor` column.\n\n")
+	}
 	b.WriteString("## Run\n\n")
 	b.WriteString(r.factsMarkdown())
 	b.WriteString("\n## Reading\n\n")
@@ -94,6 +101,11 @@ func (r *Report) page(docDir, jsonPath string, charts map[string]string) string 
 		b.WriteString(t)
 	}
 	return b.String()
+}
+
+// ranFloor says whether a C floor server ran in this run.
+func (r *Report) ranFloor() bool {
+	return slices.ContainsFunc(r.Servers, func(s ServerInfo) bool { return s.Name == floorEpoll || s.Name == floorURing })
 }
 
 // reading states what the numbers say, computed from them, so that it
@@ -193,6 +205,15 @@ func loadReading(sc ScenarioResult) string {
 	}
 	if len(vs) > 0 {
 		s += "; against stdlib (req/s / per CPU-s): " + strings.Join(vs, ", ")
+	}
+	var fl []string
+	for _, sv := range ok {
+		if sv.Floor != nil && sv.Server != sv.Floor.Floor {
+			fl = append(fl, fmt.Sprintf("%s %.2f× %s", sv.Server, sv.Floor.CPU, sv.Floor.Floor))
+		}
+	}
+	if len(fl) > 0 {
+		s += "; server CPU per request against the C floor: " + strings.Join(fl, ", ")
 	}
 	return s + "."
 }

@@ -297,15 +297,28 @@ func (sp *serverProc) stop() (note string) {
 	sp.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-sp.exited:
-		if sp.err != nil {
-			return fmt.Sprintf("server exit after SIGTERM: %v", sp.err)
-		}
-		return ""
+		return termNote(sp.err)
 	case <-time.After(5 * time.Second):
 		sp.cmd.Process.Kill()
 		<-sp.exited
 		return "server ignored SIGTERM for 5 s and was killed"
 	}
+}
+
+// termNote reports how a server ended after benchrun sent it SIGTERM: ""
+// for a clean exit, or for death by that very signal (the default action,
+// which servers without a handler, like the C floor, take).
+func termNote(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+			return ""
+		}
+	}
+	if err != nil {
+		return fmt.Sprintf("server exit after SIGTERM: %v", err)
+	}
+	return ""
 }
 
 func (sp *serverProc) alive() bool {

@@ -13,10 +13,17 @@
 // each metric is reported; servers run interleaved within a repeat, in an
 // order rotated each repeat, so background noise spreads over all.
 //
+// The C floor (c-epoll, c-uring: minimal C servers, see floor.go) is
+// compiled with gcc from the -limits directory (default ../shared/limits,
+// beside the checkout) at the start of a run, skipped with a message when
+// it cannot be, and every TCP echo and HTTP figure is also given as a
+// ratio of server CPU per request to it.
+//
 //	bench/run.sh --quick                  # ~2 minutes, 1 repeat, results/quick.*
 //	bench/run.sh                          # full: 3 repeats, results/latest.*, BENCHMARKS.md
 //	bench/run.sh -servers veloq-uring,stdlib -scenarios echo-64B-c64
 //	bench/run.sh -render results/latest.json   # redo the tables, charts and page
+//	bench/floor.sh 3 4                    # veloq against the C floor only
 package main
 
 import (
@@ -50,6 +57,7 @@ type Settings struct {
 	HeavyCPU    string  `json:"heavy_cpu"`  // taskset list for servers in the CPU-heavy scenario
 	LoadCPU     string  `json:"load_cpu"`   // taskset list for the load generator
 	NofileLimit int     `json:"nofile_limit"`
+	LimitsDir   string  `json:"limits_dir,omitempty"` // -limits: where the C floor's sources were looked for
 
 	warmup, duration, idleSettle time.Duration
 }
@@ -79,6 +87,8 @@ func run() error {
 		serverCPU = flag.String("server-cpu", "0", "CPU list the servers are pinned to (taskset -c); empty = no pinning")
 		heavyCPU  = flag.String("heavy-cpu", "", "CPU list for the servers in the CPU-heavy scenario (default: -server-cpu); veloq's pool gets one worker per CPU")
 		loadCPU   = flag.String("load-cpu", "1", "CPU list the load generator is pinned to (taskset -c); empty = no pinning")
+		limits    = flag.String("limits", defaultLimits, "directory of the C floor's sources (epoll_echo.c, uring_echo.c, epoll_http.c), relative to veloq's root unless absolute; compiled with gcc into bin/, the floor servers are skipped when it is missing")
+		printWhat = flag.String("print", "tables", "what to print on stdout at the end: tables (every scenario) or floor (server CPU per request against the C floor only)")
 	)
 	flag.BoolVar(&s.Quick, "quick", false, "about 2 minutes: 1 repeat, short windows, fewer servers in the secondary scenarios")
 	flag.IntVar(&s.IdleConns, "idle-conns", 10000, "connections in the idle scenario")
@@ -105,6 +115,14 @@ func run() error {
 	if *render != "" {
 		return renderOnly(benchDir, *render, docPath, docGiven)
 	}
+	if *printWhat != "tables" && *printWhat != "floor" {
+		return fmt.Errorf("-print %q: want tables or floor", *printWhat)
+	}
+	limitsDir := *limits
+	if !filepath.IsAbs(limitsDir) {
+		limitsDir = filepath.Join(rootDir, limitsDir)
+	}
+	s.LimitsDir = *limits
 
 	s.Repeats, s.warmup, s.duration, s.idleSettle = 3, 2*time.Second, 8*time.Second, 2*time.Second
 	if s.Quick {
@@ -178,6 +196,7 @@ func run() error {
 		return err
 	}
 
+	srvList = withFloor(srvList, limitsDir, h.binDir, !*noBuild)
 	plans, skipped := plan(scList, srvList, s.Quick, *servers != "", toolMissing)
 	for _, sk := range skipped {
 		h.progress("%s", sk)
@@ -190,6 +209,15 @@ func run() error {
 	if !*noBuild {
 		if err := h.build(ctx); err != nil {
 			return err
+		}
+		var notes []string
+		plans, notes = buildFloor(ctx, plans, limitsDir, h.binDir, h.progress)
+		for _, n := range notes {
+			h.progress("%s", n)
+		}
+		skipped = append(skipped, notes...)
+		if len(plans) == 0 {
+			return errors.New("nothing to run")
 		}
 	}
 	report := &Report{
@@ -230,7 +258,11 @@ func run() error {
 		return err
 	}
 	h.progress("done in %s: wrote %s", time.Since(started).Round(time.Second), strings.Join(relAll(benchDir, written), ", "))
-	fmt.Print(report.markdown())
+	if *printWhat == "floor" {
+		fmt.Print(report.floorTable())
+	} else {
+		fmt.Print(report.markdown())
+	}
 	return nil
 }
 

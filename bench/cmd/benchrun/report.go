@@ -65,6 +65,16 @@ type ServerResult struct {
 	Load     *LoadSummary `json:"load_median,omitempty"`
 	Idle     *IdleSummary `json:"idle_median,omitempty"`
 	Baseline *Ratios      `json:"vs_stdlib,omitempty"`
+	Floor    *FloorRatio  `json:"vs_floor,omitempty"`
+}
+
+// FloorRatio sets a server's CPU per request against the C floor's in the
+// same scenario of the same run.
+type FloorRatio struct {
+	Floor string `json:"floor"` // the floor server compared with
+	// CPU is the server's CPU per request ÷ the floor's, i.e. the floor's
+	// req per server CPU-second ÷ the server's: ≥1 = more CPU than the floor.
+	CPU float64 `json:"cpu_per_req"`
 }
 
 // LoadSummary holds the median of each metric over the successful runs,
@@ -177,6 +187,7 @@ func (sr *ScenarioResult) summarize() {
 			}
 		}
 	}
+	sr.floorRatios()
 	var base *ServerResult
 	for i := range sr.Servers {
 		if sr.Servers[i].Server == baseline {
@@ -195,6 +206,100 @@ func (sr *ScenarioResult) summarize() {
 			s.Baseline = &Ratios{KiBPerConn: safeDiv(s.Idle.KiBPerConn, base.Idle.KiBPerConn)}
 		}
 	}
+}
+
+// floorOf names the floor a server is set against in a scenario of the
+// given mode: veloq's io_uring backend (and the io_uring floor itself)
+// against the io_uring floor where there is one (TCP echo), every other
+// server against the epoll floor (for HTTP, the epoll HTTP server).
+func floorOf(server, mode string) string {
+	if (server == "veloq-uring" || server == floorURing) && mode == modeEcho {
+		return floorURing
+	}
+	return floorEpoll
+}
+
+// floorRatios sets each server's Floor when its floor has a result in this
+// scenario.
+func (sr *ScenarioResult) floorRatios() {
+	for i := range sr.Servers {
+		s := &sr.Servers[i]
+		s.Floor = nil
+		f := sr.find(floorOf(s.Server, sr.Mode))
+		if s.Load == nil || f == nil || f.Load == nil {
+			continue
+		}
+		if x := safeDiv(f.Load.ReqPerServerCPUS, s.Load.ReqPerServerCPUS); x > 0 {
+			s.Floor = &FloorRatio{Floor: f.Server, CPU: x}
+		}
+	}
+}
+
+// hasFloor says whether any server in the scenario was set against a floor.
+func (sc ScenarioResult) hasFloor() bool {
+	return slices.ContainsFunc(sc.Servers, func(sv ServerResult) bool { return sv.Floor != nil })
+}
+
+// floorNote says which floor each server in sc is set against.
+func (sc ScenarioResult) floorNote() string {
+	var uring, epoll []string
+	for _, sv := range sc.Servers {
+		if sv.Floor == nil || sv.Server == sv.Floor.Floor {
+			continue
+		}
+		if sv.Floor.Floor == floorURing {
+			uring = append(uring, sv.Server)
+		} else {
+			epoll = append(epoll, sv.Server)
+		}
+	}
+	s := "`vs floor`: server CPU per request ÷ the C floor's in this run (≥1: more CPU than the floor)"
+	switch {
+	case len(uring) > 0 && len(epoll) > 0:
+		s += fmt.Sprintf("; %s against %s, the others against %s", strings.Join(uring, " and "), floorURing, floorEpoll)
+	case len(uring) > 0:
+		s += "; against " + floorURing
+	case len(epoll) > 0:
+		s += "; against " + floorEpoll
+	}
+	return s + "."
+}
+
+// µsPerReq is server CPU per request in microseconds.
+func µsPerReq(reqPerCPUS float64) string {
+	if reqPerCPUS <= 0 || math.IsNaN(reqPerCPUS) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", 1e6/reqPerCPUS)
+}
+
+// floorTable is every load scenario with a floor, one row per server:
+// req/s, server CPU per request and the ratio to its floor; "" when no
+// floor ran. floor.sh prints it.
+func (r *Report) floorTable() string {
+	var b strings.Builder
+	for _, sc := range r.Scenarios {
+		if sc.Kind != kindLoad || !sc.hasFloor() {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("Server CPU per request against the C floor in the same run: veloq-uring against c-uring (TCP echo), every other server against c-epoll (for HTTP, its HTTP server); ≥1 = more CPU per request than the floor.\n\n")
+			b.WriteString("| scenario | server | req/s | server CPU µs per req | floor | vs floor |\n")
+			b.WriteString("|---|---|--:|--:|---|--:|\n")
+		}
+		for _, sv := range sc.Servers {
+			if sv.Load == nil {
+				fmt.Fprintf(&b, "| `%s` | %s | failed | | | |\n", sc.Name, sv.Server)
+				continue
+			}
+			floor, x := "-", "-"
+			if sv.Floor != nil {
+				floor, x = sv.Floor.Floor, ratio(sv.Floor.CPU)
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", sc.Name, sv.Server, num(sv.Load.RPS), µsPerReq(sv.Load.ReqPerServerCPUS), floor, x)
+		}
+	}
+	return b.String()
 }
 
 // safeDiv is a/b, or 0 when that is not a number.
@@ -253,6 +358,10 @@ func (r *Report) markdown() string {
 	for _, sc := range r.Scenarios {
 		b.WriteString("\n")
 		b.WriteString(sc.markdown("##"))
+	}
+	if t := r.floorTable(); t != "" {
+		b.WriteString("\n## Against the C floor\n\n")
+		b.WriteString(t)
 	}
 	if t := r.backendsMarkdown(); t != "" {
 		b.WriteString("\n## io_uring vs epoll\n\n")
@@ -316,13 +425,25 @@ func (sc ScenarioResult) markdown(h string) string {
 		if sc.Work > 0 {
 			fmt.Fprintf(&b, " N = %d.", sc.Work)
 		}
-		fmt.Fprintf(&b, " Servers on CPU %s.\n\n", orNone(sc.ServerCPU))
+		fmt.Fprintf(&b, " Servers on CPU %s.", orNone(sc.ServerCPU))
+		floor := sc.hasFloor()
+		if floor {
+			b.WriteString(" " + sc.floorNote())
+		}
+		b.WriteString("\n\n")
 		wrk := sc.Tool == toolWrk
-		b.WriteString("| server | req/s | vs stdlib | p50 µs | p90 µs | p99 µs | p99.9 µs | server CPU | req per server CPU-s | vs stdlib | loadgen CPU |")
+		b.WriteString("| server | req/s | vs stdlib | p50 µs | p90 µs | p99 µs | p99.9 µs | server CPU | req per server CPU-s | vs stdlib |")
+		if floor {
+			b.WriteString(" vs floor |")
+		}
+		b.WriteString(" loadgen CPU |")
 		if wrk {
 			b.WriteString(" resp B |")
 		}
 		b.WriteString(" errors |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+		if floor {
+			b.WriteString("--:|")
+		}
 		if wrk {
 			b.WriteString("--:|")
 		}
@@ -330,12 +451,20 @@ func (sc ScenarioResult) markdown(h string) string {
 		for _, sv := range sc.Servers {
 			l := sv.Load
 			if l == nil {
-				fmt.Fprintf(&b, "| %s | failed |%s\n", sv.Server, strings.Repeat(" |", 10+btoi(wrk)))
+				fmt.Fprintf(&b, "| %s | failed |%s\n", sv.Server, strings.Repeat(" |", 10+btoi(wrk)+btoi(floor)))
 			} else {
 				rr := sv.ratios()
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |",
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |",
 					sv.Server, num(l.RPS), ratio(rr.RPS), lat(l.P50), lat(l.P90), lat(l.P99), lat(l.P999),
-					pct(l.ServerCPUUtil), num(l.ReqPerServerCPUS), ratio(rr.ReqPerCPU), pct(l.ClientCPUUtil))
+					pct(l.ServerCPUUtil), num(l.ReqPerServerCPUS), ratio(rr.ReqPerCPU))
+				if floor {
+					x := 0.0
+					if sv.Floor != nil {
+						x = sv.Floor.CPU
+					}
+					fmt.Fprintf(&b, " %s |", ratio(x))
+				}
+				fmt.Fprintf(&b, " %s |", pct(l.ClientCPUUtil))
 				if wrk {
 					fmt.Fprintf(&b, " %.0f |", l.RespBytes)
 				}

@@ -135,3 +135,95 @@ func TestPageAndReading(t *testing.T) {
 		}
 	}
 }
+
+func TestFloorRatios(t *testing.T) {
+	echo := ScenarioResult{Name: "echo-64B-c64", Title: "echo", Group: "echo", Kind: kindLoad, Mode: modeEcho, Tool: toolTCP,
+		Servers: []ServerResult{
+			{Server: "veloq-uring", Runs: []Run{loadRun(100, 200_000)}},
+			{Server: floorURing, Runs: []Run{loadRun(100, 250_000)}},
+			{Server: "veloq-epoll", Runs: []Run{loadRun(100, 150_000)}},
+			{Server: floorEpoll, Runs: []Run{loadRun(100, 225_000)}},
+			{Server: "stdlib", Runs: []Run{loadRun(100, 90_000)}},
+			{Server: "netpoll", Runs: []Run{{Error: "down"}}},
+		}}
+	echo.summarize()
+	for _, c := range []struct {
+		server, floor string
+		cpu           float64
+	}{
+		{"veloq-uring", floorURing, 1.25}, // 250k / 200k: a quarter more CPU per message
+		{floorURing, floorURing, 1},
+		{"veloq-epoll", floorEpoll, 1.5},
+		{floorEpoll, floorEpoll, 1},
+		{"stdlib", floorEpoll, 2.5},
+	} {
+		f := echo.find(c.server).Floor
+		if f == nil || f.Floor != c.floor || math.Abs(f.CPU-c.cpu) > 1e-9 {
+			t.Errorf("%s: floor ratio %+v, want %.2f× %s", c.server, f, c.cpu, c.floor)
+		}
+	}
+	if f := echo.find("netpoll").Floor; f != nil {
+		t.Errorf("a failed server has no floor ratio, got %+v", f)
+	}
+	if std := echo.find("stdlib"); std.Baseline == nil || echo.find("veloq-uring").Baseline.ReqPerCPU != 200_000.0/90_000 {
+		t.Error("the ratios to stdlib must stay")
+	}
+
+	// HTTP has no io_uring floor: veloq-uring is set against c-epoll's HTTP
+	// server; and without a floor in the scenario nobody gets a ratio.
+	http := ScenarioResult{Name: "http-plaintext-c64", Title: "http", Group: "http", Kind: kindLoad, Mode: modeHTTP, Tool: toolWrk,
+		Servers: []ServerResult{
+			{Server: "veloq-uring", Runs: []Run{loadRun(100, 200_000)}},
+			{Server: floorEpoll, Runs: []Run{loadRun(100, 240_000)}},
+		}}
+	http.summarize()
+	if f := http.find("veloq-uring").Floor; f == nil || f.Floor != floorEpoll || math.Abs(f.CPU-1.2) > 1e-9 {
+		t.Errorf("HTTP veloq-uring floor ratio %+v, want 1.20× c-epoll", f)
+	}
+	noURing := ScenarioResult{Name: "e", Kind: kindLoad, Mode: modeEcho, Servers: []ServerResult{
+		{Server: "veloq-uring", Runs: []Run{loadRun(100, 200_000)}},
+		{Server: "stdlib", Runs: []Run{loadRun(100, 100_000)}},
+	}}
+	noURing.summarize()
+	if noURing.hasFloor() {
+		t.Error("no floor ran: no floor ratios")
+	}
+
+	r := &Report{Scenarios: []ScenarioResult{echo, http, noURing}}
+	md := r.markdown()
+	for _, want := range []string{
+		"| server CPU | req per server CPU-s | vs stdlib | vs floor | loadgen CPU | errors |",
+		"| veloq-uring | 100 | 1.00× | 0.0 | 0.0 | 0.0 | 0.0 | 0% | 200,000 | 2.22× | 1.25× | 0% | 0 |",
+		"| server CPU | req per server CPU-s | vs stdlib | vs floor | loadgen CPU | resp B | errors |",
+		"; veloq-uring against c-uring, the others against c-epoll.",
+		"(≥1: more CPU than the floor); against c-epoll.\n",
+		"| netpoll | failed | | | | | | | | | | | |",
+		"## Against the C floor",
+		"| `echo-64B-c64` | veloq-uring | 100 | 5.00 | c-uring | 1.25× |",
+		"| `echo-64B-c64` | c-epoll | 100 | 4.44 | c-epoll | 1.00× |",
+		"| `http-plaintext-c64` | veloq-uring | 100 | 5.00 | c-epoll | 1.20× |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q\n%s", want, md)
+		}
+	}
+	if strings.Contains(r.floorTable(), "`e`") || strings.Contains(md, "| stdlib | 100 | 1.00× | 0.0 | 0.0 | 0.0 | 0.0 | 0% | 100,000 | 1.00× | - |") {
+		t.Errorf("a scenario without a floor gets no floor column or rows\n%s", md)
+	}
+	if line := loadReading(echo); !strings.Contains(line, "server CPU per request against the C floor: veloq-uring 1.25× c-uring, veloq-epoll 1.50× c-epoll, stdlib 2.50× c-epoll.") {
+		t.Errorf("reading: %s", line)
+	}
+}
+
+func TestPageSaysWhetherTheFloorRan(t *testing.T) {
+	r := sampleReport()
+	page := r.page("/repo", "/repo/bench/results/latest.json", nil)
+	if !strings.Contains(page, "did not run in this run, so the tables have no `vs floor` column") || strings.Contains(page, "and nginx, and against minimal C servers") {
+		t.Errorf("a run without the floor must say so, and not claim it:\n%s", page)
+	}
+	r.Servers = append(r.Servers, ServerInfo{Name: floorEpoll})
+	page = r.page("/repo", "/repo/bench/results/latest.json", nil)
+	if strings.Contains(page, "did not run in this run") || !strings.Contains(page, "and nginx, and against minimal C servers that mark the floor") {
+		t.Errorf("a run with the floor must name it:\n%s", page)
+	}
+}

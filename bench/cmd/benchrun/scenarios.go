@@ -39,9 +39,19 @@ type Server struct {
 	// Missing, if set, says why the server cannot run on this machine ("" =
 	// it can); such a server is skipped with that message.
 	Missing func() string
+	// Groups, when set, limits the server to scenarios of these groups.
+	Groups []string
+	// Programs, for a floor server built from C at the start of a run,
+	// gives the program serving each of its modes (see floor.go).
+	Programs map[string]cProgram
 }
 
 func (s Server) serves(mode string) bool { return slices.Contains(s.Modes, mode) }
+
+// runsIn says whether the server takes part in scenario sc.
+func (s Server) runsIn(sc Scenario) bool {
+	return s.serves(sc.Mode) && (s.Groups == nil || slices.Contains(s.Groups, sc.Group))
+}
 
 // baseline is the server every other is compared with: the Go standard
 // library (goroutine per connection for TCP, net/http for HTTP).
@@ -80,6 +90,10 @@ var allServers = []Server{
 		What: "veloq `echo-server -work N`: the hashing runs on the loop", Args: veloqArgs("uring", false)},
 	{Name: "veloq-offload", Backend: "uring", Modes: []string{modeHeavy},
 		What: "veloq `echo-server -work N -offload`: the hashing runs on the work-stealing pool", Args: veloqArgs("uring", true)},
+	floorServer(floorEpoll, "the epoll floor: a minimal single-threaded C server on level-triggered epoll (`epoll_echo.c` for TCP echo, `epoll_http.c` for HTTP, which answers every request ending in an empty line with one fixed response and validates nothing), built with gcc -O2 from the -limits directory",
+		map[string]cProgram{modeEcho: epollEcho, modeHTTP: epollHTTP}),
+	floorServer(floorURing, "the io_uring floor: a minimal single-threaded C TCP echo server (`uring_echo.c`: multishot accept and receive into a provided buffer ring, each chunk sent back from the buffer it arrived in), built with gcc -O2 and liburing from the -limits directory",
+		map[string]cProgram{modeEcho: uringEcho}),
 }
 
 func veloqArgs(backend string, offload bool) func(sc Scenario, addr, dir string) ([]string, error) {
@@ -266,7 +280,7 @@ var allScenarios = []Scenario{
 	{Name: "http-pipeline16-c64", Title: "HTTP plaintext, 16-deep pipelining, 64 connections",
 		Desc:  "wrk -t1: 64 keep-alive connections, each sending 16 GET / back to back and waiting for all 16 answers; latency is per batch of 16",
 		Group: "http", Kind: kindLoad, Mode: modeHTTP, Tool: toolWrk, Conns: 64, Pipeline: 16,
-		Quick: []string{"veloq-uring", baseline, "nginx"}},
+		Quick: []string{"veloq-uring", baseline, "nginx", floorEpoll}},
 	{Name: "churn-c32", Title: "Connection churn: a new connection per request, 32 at a time",
 		Desc:  "tcpload -churn: 32 workers, each connecting, echoing one 64-byte message, closing, and starting over; latency includes the connect",
 		Group: "churn", Kind: kindLoad, Mode: modeEcho, Tool: toolTCP, Conns: 32, Size: 64, Pipeline: 1, Churn: true,
@@ -365,7 +379,7 @@ func plan(scs []Scenario, srvs []Server, quick, explicitServers bool, have func(
 		}
 		p := planned{sc: sc}
 		for _, srv := range srvs {
-			if !srv.serves(sc.Mode) {
+			if !srv.runsIn(sc) {
 				continue
 			}
 			if quick && !explicitServers && sc.Quick != nil && !slices.Contains(sc.Quick, srv.Name) {

@@ -353,3 +353,33 @@ func TestPendingOutputLimit(t *testing.T) {
 		}
 	})
 }
+
+// A panicking handler closes only its own connection, and its OnClose
+// still runs with the cause.
+func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+		ev := &events{}
+		inner := echoHandler(ev)
+		h := &HandlerFuncs{
+			Open: inner.Open,
+			Message: func(c *Conn, typ MessageType, data []byte) {
+				if string(data) == "panic" {
+					panic("handler bug")
+				}
+				inner.Message(c, typ, data)
+			},
+			Close: inner.Close,
+		}
+		srv, _ := startWS(t, b, h)
+		good := dialWS(t, srv.Addr().String())
+		bad := dialWS(t, srv.Addr().String())
+		bad.send(OpText, true, []byte("panic"))
+		bad.expectEOF()
+		require.Eventually(t, func() bool { return len(ev.closeErrs()) == 1 }, 5*time.Second, time.Millisecond)
+		err := ev.closeErrs()[0]
+		assert.ErrorIs(t, err, reactor.ErrHandlerPanic)
+		assert.ErrorIs(t, err, ErrAbnormalClosure)
+		good.send(OpText, true, []byte("fine"))
+		require.Equal(t, "fine", string(good.mustRead().payload))
+	})
+}

@@ -307,6 +307,14 @@ func (c *Conn) handleData(ch *Chunk) {
 		}
 		return
 	}
+	if c.state != stateOpen {
+		// Closing: the message will not be delivered, so keep nothing.
+		if c.msg != nil {
+			c.u.pool.Put(c.msg)
+			c.msg = nil
+		}
+		return
+	}
 	if len(ch.Payload) > 0 {
 		c.msg = appendPooled(c.u.pool, c.msg, ch.Payload)
 	}

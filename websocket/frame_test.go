@@ -297,3 +297,24 @@ func TestDecoderSplitsAndStreaming(t *testing.T) {
 		require.Equal(t, want, got, "step %d", step)
 	}
 }
+
+// The codec's hot paths allocate nothing: decoding (header, unmasking,
+// UTF-8) and encoding a header.
+func TestCodecAllocatesNothing(t *testing.T) {
+	frame := mustMasked(OpText, true, 0, []byte("a message of some length, κόσμε"))
+	buf := make([]byte, len(frame))
+	var d Decoder
+	allocs := testing.AllocsPerRun(100, func() {
+		copy(buf, frame)
+		if _, _, err := d.Next(buf); err != nil {
+			t.Fatal(err)
+		}
+	})
+	require.Zero(t, allocs, "Decoder.Next")
+	var hdr [MaxHeaderLen]byte
+	allocs = testing.AllocsPerRun(100, func() {
+		h := Header{Fin: true, Opcode: OpBinary, Length: 70000}
+		PutHeader(hdr[:], &h)
+	})
+	require.Zero(t, allocs, "PutHeader")
+}

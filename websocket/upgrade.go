@@ -88,7 +88,8 @@ func (u *Upgrader) Upgrade(w *vhttp.ResponseWriter, r *vhttp.Request, h Handler)
 	}
 	nc := w.Conn()
 	if nc == nil {
-		return fmt.Errorf("%w: Upgrade needs a handler running on the loop", ErrBadHandshake)
+		w.WriteHeader(vhttp.StatusInternalServerError)
+		return fmt.Errorf("%w: Upgrade needs a handler running on the loop, not an offloaded one", ErrBadHandshake)
 	}
 
 	c := &Conn{nc: nc, h: h, u: u}

@@ -46,6 +46,7 @@ func (c *Conn) WritePrepared(pm *PreparedMessage) error {
 		return ErrClosed
 	}
 	if c.nc.OutputBuffered()+len(pm.frame) > c.u.cfg.maxPendingOutput {
+		c.u.stats.outputFull.Add(1)
 		return ErrOutputFull
 	}
 	_, err := c.nc.Write(pm.frame)

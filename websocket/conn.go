@@ -152,6 +152,7 @@ func (c *Conn) WriteMessage(typ MessageType, p []byte) error {
 		return ErrClosed
 	}
 	if c.nc.OutputBuffered()+len(p) > c.u.cfg.maxPendingOutput {
+		c.u.stats.outputFull.Add(1)
 		return ErrOutputFull
 	}
 	if c.deflate && len(p) >= c.u.cfg.compressMin {
@@ -264,6 +265,7 @@ func (c *Conn) fail(err error) {
 	var pe *ProtocolError
 	if c.state == stateOpen && errors.As(err, &pe) {
 		c.writeClose(pe.Code, pe.Reason)
+		c.u.cfg.logger.Debug("websocket: failing connection", "remote", c.nc.RemoteAddr(), "err", err)
 	}
 	if c.err == nil {
 		c.err = err
@@ -434,6 +436,19 @@ func (l *loopHandler) OnClose(nc *vnet.Conn, err error) {
 		c.err = fmt.Errorf("%w: %w", ErrAbnormalClosure, err)
 	}
 	c.state = stateClosed
+	st := &c.u.stats
+	st.open.Add(-1)
+	var ce *CloseError
+	switch {
+	case c.err == nil, errors.Is(c.err, ErrCloseTimeout):
+		st.locally.Add(1)
+	case errors.As(c.err, &ce):
+		st.byPeer.Add(1)
+	case errors.Is(c.err, ErrProtocol):
+		st.protocol.Add(1)
+	default:
+		st.abnormal.Add(1)
+	}
 	c.h.OnClose(c, c.err)
 }
 

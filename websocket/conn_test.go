@@ -129,7 +129,7 @@ func TestRFC6455OverSockets(t *testing.T) {
 func TestOnCloseReasons(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
 		ev := &events{}
-		srv, _ := startWS(t, b, echoHandler(ev), WithCloseTimeout(200*time.Millisecond))
+		srv, u := startWS(t, b, echoHandler(ev), WithCloseTimeout(200*time.Millisecond))
 		addr := srv.Addr().String()
 
 		// Peer-initiated close: *CloseError with the peer's code and reason.
@@ -180,6 +180,9 @@ func TestOnCloseReasons(t *testing.T) {
 		c.expectEOF() // after WithCloseTimeout
 		require.Eventually(t, func() bool { return len(ev.closeErrs()) == 5 }, 5*time.Second, time.Millisecond)
 		assert.ErrorIs(t, ev.closeErrs()[4], ErrCloseTimeout)
+
+		// The Upgrader counted each ending by its kind.
+		assert.Equal(t, Stats{Upgrades: 5, Open: 0, ClosedByPeer: 1, ClosedLocally: 2, ProtocolErrors: 1, Abnormal: 1}, u.Stats())
 	})
 }
 
@@ -218,8 +221,9 @@ func TestLargeMessagesStreamed(t *testing.T) {
 
 func TestHandshake(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
-		srv, _ := startWS(t, b, echoHandler(&events{}), WithSubprotocols("v2.chat", "v1.chat"))
+		srv, u := startWS(t, b, echoHandler(&events{}), WithSubprotocols("v2.chat", "v1.chat"))
 		addr := srv.Addr().String()
+		rejected := uint64(0)
 		request := func(req string) (int, string) {
 			c := rawDial(t, addr)
 			c.write([]byte(req))
@@ -251,6 +255,9 @@ func TestHandshake(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				status, head := request(tc.req)
 				require.Equal(t, tc.status, status, head)
+				if status != 101 {
+					rejected++
+				}
 				if tc.header != "" {
 					require.Contains(t, head, "\r\n"+tc.header+"\r\n")
 				}
@@ -260,6 +267,7 @@ func TestHandshake(t *testing.T) {
 				}
 			})
 		}
+		require.Equal(t, rejected, u.Stats().Rejected)
 		// No common subprotocol: the connection opens without one.
 		c := dialWS(t, addr, "Sec-WebSocket-Protocol: v3.chat")
 		require.NotContains(t, c.resp, "Sec-WebSocket-Protocol")

@@ -76,6 +76,10 @@
 // skipped). [Conn.OutputBuffered] and [Conn.OnDrain] let a producer pace
 // itself instead.
 //
+// [Upgrader.Stats] counts handshakes and how connections ended; refused
+// handshakes and failed connections are logged at debug level
+// ([WithLogger]).
+//
 // Conn's methods run on the loop. From other goroutines use
 // [Conn.AsyncWrite] and [Conn.AsyncClose] (posted to the loop),
 // [Broadcast] or [Group.Broadcast].

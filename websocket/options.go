@@ -121,8 +121,9 @@ func WithMaxPendingOutput(n int) Option {
 	}
 }
 
-// WithLogger sets the logger for panics recovered from handlers. Default
-// slog.Default().
+// WithLogger sets the logger for refused handshakes and failed
+// connections (at debug level: they are the peers' doing, not the
+// server's). Default slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
 		if l != nil {

@@ -25,6 +25,7 @@ type Upgrader struct {
 	cfg   config
 	pool  *bufpool.Pool // fragment and inflate buffers
 	flate flatePools
+	stats counters
 }
 
 // NewUpgrader returns an Upgrader with the given options applied to the
@@ -54,6 +55,18 @@ func NewUpgrader(opts ...Option) *Upgrader {
 // offloaded one); it allocates the connection and nothing else that
 // lives past the call.
 func (u *Upgrader) Upgrade(w *vhttp.ResponseWriter, r *vhttp.Request, h Handler) error {
+	err := u.upgrade(w, r, h)
+	if err != nil {
+		u.stats.rejected.Add(1)
+		u.cfg.logger.Debug("websocket: handshake refused", "remote", w.RemoteAddr(), "err", err)
+		return err
+	}
+	u.stats.upgrades.Add(1)
+	u.stats.open.Add(1)
+	return nil
+}
+
+func (u *Upgrader) upgrade(w *vhttp.ResponseWriter, r *vhttp.Request, h Handler) error {
 	if h == nil {
 		return fmt.Errorf("%w: nil Handler", ErrBadHandshake)
 	}

@@ -193,6 +193,32 @@ func (g *Group) BroadcastPrepared(pm *PreparedMessage) error {
 	return firstErr
 }
 
+// CloseAll starts the close handshake on every member with code and
+// reason, from any goroutine — before Server.Shutdown, with
+// StatusGoingAway, so clients learn the server is leaving rather than
+// seeing the TCP connection drop. Members leave the group as their
+// OnClose runs (if OnClose calls Remove).
+func (g *Group) CloseAll(code StatusCode, reason string) error {
+	if !code.Valid() {
+		return ErrInvalidCloseCode
+	}
+	g.mu.Lock()
+	parts := g.loops[:len(g.loops):len(g.loops)]
+	g.mu.Unlock()
+	var firstErr error
+	for _, p := range parts {
+		err := p.loop.Post(func() {
+			for c := range p.set {
+				c.Close(code, reason)
+			}
+		})
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
 // GroupStats counts a group's deliveries.
 type GroupStats struct {
 	Members int

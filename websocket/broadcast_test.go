@@ -155,3 +155,29 @@ func TestBroadcastSkipsSlowReader(t *testing.T) {
 		require.Len(t, slow.mustRead().payload, len(payload))
 	})
 }
+
+// CloseAll sends every member a close frame; members that answer are
+// closed and leave the group.
+func TestGroupCloseAll(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+		g := NewGroup()
+		h := &HandlerFuncs{Open: g.Add, Close: func(c *Conn, err error) { g.Remove(c) }}
+		srv, _ := startWS(t, b, h)
+		clients := make([]*wsClient, 4)
+		for i := range clients {
+			clients[i] = dialWS(t, srv.Addr().String())
+		}
+		require.Eventually(t, func() bool { return g.Len() == len(clients) }, 5*time.Second, time.Millisecond)
+		require.ErrorIs(t, g.CloseAll(1005, ""), ErrInvalidCloseCode)
+		require.NoError(t, g.CloseAll(StatusGoingAway, "restarting"))
+		for _, c := range clients {
+			f := c.mustRead()
+			require.Equal(t, OpClose, f.op)
+			require.Equal(t, StatusGoingAway, f.code)
+			require.Equal(t, "restarting", f.reason)
+			c.send(OpClose, true, closePayload(uint16(StatusGoingAway), ""))
+			c.expectEOF()
+		}
+		require.Eventually(t, func() bool { return g.Len() == 0 }, 5*time.Second, time.Millisecond)
+	})
+}

@@ -49,7 +49,8 @@
 //   - Input: a message that arrives in one frame (the usual case) is
 //     unmasked in place in the loop's input buffer and handed to
 //     OnMessage as a view of it: no copy, no allocation. Frames up to
-//     64 KiB are waited for whole so they take this path. Fragmented
+//     64 KiB are waited for whole so they take this path (the reactor's
+//     ReadBufferCap, 4 MiB by default, must leave room for that). Fragmented
 //     messages, frames larger than that (streamed as they arrive) and
 //     compressed messages are assembled in a buffer from the Upgrader's
 //     pool, returned to the pool right after OnMessage.

@@ -165,11 +165,9 @@ func (c *Conn) WriteMessage(typ MessageType, p []byte) error {
 	return c.writeFrame(Opcode(typ), 0, p)
 }
 
-// WriteText is WriteMessage(TextMessage, []byte(s)) without the copy.
+// WriteText sends s as a text message, like WriteMessage(TextMessage,
+// []byte(s)) (the conversion may copy s).
 func (c *Conn) WriteText(s string) error {
-	// The conversion's result does not escape WriteMessage (it is copied
-	// into the output), so the compiler may not need to allocate; either
-	// way s is not modified.
 	return c.WriteMessage(TextMessage, []byte(s))
 }
 
@@ -206,9 +204,10 @@ func (c *Conn) Close(code StatusCode, reason string) error {
 	c.stopKeepAlive()
 	nc := c.nc
 	c.closeTimer = nc.AfterFunc(c.u.cfg.closeTimeout, func() {
-		if c.err == nil {
-			c.err = ErrCloseTimeout
+		if c.state != stateCloseSent {
+			return // the peer answered (or failed) meanwhile; the TCP close is under way
 		}
+		c.err = ErrCloseTimeout
 		c.state = stateClosed
 		nc.Close()
 	})

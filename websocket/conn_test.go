@@ -391,3 +391,42 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		require.Equal(t, "fine", string(good.mustRead().payload))
 	})
 }
+
+// The sending API's own checks, and what a handler can send besides
+// WriteMessage.
+func TestSendAPI(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+		errs := make(chan []error, 1)
+		h := &HandlerFuncs{Message: func(c *Conn, typ MessageType, data []byte) {
+			errs <- []error{
+				c.WriteText("reply"),
+				c.Ping([]byte("srv")),
+				c.Ping(make([]byte, 126)),
+				c.Close(StatusNoStatusReceived, ""),
+				c.Close(StatusNormalClosure, strings.Repeat("x", 124)),
+				c.Close(StatusNormalClosure, "\xff"),
+				c.WriteMessage(MessageType(OpPing), nil),
+			}
+		}}
+		srv, _ := startWS(t, b, h)
+		c := dialWS(t, srv.Addr().String())
+		c.send(OpBinary, true, []byte("go"))
+		got := <-errs
+		require.NoError(t, got[0])
+		require.NoError(t, got[1])
+		require.ErrorIs(t, got[2], ErrControlTooLong)
+		require.ErrorIs(t, got[3], ErrInvalidCloseCode)
+		require.ErrorIs(t, got[4], ErrReasonTooLong)
+		require.ErrorIs(t, got[5], ErrReasonTooLong)
+		require.Error(t, got[6])
+		f := c.mustRead()
+		require.Equal(t, OpText, f.op)
+		require.Equal(t, "reply", string(f.payload))
+		f = c.mustRead()
+		require.Equal(t, OpPing, f.op)
+		require.Equal(t, "srv", string(f.payload))
+		c.send(OpText, true, []byte("again")) // still open: none of the bad calls closed it
+		<-errs
+		require.Equal(t, "reply", string(c.mustRead().payload))
+	})
+}

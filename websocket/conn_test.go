@@ -430,3 +430,45 @@ func TestSendAPI(t *testing.T) {
 		require.Equal(t, "reply", string(c.mustRead().payload))
 	})
 }
+
+// A producer paced with OutputBuffered and OnDrain streams 3 MiB to a
+// reader (slower than the loop's writes) without its pending output
+// passing its own bound, and every message arrives in order.
+func TestOnDrainPacesProducer(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+		const total, size, high = 400, 8 << 10, 64 << 10
+		maxPending := make(chan int, 1)
+		h := &HandlerFuncs{Open: func(c *Conn) {
+			sent, peak := 0, 0
+			var pump func()
+			pump = func() {
+				for sent < total && c.OutputBuffered() <= high {
+					msg := bytes.Repeat([]byte{byte(sent)}, size)
+					if err := c.WriteMessage(BinaryMessage, msg); err != nil {
+						return
+					}
+					sent++
+					peak = max(peak, c.OutputBuffered())
+				}
+				if sent == total {
+					maxPending <- peak
+					return
+				}
+				c.OnDrain(high/4, func() {
+					if !c.Closed() {
+						pump()
+					}
+				})
+			}
+			pump()
+		}}
+		srv, _ := startWS(t, b, h)
+		c := dialWS(t, srv.Addr().String())
+		for i := range total {
+			f := c.mustRead()
+			require.Len(t, f.payload, size)
+			require.Equal(t, byte(i), f.payload[0], "message %d out of order", i)
+		}
+		require.LessOrEqual(t, <-maxPending, high+size+MaxHeaderLen)
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/internal/backendtest"
 	"github.com/veloq/veloq/reactor"
 )
@@ -470,5 +471,20 @@ func TestOnDrainPacesProducer(t *testing.T) {
 			require.Equal(t, byte(i), f.payload[0], "message %d out of order", i)
 		}
 		require.LessOrEqual(t, <-maxPending, high+size+MaxHeaderLen)
+	})
+}
+
+// Fields the HTTP handler sets before Upgrade go out with the 101.
+func TestUpgradeKeepsHandlerHeaders(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+		u := NewUpgrader(WithLogger(testLogger(t)))
+		srv := vhttpServer(t, b, func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+			w.Header().Set("Set-Cookie", "session=abc")
+			u.Upgrade(w, r, echoHandler(&events{}))
+		})
+		c := dialWS(t, srv.Addr().String())
+		require.Contains(t, c.resp, "\r\nSet-Cookie: session=abc\r\n")
+		c.send(OpText, true, []byte("x"))
+		require.Equal(t, "x", string(c.mustRead().payload))
 	})
 }

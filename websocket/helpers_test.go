@@ -103,6 +103,19 @@ func startWS(t testing.TB, b reactor.Backend, h Handler, opts ...Option) (*vhttp
 	return srv, u
 }
 
+// vhttpServer serves f on a free loopback port until the test ends.
+func vhttpServer(t testing.TB, b reactor.Backend, f vhttp.HandlerFunc) *vhttp.Server {
+	t.Helper()
+	srv := vhttp.NewServer(f, vhttp.WithBackend(b), vhttp.WithLoops(2), vhttp.WithLogger(testLogger(t)))
+	require.NoError(t, srv.Listen("tcp", "127.0.0.1:0"))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	return srv
+}
+
 // wsClient is a minimal WebSocket client for the tests: it writes any
 // frame, valid or not, and reads the server's frames with a Decoder.
 type wsClient struct {

@@ -51,6 +51,8 @@ func NewUpgrader(opts ...Option) *Upgrader {
 // not 13 (with the version the server speaks), 403 when the Origin check
 // refuses it. The HTTP handler then just returns.
 //
+// Authentication and routing are the HTTP handler's before it calls
+// Upgrade; header fields it set on w (a cookie, say) go out with the 101.
 // Upgrade must be called from a handler running on the loop (not an
 // offloaded one); it allocates the connection and nothing else that
 // lives past the call.

@@ -20,6 +20,10 @@ import (
 //
 //	go test -run X -bench IdleConnHeap -benchtime 2000x ./websocket
 func BenchmarkIdleConnHeap(b *testing.B) {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err == nil && uint64(2*b.N+256) > lim.Cur {
+		b.Skipf("%d connections need %d open files (client and server side), ulimit -n is %d: use -benchtime Nx with a smaller N", b.N, 2*b.N+256, lim.Cur)
+	}
 	srv, _ := startWS(b, reactor.BackendEpoll, &HandlerFuncs{
 		Message: func(c *Conn, typ MessageType, data []byte) { c.WriteMessage(typ, data) },
 	})

@@ -48,7 +48,11 @@
 //
 //   - Input: a message that arrives in one frame (the usual case) is
 //     unmasked in place in the loop's input buffer and handed to
-//     OnMessage as a view of it: no copy, no allocation. Frames up to
+//     OnMessage as a view of it: no copy, no allocation. (Writing into
+//     that buffer is sound: once delivered, it belongs to the loop until
+//     the callback returns — an io_uring provided buffer is recycled to
+//     the kernel only then — and the bytes the decoder unmasks are the
+//     ones it consumes, so none is unmasked twice.) Frames up to
 //     64 KiB are waited for whole so they take this path (the reactor's
 //     ReadBufferCap, 4 MiB by default, must leave room for that). Fragmented
 //     messages, frames larger than that (streamed as they arrive) and

@@ -6,6 +6,8 @@ require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/cloudwego/hertz v0.10.4
 	github.com/cloudwego/netpoll v0.7.2
+	github.com/gobwas/ws v1.5.0
+	github.com/gorilla/websocket v1.5.3
 	github.com/panjf2000/ants/v2 v2.12.1
 	github.com/veloq/veloq v0.0.0
 )
@@ -17,11 +19,13 @@ require (
 	github.com/cloudwego/base64x v0.1.6 // indirect
 	github.com/cloudwego/gopkg v0.1.4 // indirect
 	github.com/fsnotify/fsnotify v1.5.4 // indirect
+	github.com/gobwas/httphead v0.1.0 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.9 // indirect
 	github.com/tidwall/gjson v1.14.4 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.0 // indirect
 	github.com/twitchyliquid64/golang-asm v0.15.1 // indirect
+	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	golang.org/x/arch v0.0.0-20210923205945-b76863e36670 // indirect
 	golang.org/x/sync v0.11.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect

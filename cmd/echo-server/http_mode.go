@@ -11,6 +11,7 @@ import (
 	vhttp "github.com/veloq/veloq/http"
 	vnet "github.com/veloq/veloq/net"
 	"github.com/veloq/veloq/reactor"
+	"github.com/veloq/veloq/websocket"
 )
 
 // httpConfig carries the flags HTTP mode uses.
@@ -20,6 +21,8 @@ type httpConfig struct {
 	backend       reactor.Backend
 	pin           bool
 	logger        *slog.Logger
+	ws            bool // -mode ws: upgrade requests become WebSocket echoes
+	wsCompress    bool // with ws, negotiate permessage-deflate
 }
 
 // helloBody is what GET / answers.
@@ -61,14 +64,23 @@ func httpHandler(w *vhttp.ResponseWriter, r *vhttp.Request) {
 // runHTTP serves HTTP mode until ctx is done (SIGINT or SIGTERM; main
 // installs the handling before the start line is printed).
 func runHTTP(ctx context.Context, cfg httpConfig) error {
-	s := vhttp.NewServer(vhttp.HandlerFunc(httpHandler),
+	var h vhttp.Handler = vhttp.HandlerFunc(httpHandler)
+	desc := "http"
+	if cfg.ws {
+		h = wsHandler(websocket.NewUpgrader(websocket.WithCompression(cfg.wsCompress, 0), websocket.WithLogger(cfg.logger)))
+		desc = "websocket echo (and http)"
+		if cfg.wsCompress {
+			desc = "websocket echo with permessage-deflate (and http)"
+		}
+	}
+	s := vhttp.NewServer(h,
 		vhttp.WithLoops(cfg.loops), vhttp.WithBackend(cfg.backend), vhttp.WithLogger(cfg.logger),
 		vhttp.WithNetOptions(vnet.WithPin(cfg.pin)))
 	if err := s.Listen(cfg.network, cfg.addr); err != nil {
 		return err
 	}
-	fmt.Printf("echo-server: http on %s, backend %s, %d loops, pid %d\n",
-		s.Addr(), s.NetServer().Backend(), cfg.loops, os.Getpid())
+	fmt.Printf("echo-server: %s on %s, backend %s, %d loops, pid %d\n",
+		desc, s.Addr(), s.NetServer().Backend(), cfg.loops, os.Getpid())
 
 	<-ctx.Done()
 	fmt.Println("echo-server: shutting down")

@@ -3,6 +3,7 @@
 //
 //	go run ./cmd/echo-server                 # TCP echo on 127.0.0.1:9000
 //	go run ./cmd/echo-server -backend epoll -loops 1 -pin
+//	go run ./cmd/echo-server -mode ws        # WebSocket echo on any path; GET / says hello
 //
 // It prints the backend and loop count when it starts and stops cleanly on
 // SIGINT or SIGTERM.
@@ -50,7 +51,8 @@ func run(args []string) error {
 	backend := fs.String("backend", "auto", "I/O backend: auto, uring or epoll")
 	pin := fs.Bool("pin", false, "pin each loop to its own CPU")
 	verbose := fs.Bool("v", false, "log at debug level")
-	mode := fs.String("mode", "tcp", "tcp (echo) or http (GET / hello, POST /echo)")
+	mode := fs.String("mode", "tcp", "tcp (echo), http (GET / hello, POST /echo) or ws (WebSocket echo on any path, and http)")
+	wsCompress := fs.Bool("ws-compress", false, "with -mode ws, negotiate permessage-deflate when clients offer it")
 	work := fs.Int("work", 0, "CPU cost per echoed message: rounds of hashing over it")
 	offload := fs.Bool("offload", false, "with -work, hash on the work-stealing pool instead of the loop")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
@@ -81,11 +83,12 @@ func run(args []string) error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
-	if *mode == "http" {
-		return runHTTP(ctx, httpConfig{addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, logger: logger})
+	if *mode == "http" || *mode == "ws" {
+		return runHTTP(ctx, httpConfig{addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, logger: logger,
+			ws: *mode == "ws", wsCompress: *wsCompress})
 	}
 	if *mode != "tcp" {
-		return fmt.Errorf("-mode must be tcp or http, not %q", *mode)
+		return fmt.Errorf("-mode must be tcp, http or ws, not %q", *mode)
 	}
 	var h vnet.Handler = &vnet.HandlerFuncs{Data: func(c *vnet.Conn) {
 		in, _ := c.Next(-1)

@@ -1,0 +1,19 @@
+module github.com/veloq/veloq/interop/websocket
+
+go 1.26.0
+
+require (
+	github.com/gobwas/httphead v0.1.0
+	github.com/gobwas/ws v1.5.0
+	github.com/gorilla/websocket v1.5.3
+	github.com/stretchr/testify v1.12.1
+	github.com/veloq/veloq v0.0.0
+)
+
+require (
+	github.com/valyala/bytebufferpool v1.0.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)
+
+replace github.com/veloq/veloq => ../..

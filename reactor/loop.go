@@ -167,6 +167,11 @@ func (l *Loop) clock() int64 { return int64(time.Since(l.epoch)) }
 // time source for handlers (it is refreshed every iteration).
 func (l *Loop) Now() time.Time { return l.epoch.Add(time.Duration(l.now)) }
 
+// Clock returns the same reading as Now as nanoseconds on the loop's
+// monotonic clock (from an arbitrary origin): cheaper than Now where only
+// differences matter, such as deadlines.
+func (l *Loop) Clock() int64 { return l.now }
+
 func (l *Loop) run(ready chan<- error) {
 	// The thread stays locked until the goroutine exits, so it is destroyed
 	// with the loop instead of returning pinned to the scheduler's pool.

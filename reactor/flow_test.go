@@ -129,6 +129,13 @@ func TestSlowReadersBoundOutput(t *testing.T) {
 			require.NoError(t, err)
 		}
 		require.LessOrEqual(t, s.Stats()[0].PeakConnOutput, int64(high+64<<10))
+		// The output buffers freed by 16 drained connections stay within
+		// the loop's cache budget; the rest went back to the shared pool.
+		for _, c := range conns {
+			c.Close()
+		}
+		require.Eventually(t, func() bool { return s.Stats()[0].Conns == 0 }, 10*time.Second, 10*time.Millisecond)
+		require.LessOrEqual(t, s.Stats()[0].CachedBytes, int64(4<<20))
 	})
 }
 

@@ -17,14 +17,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/veloq/veloq/reactor"
 )
 
 // The peer's FIN reaches an EOFHandler, which can still write; and a
 // server-side CloseWrite gives the client EOF while it can still send.
 func TestHalfClose(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		var got bytes.Buffer
 		var mu sync.Mutex
 		h := &HandlerFuncs{
@@ -61,7 +59,7 @@ func TestHalfClose(t *testing.T) {
 		}
 		waitConns(t, s, 0)
 	})
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		// Server half-closes first; the client keeps sending afterwards.
 		received := make(chan int, 1)
 		total := 0
@@ -91,7 +89,7 @@ func TestHalfClose(t *testing.T) {
 // A client that resets mid-stream: the server sees an error in OnClose,
 // the connection is released, and the loop keeps serving others.
 func TestResetMidStream(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		closed := make(chan error, 1)
 		h := &HandlerFuncs{
 			Data: func(c *Conn) {
@@ -129,7 +127,7 @@ func TestResetMidStream(t *testing.T) {
 // from it (backpressure), keeps its pending output bounded, and once the
 // client reads, every byte comes back in order.
 func TestSlowReaderBackpressure(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		const low, high = 64 << 10, 256 << 10
 		var maxPending atomic.Int64
 		h := &HandlerFuncs{Data: func(c *Conn) {
@@ -189,7 +187,7 @@ func TestSlowReaderBackpressure(t *testing.T) {
 
 // 10,000 short-lived connections leave no descriptor behind.
 func TestShortLivedConnsNoFDLeak(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		s := startServer(t, b, echoHandler())
 		n := 10000
 		if testing.Short() || raceEnabled {
@@ -245,7 +243,7 @@ func TestShortLivedConnsNoFDLeak(t *testing.T) {
 
 // AsyncWrite from 100 goroutines: each goroutine's writes arrive in order.
 func TestAsyncWriteOrderPerGoroutine(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		conns := make(chan *Conn, 1)
 		s := startServer(t, b, &HandlerFuncs{Open: func(c *Conn) { conns <- c }})
 		c := dial(t, s)
@@ -287,7 +285,7 @@ func TestAsyncWriteOrderPerGoroutine(t *testing.T) {
 // Dial from the server's loops to a standard-library listener, and a
 // handler that dials from inside the loop (the proxy pattern).
 func TestDial(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -369,7 +367,7 @@ func TestDial(t *testing.T) {
 // Per-connection timers fire on the loop; stopped ones do not; the idle
 // timeout closes silent connections.
 func TestTimers(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		h := &HandlerFuncs{Open: func(c *Conn) {
 			stopped := c.AfterFunc(20*time.Millisecond, func() { c.Write([]byte("never")) })
 			c.AfterFunc(50*time.Millisecond, func() { c.Write([]byte("tick")) })
@@ -415,7 +413,7 @@ func TestTimers(t *testing.T) {
 // Shutdown with live connections: listeners stop at once, connections that
 // stay open are cut at the deadline, and every fd is released.
 func TestShutdownWithLiveConnections(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		runtime.GC()
 		base := countFDs(t)
 		s, err := Listen("tcp", "127.0.0.1:0", echoHandler(), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
@@ -473,7 +471,7 @@ func TestShutdownWithLiveConnections(t *testing.T) {
 
 // A panicking handler closes only its own connection.
 func TestPanicIsolation(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		closeErr := make(chan error, 4)
 		h := &HandlerFuncs{
 			Data: func(c *Conn) {
@@ -493,7 +491,7 @@ func TestPanicIsolation(t *testing.T) {
 		if _, err := bad.Read(make([]byte, 1)); err == nil {
 			t.Fatal("panicking connection was not closed")
 		}
-		if err := <-closeErr; !errors.Is(err, reactor.ErrHandlerPanic) {
+		if err := <-closeErr; !errors.Is(err, ErrHandlerPanic) {
 			t.Fatalf("OnClose error %v, want ErrHandlerPanic", err)
 		}
 		good.SetDeadline(time.Now().Add(5 * time.Second))
@@ -511,8 +509,8 @@ func TestPanicIsolation(t *testing.T) {
 // Many goroutines post to a loop that parks between bursts: nothing is
 // lost and everything runs on the loop.
 func TestWakeupStorm(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
-		l, err := reactor.NewLoop(0, reactor.Config{Backend: b, Logger: testLogger(t)})
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		l, err := NewLoop(0, Config{Backend: b, Logger: testLogger(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -552,7 +550,7 @@ func TestWakeupStorm(t *testing.T) {
 
 // Unix sockets and IPv6 loopback serve like TCP over IPv4.
 func TestUnixAndIPv6(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		cases := []struct{ network, addr string }{
 			{"unix", filepath.Join(t.TempDir(), "veloq.sock")},
 			{"tcp6", "[::1]:0"},
@@ -584,14 +582,14 @@ func TestUnixAndIPv6(t *testing.T) {
 
 // Input the handler never consumes is bounded by the read buffer cap.
 func TestReadBufferCap(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		closed := make(chan error, 1)
 		h := &HandlerFuncs{Close: func(c *Conn, err error) { closed <- err }} // never consumes
 		s := startServer(t, b, h, WithReadBufferCap(64<<10))
 		c := dial(t, s)
 		go c.Write(make([]byte, 1<<20))
 		err := await(t, closed, "connection over the cap stayed open")
-		if !errors.Is(err, reactor.ErrInputTooLarge) {
+		if !errors.Is(err, ErrInputTooLarge) {
 			t.Fatalf("OnClose: %v, want ErrInputTooLarge", err)
 		}
 	})
@@ -599,7 +597,7 @@ func TestReadBufferCap(t *testing.T) {
 
 // Balancing with one acceptor spreads connections over loops.
 func TestBalanceOneAcceptor(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		for _, bal := range []Balance{BalanceRoundRobin, BalanceLeastConns} {
 			s := startServer(t, b, echoHandler(), WithBalance(bal), WithLoops(2))
 			var cs []net.Conn

@@ -4,8 +4,6 @@ import (
 	"io"
 	"net"
 	"testing"
-
-	"github.com/veloq/veloq/reactor"
 )
 
 // BenchmarkEcho64 measures one 64-byte round trip through the server per
@@ -15,7 +13,7 @@ import (
 func BenchmarkEcho64(b *testing.B) {
 	for _, be := range backends {
 		b.Run(string(be), func(b *testing.B) {
-			if be == reactor.BackendUring && reactor.ProbeUring() != nil {
+			if be == BackendUring && ProbeUring() != nil {
 				b.Skip("io_uring unavailable")
 			}
 			s, err := Listen("tcp", "127.0.0.1:0", echoHandler(), WithBackend(be), WithLoops(1))

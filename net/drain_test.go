@@ -5,14 +5,12 @@ import (
 	"io"
 	"testing"
 	"time"
-
-	"github.com/veloq/veloq/reactor"
 )
 
 // OnDrain runs at once when output is already low, after sends bring a
 // large output down, and when the connection closes with output stuck.
 func TestOnDrain(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		events := make(chan string, 4)
 		h := &HandlerFuncs{Data: func(c *Conn) {
 			p, _ := c.Next(-1)
@@ -66,7 +64,7 @@ func TestOnDrain(t *testing.T) {
 
 // Abort drops pending output and reports its cause to OnClose.
 func TestAbort(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		cause := errors.New("policy says no")
 		closed := make(chan error, 1)
 		h := &HandlerFuncs{

@@ -7,12 +7,10 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/veloq/veloq/reactor"
 )
 
 func TestEchoSmall(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		s := startServer(t, b, echoHandler())
 		c := dial(t, s)
 		for i := 0; i < 100; i++ {
@@ -31,7 +29,7 @@ func TestEchoSmall(t *testing.T) {
 // 1000 concurrent connections, each sending messages of random size from
 // 1 B to 1 MiB, get every byte back in order.
 func TestEchoConcurrentRandomSizes(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		s := startServer(t, b, echoHandler())
 		conns, msgs := 1000, 2
 		if testing.Short() || raceEnabled {

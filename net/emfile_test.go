@@ -7,15 +7,13 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/veloq/veloq/reactor"
 )
 
 // When accept fails with EMFILE the loop backs off instead of spinning,
 // keeps serving open connections, and accepts the waiting connections once
 // descriptors are free again.
 func TestAcceptEMFILEBackoff(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		s := startServer(t, b, echoHandler(), WithLoops(1))
 		good := dial(t, s)
 		echoOnce := func(msg string) error {

@@ -11,14 +11,13 @@ import (
 	"time"
 
 	"github.com/veloq/veloq/internal/backendtest"
-	"github.com/veloq/veloq/reactor"
 )
 
 // backends and forEachBackend: every behaviour test runs over both
 // backends from one shared table.
-var backends = backendtest.All
+var backends = backendtest.All[Backend]()
 
-func forEachBackend(t *testing.T, f func(t *testing.T, b reactor.Backend)) {
+func forEachBackend(t *testing.T, f func(t *testing.T, b Backend)) {
 	t.Helper()
 	backendtest.Run(t, f)
 }
@@ -37,7 +36,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // startServer listens on 127.0.0.1:0 and shuts down at test end.
-func startServer(t *testing.T, b reactor.Backend, h Handler, opts ...Option) *Server {
+func startServer(t *testing.T, b Backend, h Handler, opts ...Option) *Server {
 	t.Helper()
 	opts = append([]Option{WithBackend(b), WithLoops(2), WithLogger(testLogger(t))}, opts...)
 	s, err := Listen("tcp", "127.0.0.1:0", h, opts...)

@@ -5,13 +5,12 @@ import (
 	"fmt"
 
 	"github.com/veloq/veloq/executor"
-	"github.com/veloq/veloq/reactor"
 )
 
 // Offload runs work on the stealable pool p, off the loop, and then runs
 // then on c's loop with the result. If c closed in the meantime, then still
 // runs (so the handler can release what it holds) with an error wrapping
-// reactor.ErrClosed, and must not expect writes to reach anyone.
+// ErrClosed, and must not expect writes to reach anyone.
 //
 // OnData is held (HoldData) while the work runs and released before then
 // is called, so the connection's requests are answered in order; reading
@@ -35,9 +34,9 @@ func resume[T any](c *Conn, then func(*Conn, T, error)) func(T, error) {
 	return func(v T, err error) {
 		if c.Closed() {
 			if err == nil {
-				err = reactor.ErrClosed
+				err = ErrClosed
 			} else {
-				err = fmt.Errorf("%w (and the task failed: %w)", reactor.ErrClosed, err)
+				err = fmt.Errorf("%w (and the task failed: %w)", ErrClosed, err)
 			}
 			then(c, v, err)
 			return

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/veloq/veloq/executor"
-	"github.com/veloq/veloq/reactor"
 )
 
 func newPool(t *testing.T) *executor.Pool {
@@ -27,7 +26,7 @@ func newPool(t *testing.T) *executor.Pool {
 // Offloaded work comes back on the connection's own loop, and pipelined
 // requests are answered in order although each one leaves the loop.
 func TestOffloadResumesOnOwnLoopInOrder(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		p := newPool(t)
 		wrongLoop := make(chan string, 1)
 		var h *HandlerFuncs
@@ -88,7 +87,7 @@ func TestOffloadResumesOnOwnLoopInOrder(t *testing.T) {
 // A connection reset while its work runs: the continuation sees
 // ErrClosed and does not write to the dead connection.
 func TestOffloadAfterClose(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		p := newPool(t)
 		release := make(chan struct{})
 		result := make(chan error, 1)
@@ -114,7 +113,7 @@ func TestOffloadAfterClose(t *testing.T) {
 		waitConns(t, s, 0)
 		close(release)
 		err := await(t, result, "continuation never ran")
-		if !errors.Is(err, reactor.ErrClosed) {
+		if !errors.Is(err, ErrClosed) {
 			t.Fatalf("continuation error %v, want ErrClosed", err)
 		}
 	})
@@ -122,7 +121,7 @@ func TestOffloadAfterClose(t *testing.T) {
 
 // The blocking pool's overload reaches the continuation as ErrOverloaded.
 func TestOffloadBlockingOverload(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
 		bp := executor.NewBlockingPool(executor.WithMaxThreads(1), executor.WithQueueSize(1))
 		defer bp.Shutdown(context.Background())
 		hold := make(chan struct{})

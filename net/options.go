@@ -4,8 +4,6 @@ import (
 	"log/slog"
 	"runtime"
 	"time"
-
-	"github.com/veloq/veloq/reactor"
 )
 
 // Balance says how accepted connections are spread over loops.
@@ -29,7 +27,7 @@ type options struct {
 	pin     bool
 	backlog int
 	procs   bool // raise GOMAXPROCS above the loop count
-	cfg     reactor.Config
+	cfg     Config
 }
 
 // Option configures a Server.
@@ -39,7 +37,7 @@ func defaultOptions() options {
 	return options{
 		loops: runtime.NumCPU(),
 		procs: true,
-		cfg:   reactor.Config{NoDelay: true},
+		cfg:   Config{NoDelay: true},
 	}
 }
 
@@ -49,7 +47,7 @@ func WithLoops(n int) Option { return func(o *options) { o.loops = n } }
 
 // WithBackend chooses io_uring, epoll, or auto (the default: io_uring when
 // the kernel allows it, epoll otherwise, with one log line saying why).
-func WithBackend(b reactor.Backend) Option { return func(o *options) { o.cfg.Backend = b } }
+func WithBackend(b Backend) Option { return func(o *options) { o.cfg.Backend = b } }
 
 // WithBalance chooses how connections are spread over loops.
 func WithBalance(b Balance) Option { return func(o *options) { o.balance = b } }
@@ -101,4 +99,4 @@ func WithBacklog(n int) Option { return func(o *options) { o.backlog = n } }
 
 // WithLoopConfig replaces the whole reactor configuration, for settings
 // without an option of their own (ring and buffer sizes).
-func WithLoopConfig(c reactor.Config) Option { return func(o *options) { o.cfg = c } }
+func WithLoopConfig(c Config) Option { return func(o *options) { o.cfg = c } }

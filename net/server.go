@@ -16,24 +16,6 @@ import (
 	"github.com/veloq/veloq/bufpool"
 	"github.com/veloq/veloq/internal/affinity"
 	"github.com/veloq/veloq/internal/sock"
-	"github.com/veloq/veloq/reactor"
-)
-
-// Aliases of the reactor types a handler works with.
-type (
-	Conn         = reactor.Conn
-	Handler      = reactor.Handler
-	EOFHandler   = reactor.EOFHandler
-	HandlerFuncs = reactor.HandlerFuncs
-	Loop         = reactor.Loop
-	Backend      = reactor.Backend
-)
-
-// The backends.
-const (
-	BackendAuto  = reactor.BackendAuto
-	BackendUring = reactor.BackendUring
-	BackendEpoll = reactor.BackendEpoll
 )
 
 // ErrServerClosed is returned by Listen and Dial after Shutdown or Close.
@@ -44,11 +26,11 @@ var ErrServerClosed = errors.New("veloq: server closed")
 type Server struct {
 	h       Handler
 	opts    options
-	loops   []*reactor.Loop
-	backend reactor.Backend
+	loops   []*Loop
+	backend Backend
 
 	mu        sync.Mutex
-	listeners []*reactor.Listener
+	listeners []*Listener
 	addrs     []net.Addr
 	closed    bool
 
@@ -71,7 +53,7 @@ func NewServer(h Handler, opts ...Option) (*Server, error) {
 	if o.cfg.Backend == "" {
 		o.cfg.Backend = BackendAuto
 	}
-	if _, err := reactor.ParseBackend(string(o.cfg.Backend)); err != nil {
+	if _, err := ParseBackend(string(o.cfg.Backend)); err != nil {
 		return nil, err
 	}
 	if o.cfg.Logger == nil {
@@ -82,7 +64,7 @@ func NewServer(h Handler, opts ...Option) (*Server, error) {
 	}
 	if o.cfg.Backend == BackendAuto {
 		// Probe once here so the reason is logged once, not per loop.
-		if err := reactor.ProbeUring(); err != nil {
+		if err := ProbeUring(); err != nil {
 			o.cfg.Logger.Info("veloq: io_uring unavailable; using epoll", "reason", err.Error())
 			o.cfg.Backend = BackendEpoll
 		} else {
@@ -106,7 +88,7 @@ func NewServer(h Handler, opts ...Option) (*Server, error) {
 		if o.pin {
 			cfg.PinCPU, cfg.CPU = true, cpus[i%len(cpus)]
 		}
-		l, err := reactor.NewLoop(i, cfg)
+		l, err := NewLoop(i, cfg)
 		if err != nil {
 			s.closeLoops()
 			return nil, err
@@ -158,7 +140,7 @@ func (s *Server) Listen(network, address string) (net.Addr, error) {
 		return nil, err
 	}
 	perLoop := s.opts.balance == BalanceReusePort && network != "unix" && len(s.loops) > 1
-	var added []*reactor.Listener
+	var added []*Listener
 	undo := func() {
 		for _, ln := range added {
 			ln.Close()
@@ -184,7 +166,7 @@ func (s *Server) Listen(network, address string) (net.Addr, error) {
 		if bound == nil {
 			bound = local
 		}
-		var dispatch func() *reactor.Loop
+		var dispatch func() *Loop
 		if !perLoop && len(s.loops) > 1 {
 			dispatch = s.pick
 		}
@@ -202,7 +184,7 @@ func (s *Server) Listen(network, address string) (net.Addr, error) {
 }
 
 // pick chooses a loop for a connection accepted by the single acceptor.
-func (s *Server) pick() *reactor.Loop {
+func (s *Server) pick() *Loop {
 	if s.opts.balance == BalanceRoundRobin {
 		return s.loops[int(s.rr.Add(1)-1)%len(s.loops)]
 	}
@@ -210,7 +192,7 @@ func (s *Server) pick() *reactor.Loop {
 }
 
 // leastLoaded returns the loop with the fewest open connections.
-func (s *Server) leastLoaded() *reactor.Loop {
+func (s *Server) leastLoaded() *Loop {
 	best := s.loops[0]
 	for _, l := range s.loops[1:] {
 		if l.NumConns() < best.NumConns() {
@@ -234,7 +216,7 @@ func (s *Server) Addr() net.Addr {
 func (s *Server) Backend() Backend { return s.backend }
 
 // Loops returns the server's loops.
-func (s *Server) Loops() []*reactor.Loop { return s.loops }
+func (s *Server) Loops() []*Loop { return s.loops }
 
 // NumConns returns the number of open connections over all loops.
 func (s *Server) NumConns() int {
@@ -246,8 +228,8 @@ func (s *Server) NumConns() int {
 }
 
 // Stats returns every loop's counters.
-func (s *Server) Stats() []reactor.Stats {
-	out := make([]reactor.Stats, len(s.loops))
+func (s *Server) Stats() []Stats {
+	out := make([]Stats, len(s.loops))
 	for i, l := range s.loops {
 		out[i] = l.Stats()
 	}
@@ -302,7 +284,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // Close stops the server at once: listeners and connections are closed
-// (handlers see OnClose with reactor.ErrClosed) and the loops stop.
+// (handlers see OnClose with ErrClosed) and the loops stop.
 func (s *Server) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

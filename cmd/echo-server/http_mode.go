@@ -10,7 +10,6 @@ import (
 
 	vhttp "github.com/veloq/veloq/http"
 	vnet "github.com/veloq/veloq/net"
-	"github.com/veloq/veloq/reactor"
 	"github.com/veloq/veloq/websocket"
 )
 
@@ -18,7 +17,7 @@ import (
 type httpConfig struct {
 	addr, network string
 	loops         int
-	backend       reactor.Backend
+	backend       vnet.Backend
 	pin           bool
 	logger        *slog.Logger
 	ws            bool // -mode ws: upgrade requests become WebSocket echoes

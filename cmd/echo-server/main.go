@@ -33,7 +33,6 @@ import (
 
 	"github.com/veloq/veloq/executor"
 	vnet "github.com/veloq/veloq/net"
-	"github.com/veloq/veloq/reactor"
 )
 
 func main() {
@@ -73,7 +72,7 @@ func run(args []string) error {
 	// SIGTERM right after the start line still stops it cleanly.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	b, err := reactor.ParseBackend(*backend)
+	b, err := vnet.ParseBackend(*backend)
 	if err != nil {
 		return err
 	}

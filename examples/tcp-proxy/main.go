@@ -23,7 +23,6 @@ import (
 
 	"github.com/veloq/veloq/examples/tcp-proxy/proxy"
 	vnet "github.com/veloq/veloq/net"
-	"github.com/veloq/veloq/reactor"
 )
 
 func main() {
@@ -58,7 +57,7 @@ func run(args []string) error {
 	// line still stops the proxy cleanly.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	b, err := reactor.ParseBackend(*backend)
+	b, err := vnet.ParseBackend(*backend)
 	if err != nil {
 		return err
 	}
@@ -80,7 +79,7 @@ func run(args []string) error {
 	if *recvBuf < 4096 || *recvBuf > 1<<20 {
 		return fmt.Errorf("-recv-buffer %d: want 4 KiB to 1 MiB", *recvBuf)
 	}
-	s, err := vnet.Listen("tcp", *listen, p, vnet.WithLoopConfig(reactor.Config{
+	s, err := vnet.Listen("tcp", *listen, p, vnet.WithLoopConfig(vnet.Config{
 		Backend: b, Logger: logger, NoDelay: true, RecvBufferSize: *recvBuf, RecvBuffers: 64,
 	}), vnet.WithLoops(*loops), vnet.WithPin(*pin))
 	if err != nil {

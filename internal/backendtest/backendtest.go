@@ -2,26 +2,42 @@
 // behaviour test of net/ and http/ covers io_uring and epoll from one
 // table. The io_uring run skips, with the reason, where the kernel or a
 // seccomp filter refuses io_uring; the epoll run always runs.
+//
+// It imports no veloq package: it is generic over the backend type (in
+// practice net.Backend), whose Available method says whether the backend
+// can run here. So net's own tests can use it without an import cycle,
+// and test support does not sit above the package it tests.
 package backendtest
 
-import (
-	"testing"
+import "testing"
 
-	"github.com/veloq/veloq/reactor"
-)
+// Backend is what the table needs of a backend name.
+type Backend interface {
+	~string
+	// Available returns nil when the backend can run here, or why not.
+	Available() error
+}
 
-// All is the table of backends the tests run over.
-var All = []reactor.Backend{reactor.BackendUring, reactor.BackendEpoll}
+// Names is the table of backends the tests run over, io_uring first.
+var Names = []string{"uring", "epoll"}
 
-// Run calls f in a subtest named after each backend.
-func Run(t *testing.T, f func(t *testing.T, b reactor.Backend)) {
+// All returns the table as values of B.
+func All[B Backend]() []B {
+	out := make([]B, len(Names))
+	for i, n := range Names {
+		out[i] = B(n)
+	}
+	return out
+}
+
+// Run calls f in a subtest named after each backend, skipping a backend
+// that cannot run here with the reason.
+func Run[B Backend](t *testing.T, f func(t *testing.T, b B)) {
 	t.Helper()
-	for _, b := range All {
+	for _, b := range All[B]() {
 		t.Run(string(b), func(t *testing.T) {
-			if b == reactor.BackendUring {
-				if err := reactor.ProbeUring(); err != nil {
-					t.Skipf("io_uring unavailable here: %v", err)
-				}
+			if err := b.Available(); err != nil {
+				t.Skipf("%s unavailable here: %v", string(b), err)
 			}
 			f(t, b)
 		})
@@ -29,6 +45,4 @@ func Run(t *testing.T, f func(t *testing.T, b reactor.Backend)) {
 }
 
 // Usable reports whether b can run here (for benchmarks, which skip).
-func Usable(b reactor.Backend) bool {
-	return b != reactor.BackendUring || reactor.ProbeUring() == nil
-}
+func Usable[B Backend](b B) bool { return b.Available() == nil }

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // ErrNoBackend closes a client when no backend could be connected.
@@ -24,7 +24,7 @@ var ErrPeerFailed = errors.New("proxy: the other side of the pair failed")
 const maxBackends = 64
 
 // Proxy forwards every client connection to one of its backends. It is a
-// reactor.Handler (and EOFHandler) for the client side: serve it with
+// vnet.Handler (and EOFHandler) for the client side: serve it with
 // vnet.Listen or vnet.NewServer. It is safe to use from many loops.
 type Proxy struct {
 	backends []backendAddr
@@ -81,8 +81,8 @@ func (p *Proxy) Backends() []string {
 type pair struct {
 	p        *Proxy
 	sh       *shard
-	client   *reactor.Conn
-	backend  *reactor.Conn
+	client   *vnet.Conn
+	backend  *vnet.Conn
 	backIdx  int
 	tried    uint64 // backends tried, by index
 	linked   bool   // the backend connected
@@ -98,7 +98,7 @@ type flow struct {
 
 // OnOpen starts a pair for a new client: its reading waits while the
 // backend connects.
-func (p *Proxy) OnOpen(c *reactor.Conn) {
+func (p *Proxy) OnOpen(c *vnet.Conn) {
 	sh := p.shard(c)
 	sh.accepted.Add(1)
 	sh.active.Add(1)
@@ -174,7 +174,7 @@ func (pr *pair) dialFailed(err error) {
 }
 
 // OnOpen runs when the backend connected: forwarding starts.
-func (pr *pair) OnOpen(b *reactor.Conn) {
+func (pr *pair) OnOpen(b *vnet.Conn) {
 	pr.linked = true
 	pr.sh.connected.Add(1)
 	c := pr.client
@@ -187,9 +187,9 @@ func (pr *pair) OnOpen(b *reactor.Conn) {
 
 // splice switches one direction to splice(2). If the reactor cannot, the
 // direction goes on copying.
-func (pr *pair) splice(f *flow, src, dst *reactor.Conn) {
+func (pr *pair) splice(f *flow, src, dst *vnet.Conn) {
 	if err := src.SpliceTo(dst); err != nil {
-		if !errors.Is(err, reactor.ErrClosed) {
+		if !errors.Is(err, vnet.ErrClosed) {
 			pr.p.opts.logger.Debug("proxy: splicing unavailable; copying", "err", err)
 		}
 		return
@@ -198,18 +198,18 @@ func (pr *pair) splice(f *flow, src, dst *reactor.Conn) {
 }
 
 // OnData forwards the client's input to the backend.
-func (p *Proxy) OnData(c *reactor.Conn) {
+func (p *Proxy) OnData(c *vnet.Conn) {
 	pr := c.Context().(*pair)
 	pr.forward(&pr.up, c, pr.backend)
 }
 
 // OnData forwards the backend's input to the client.
-func (pr *pair) OnData(b *reactor.Conn) { pr.forward(&pr.down, b, pr.client) }
+func (pr *pair) OnData(b *vnet.Conn) { pr.forward(&pr.down, b, pr.client) }
 
 // forward moves src's input to dst's output, no more than the buffer
 // limit allows; what does not fit stays in src, whose reading pauses
 // until dst has sent half of the limit.
-func (pr *pair) forward(f *flow, src, dst *reactor.Conn) {
+func (pr *pair) forward(f *flow, src, dst *vnet.Conn) {
 	limit := pr.p.opts.limit
 	chunk := src.Buffered()
 	n := min(chunk, limit-dst.OutputBuffered())
@@ -241,24 +241,24 @@ func (pr *pair) forward(f *flow, src, dst *reactor.Conn) {
 
 // OnEOF: the client finished sending; the backend sees a FIN after the
 // client's last byte.
-func (p *Proxy) OnEOF(c *reactor.Conn) {
+func (p *Proxy) OnEOF(c *vnet.Conn) {
 	pr := c.Context().(*pair)
 	pr.halfClose(pr.backend, c)
 }
 
 // OnEOF: the backend finished sending; the client sees a FIN after it.
-func (pr *pair) OnEOF(b *reactor.Conn) { pr.halfClose(pr.client, b) }
+func (pr *pair) OnEOF(b *vnet.Conn) { pr.halfClose(pr.client, b) }
 
 // halfClose passes src's FIN on to dst. Each connection closes itself once
 // it has both received a FIN and sent one.
-func (pr *pair) halfClose(dst, src *reactor.Conn) {
+func (pr *pair) halfClose(dst, src *vnet.Conn) {
 	if dst == nil || dst.CloseWrite() != nil {
 		src.Close() // nowhere to pass it: this side is done too
 	}
 }
 
 // OnClose ends the client's side of the pair.
-func (p *Proxy) OnClose(c *reactor.Conn, err error) {
+func (p *Proxy) OnClose(c *vnet.Conn, err error) {
 	pr := c.Context().(*pair)
 	pr.countSpliced(&pr.up, c)
 	pr.sh.active.Add(-1)
@@ -269,7 +269,7 @@ func (p *Proxy) OnClose(c *reactor.Conn, err error) {
 
 // OnClose ends the backend's side: a failed connect tries the next
 // backend, a failure resets the client.
-func (pr *pair) OnClose(b *reactor.Conn, err error) {
+func (pr *pair) OnClose(b *vnet.Conn, err error) {
 	if b != pr.backend {
 		return
 	}
@@ -289,7 +289,7 @@ func (pr *pair) OnClose(b *reactor.Conn, err error) {
 	}
 }
 
-func (pr *pair) countSpliced(f *flow, src *reactor.Conn) {
+func (pr *pair) countSpliced(f *flow, src *vnet.Conn) {
 	if n := src.SplicedBytes(); n > 0 {
 		f.bytes.Add(uint64(n))
 	}
@@ -297,7 +297,7 @@ func (pr *pair) countSpliced(f *flow, src *reactor.Conn) {
 
 // resetConn closes c with a reset (SO_LINGER 0) so its peer sees the
 // stream broke, not a clean end.
-func resetConn(c *reactor.Conn, cause error) {
+func resetConn(c *vnet.Conn, cause error) {
 	if c.Closed() {
 		return
 	}

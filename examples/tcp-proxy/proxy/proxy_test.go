@@ -22,14 +22,13 @@ import (
 	"github.com/veloq/veloq/examples/tcp-proxy/proxy"
 	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
-	"github.com/veloq/veloq/reactor"
 )
 
 var spliceModes = []proxy.SpliceMode{proxy.SpliceOff, proxy.SpliceLarge, proxy.SpliceAlways}
 
 // forEach runs f for every reactor backend and splice mode.
-func forEach(t *testing.T, f func(t *testing.T, b reactor.Backend, m proxy.SpliceMode)) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+func forEach(t *testing.T, f func(t *testing.T, b vnet.Backend, m proxy.SpliceMode)) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		for _, m := range spliceModes {
 			t.Run("splice="+m.String(), func(t *testing.T) { f(t, b, m) })
 		}
@@ -59,7 +58,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // server starts a veloq server for h on 127.0.0.1 and shuts it down at
 // the end of the test (after the test's own cleanups registered later,
 // such as client connections).
-func server(t *testing.T, b reactor.Backend, h vnet.Handler, loops int) *vnet.Server {
+func server(t *testing.T, b vnet.Backend, h vnet.Handler, loops int) *vnet.Server {
 	t.Helper()
 	s, err := vnet.Listen("tcp", "127.0.0.1:0", h, vnet.WithBackend(b), vnet.WithLoops(loops), vnet.WithLogger(quiet()))
 	if err != nil {
@@ -76,7 +75,7 @@ func server(t *testing.T, b reactor.Backend, h vnet.Handler, loops int) *vnet.Se
 }
 
 // echoServer is a veloq echo server that passes a FIN back.
-func echoServer(t *testing.T, b reactor.Backend) *vnet.Server {
+func echoServer(t *testing.T, b vnet.Backend) *vnet.Server {
 	return server(t, b, &vnet.HandlerFuncs{
 		Data: func(c *vnet.Conn) {
 			in, _ := c.Next(-1)
@@ -86,7 +85,7 @@ func echoServer(t *testing.T, b reactor.Backend) *vnet.Server {
 	}, 2)
 }
 
-func startProxy(t *testing.T, b reactor.Backend, backends []string, opts ...proxy.Option) (*proxy.Proxy, *vnet.Server) {
+func startProxy(t *testing.T, b vnet.Backend, backends []string, opts ...proxy.Option) (*proxy.Proxy, *vnet.Server) {
 	t.Helper()
 	opts = append([]proxy.Option{proxy.WithLogger(quiet())}, opts...)
 	p, err := proxy.New(backends, opts...)
@@ -158,7 +157,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestThousandStreamsExact(t *testing.T) {
 	const streams = 1000
 	raiseFDLimit(t, 8*streams)
-	forEach(t, func(t *testing.T, b reactor.Backend, m proxy.SpliceMode) {
+	forEach(t, func(t *testing.T, b vnet.Backend, m proxy.SpliceMode) {
 		echo := echoServer(t, b)
 		p, s := startProxy(t, b, []string{echo.Addr().String()}, proxy.WithSplice(m))
 		var wg sync.WaitGroup
@@ -249,7 +248,7 @@ func listen(t *testing.T, h func(c *net.TCPConn)) net.Addr {
 // reaches the backend while the backend still answers, and the backend's
 // FIN reaches the client while the client still sends.
 func TestHalfClose(t *testing.T) {
-	forEach(t, func(t *testing.T, b reactor.Backend, m proxy.SpliceMode) {
+	forEach(t, func(t *testing.T, b vnet.Backend, m proxy.SpliceMode) {
 		t.Run("client first", func(t *testing.T) {
 			backend := listen(t, func(c *net.TCPConn) {
 				req, err := io.ReadAll(c) // to the client's FIN
@@ -320,7 +319,7 @@ func expectClosed(t *testing.T, c *net.TCPConn) {
 // second backend up, clients are served and the refusing backend is
 // skipped during its cooldown.
 func TestBackendDown(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		t.Run("only backend", func(t *testing.T) {
 			var logs logBuffer
 			p, err := proxy.New([]string{closedPort(t)}, proxy.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
@@ -358,7 +357,7 @@ func TestBackendDown(t *testing.T) {
 // A backend that never completes the handshake makes the connect time
 // out; the client is closed and the timeout logged.
 func TestBackendConnectTimeout(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		addr := fullBacklog(t)
 		var logs logBuffer
 		p, err := proxy.New([]string{addr}, proxy.WithDialTimeout(200*time.Millisecond),
@@ -372,7 +371,7 @@ func TestBackendConnectTimeout(t *testing.T) {
 		if st := p.Stats(); st.DialFailures != 1 || st.NoBackend != 1 {
 			t.Errorf("stats %+v: want 1 dial failure", st)
 		}
-		if !strings.Contains(logs.String(), reactor.ErrDialTimeout.Error()) {
+		if !strings.Contains(logs.String(), vnet.ErrDialTimeout.Error()) {
 			t.Errorf("log does not mention the timeout:\n%s", logs.String())
 		}
 	})
@@ -415,7 +414,7 @@ func fullBacklog(t *testing.T) string {
 // most its limit toward the backend, and its heap does not grow with what
 // the client tries to send.
 func TestSlowBackendBoundsMemory(t *testing.T) {
-	forEach(t, func(t *testing.T, b reactor.Backend, m proxy.SpliceMode) {
+	forEach(t, func(t *testing.T, b vnet.Backend, m proxy.SpliceMode) {
 		stall := make(chan struct{})
 		backend := listen(t, func(c *net.TCPConn) {
 			c.SetReadBuffer(64 << 10)
@@ -456,7 +455,7 @@ func TestSlowBackendBoundsMemory(t *testing.T) {
 
 // A client that resets mid-stream frees its backend connection.
 func TestClientResetFreesBackend(t *testing.T) {
-	forEach(t, func(t *testing.T, b reactor.Backend, m proxy.SpliceMode) {
+	forEach(t, func(t *testing.T, b vnet.Backend, m proxy.SpliceMode) {
 		echo := echoServer(t, b)
 		p, s := startProxy(t, b, []string{echo.Addr().String()}, proxy.WithSplice(m))
 		for range 3 {
@@ -482,7 +481,7 @@ func TestRoundRobin(t *testing.T) {
 	for i := range 3 {
 		addrs = append(addrs, listen(t, func(c *net.TCPConn) { fmt.Fprint(c, i) }).String())
 	}
-	_, s := startProxy(t, reactor.BackendEpoll, addrs)
+	_, s := startProxy(t, vnet.BackendEpoll, addrs)
 	var got []string
 	for range 6 {
 		b, err := io.ReadAll(dial(t, s.Addr()))

@@ -3,7 +3,7 @@ package proxy
 import (
 	"sync/atomic"
 
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // Stats are a proxy's counters, summed over its loops.
@@ -31,7 +31,7 @@ type shard struct {
 	_                                            [64]byte // keep the next shard off this cache line
 }
 
-func (p *Proxy) shard(c *reactor.Conn) *shard {
+func (p *Proxy) shard(c *vnet.Conn) *shard {
 	return &p.shards[c.Loop().ID()%statShards]
 }
 

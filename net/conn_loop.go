@@ -1,4 +1,4 @@
-package reactor
+package net
 
 // The loop's side of a connection: its place in the table, what the
 // loop does with each report of the backend (events.go routes them here),

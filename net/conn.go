@@ -1,4 +1,4 @@
-package reactor
+package net
 
 // This file is the user's side of a connection: the Conn type and the
 // methods handlers call. The loop's side (what happens when the backend

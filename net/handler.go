@@ -1,4 +1,4 @@
-package reactor
+package net
 
 // Handler receives a connection's events. Every method runs on the
 // connection's loop goroutine, one at a time per loop, and must not block:

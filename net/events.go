@@ -1,4 +1,4 @@
-package reactor
+package net
 
 // The loop's implementation of sink: each report of the backend, mapped
 // from a slot to its connection (or listener) and handed to the code that

@@ -1,15 +1,15 @@
-package reactor_test
+package net_test
 
 import (
 	"fmt"
 	"time"
 
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // A loop runs posted closures and timers on its own thread.
 func ExampleLoop_Post() {
-	l, err := reactor.NewLoop(0, reactor.Config{Backend: reactor.BackendEpoll})
+	l, err := vnet.NewLoop(0, vnet.Config{Backend: vnet.BackendEpoll})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,4 +1,4 @@
-package reactor_test
+package net_test
 
 import (
 	"bytes"
@@ -16,7 +16,6 @@ import (
 
 	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
-	"github.com/veloq/veloq/reactor"
 )
 
 // The tests here drive SpliceTo through a small proxy: every accepted
@@ -38,11 +37,11 @@ type spliceProxy struct {
 }
 
 type splicePair struct {
-	client, backend *reactor.Conn
+	client, backend *vnet.Conn
 	copied          [2]int // bytes copied per direction before switching
 }
 
-func (p *spliceProxy) OnOpen(c *reactor.Conn) {
+func (p *spliceProxy) OnOpen(c *vnet.Conn) {
 	pr := &splicePair{client: c}
 	c.SetContext(pr)
 	if p.mode == "hold" {
@@ -50,8 +49,8 @@ func (p *spliceProxy) OnOpen(c *reactor.Conn) {
 	} else {
 		c.PauseRead()
 	}
-	bh := &reactor.HandlerFuncs{
-		Open: func(b *reactor.Conn) {
+	bh := &vnet.HandlerFuncs{
+		Open: func(b *vnet.Conn) {
 			if p.mode == "switch" {
 				c.ResumeRead()
 				c.ReleaseData()
@@ -64,9 +63,9 @@ func (p *spliceProxy) OnOpen(c *reactor.Conn) {
 				p.t.Errorf("SpliceTo backend→client: %v", err)
 			}
 		},
-		Data:  func(b *reactor.Conn) { p.forward(pr, b, c, 1) },
-		EOF:   func(b *reactor.Conn) { c.CloseWrite() },
-		Close: func(b *reactor.Conn, err error) { p.sideClosed(c, err) },
+		Data:  func(b *vnet.Conn) { p.forward(pr, b, c, 1) },
+		EOF:   func(b *vnet.Conn) { c.CloseWrite() },
+		Close: func(b *vnet.Conn, err error) { p.sideClosed(c, err) },
 	}
 	b, err := c.Loop().Dial("tcp", p.backend, bh, 5*time.Second)
 	if err != nil {
@@ -76,27 +75,27 @@ func (p *spliceProxy) OnOpen(c *reactor.Conn) {
 	pr.backend = b
 }
 
-func (p *spliceProxy) forward(pr *splicePair, src, dst *reactor.Conn, dir int) {
+func (p *spliceProxy) forward(pr *splicePair, src, dst *vnet.Conn, dir int) {
 	in, _ := src.Next(-1)
 	dst.Write(in)
 	pr.copied[dir] += len(in)
 	if p.mode == "switch" && pr.copied[dir] >= 1000 {
-		if err := src.SpliceTo(dst); err != nil && !errors.Is(err, reactor.ErrClosed) {
+		if err := src.SpliceTo(dst); err != nil && !errors.Is(err, vnet.ErrClosed) {
 			p.t.Errorf("SpliceTo mid-stream: %v", err)
 		}
 	}
 }
 
-func (p *spliceProxy) OnData(c *reactor.Conn) {
+func (p *spliceProxy) OnData(c *vnet.Conn) {
 	pr := c.Context().(*splicePair)
 	p.forward(pr, c, pr.backend, 0)
 }
 
-func (p *spliceProxy) OnEOF(c *reactor.Conn) {
+func (p *spliceProxy) OnEOF(c *vnet.Conn) {
 	c.Context().(*splicePair).backend.CloseWrite()
 }
 
-func (p *spliceProxy) OnClose(c *reactor.Conn, err error) {
+func (p *spliceProxy) OnClose(c *vnet.Conn, err error) {
 	if pr, ok := c.Context().(*splicePair); ok && pr.backend != nil {
 		p.sideClosed(pr.backend, err)
 	}
@@ -105,7 +104,7 @@ func (p *spliceProxy) OnClose(c *reactor.Conn, err error) {
 	}
 }
 
-func (p *spliceProxy) sideClosed(other *reactor.Conn, err error) {
+func (p *spliceProxy) sideClosed(other *vnet.Conn, err error) {
 	if err != nil && p.propagate && !other.Closed() {
 		other.Abort(err)
 	}
@@ -163,7 +162,7 @@ func quietLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func startSpliceProxy(t *testing.T, b reactor.Backend, p *spliceProxy, loops int) *vnet.Server {
+func startSpliceProxy(t *testing.T, b vnet.Backend, p *spliceProxy, loops int) *vnet.Server {
 	t.Helper()
 	p.t = t
 	s, err := vnet.Listen("tcp", "127.0.0.1:0", p, vnet.WithBackend(b), vnet.WithLoops(loops), vnet.WithLogger(quietLogger(t)))
@@ -248,7 +247,7 @@ func totalSpliced(s *vnet.Server) uint64 {
 // Bytes arrive exactly, in order, over concurrent spliced streams, in
 // every mode of switching to the splice, and half-close passes through.
 func TestSpliceForwardsExactly(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		for _, mode := range []string{"connect", "hold", "switch"} {
 			t.Run(mode, func(t *testing.T) {
 				addr, _ := stdEcho(t)
@@ -271,7 +270,7 @@ func TestSpliceForwardsExactly(t *testing.T) {
 // The backend half-closes first: its bytes and FIN reach the client, and
 // the client can still send afterwards.
 func TestSpliceHalfCloseFromBackend(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -332,7 +331,7 @@ func resetConn(t *testing.T, c *net.TCPConn) {
 // A client that resets mid-stream frees the backend connection, and after
 // the server stops every descriptor it opened (sockets, pipes) is closed.
 func TestSpliceResetReleasesEverything(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -384,7 +383,7 @@ func TestSpliceResetReleasesEverything(t *testing.T) {
 // When the destination closes, a splice into it cannot go on: the source
 // is aborted with ErrSpliceBroken even when no handler propagates it.
 func TestSpliceDestinationClosedAbortsSource(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -412,7 +411,7 @@ func TestSpliceDestinationClosedAbortsSource(t *testing.T) {
 		}()
 		select {
 		case err := <-p.closed:
-			if !errors.Is(err, reactor.ErrSpliceBroken) {
+			if !errors.Is(err, vnet.ErrSpliceBroken) {
 				t.Fatalf("client closed with %v, want ErrSpliceBroken", err)
 			}
 		case <-time.After(20 * time.Second):
@@ -424,19 +423,19 @@ func TestSpliceDestinationClosedAbortsSource(t *testing.T) {
 // SpliceTo refuses what it cannot do, with ErrCannotSplice, and changes
 // nothing then.
 func TestSpliceToRefuses(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		addr, _ := stdEcho(t)
 		results := make(chan string, 8)
-		var conns []*reactor.Conn
-		h := &reactor.HandlerFuncs{
-			Open: func(c *reactor.Conn) {
+		var conns []*vnet.Conn
+		h := &vnet.HandlerFuncs{
+			Open: func(c *vnet.Conn) {
 				conns = append(conns, c) // loop-owned; the conns share one loop
 				if len(conns) < 3 {
 					return
 				}
 				a, x, z := conns[0], conns[1], conns[2]
 				check := func(name string, err error) {
-					if errors.Is(err, reactor.ErrCannotSplice) {
+					if errors.Is(err, vnet.ErrCannotSplice) {
 						results <- name + ": refused"
 					} else {
 						results <- name + ": " + errString(err)
@@ -448,7 +447,7 @@ func TestSpliceToRefuses(t *testing.T) {
 				}
 				check("source again", a.SpliceTo(x))
 				check("destination again", z.SpliceTo(x))
-				y, err := c.Loop().Dial("tcp", addr, &reactor.HandlerFuncs{}, time.Second)
+				y, err := c.Loop().Dial("tcp", addr, &vnet.HandlerFuncs{}, time.Second)
 				if err != nil {
 					results <- err.Error()
 					return
@@ -490,10 +489,10 @@ func errString(err error) string {
 // An OnDrain callback that writes to another connection, run while the
 // loop flushes, gets that write flushed too.
 func TestDrainCallbackWriteIsFlushed(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
-		var target *reactor.Conn // loop-owned
-		h := &reactor.HandlerFuncs{
-			Data: func(c *reactor.Conn) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
+		var target *vnet.Conn // loop-owned
+		h := &vnet.HandlerFuncs{
+			Data: func(c *vnet.Conn) {
 				in, _ := c.Next(-1)
 				if string(in) == "target" {
 					target = c

@@ -1,4 +1,4 @@
-package reactor
+package net
 
 import (
 	"errors"
@@ -18,6 +18,20 @@ const (
 	BackendUring Backend = "uring"
 	BackendEpoll Backend = "epoll"
 )
+
+// Available returns nil when b can run on this machine, or the reason it
+// cannot: io_uring needs Linux 6.1 and a process that may use it (see
+// ProbeUring); epoll always runs, and auto runs whatever is available.
+func (b Backend) Available() error {
+	switch b {
+	case BackendAuto, BackendEpoll:
+		return nil
+	case BackendUring:
+		return ProbeUring()
+	}
+	_, err := ParseBackend(string(b))
+	return err
+}
 
 // ParseBackend checks a backend name, as given on a command line.
 func ParseBackend(s string) (Backend, error) {

@@ -1,4 +1,4 @@
-// Package reactor is veloq's event loop: one goroutine locked to one OS
+// The engine underneath: veloq's event loop is one goroutine locked to one OS
 // thread (optionally pinned to a CPU) that owns an I/O backend (io_uring,
 // or epoll where io_uring is unavailable), a connection table, timers and a
 // lock-free inbox.
@@ -79,4 +79,5 @@
 // first, the peer's FIN ends the splice after the last byte and reaches
 // the handler as OnEOF, and if the destination closes the source is
 // aborted with ErrSpliceBroken.
-package reactor
+
+package net

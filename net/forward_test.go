@@ -1,4 +1,4 @@
-package reactor_test
+package net_test
 
 import (
 	"bytes"
@@ -11,16 +11,15 @@ import (
 
 	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
-	"github.com/veloq/veloq/reactor"
 )
 
 // forwardEcho is an echo server built on ForwardTo: every OnData forwards
 // all input to the connection itself, then writes a '|' marker, so each
 // received chunk goes out ahead of the marker written after it (on
 // io_uring, large chunks from the receive buffer they arrived in).
-func forwardEcho(t *testing.T, b reactor.Backend, opts ...vnet.Option) *vnet.Server {
+func forwardEcho(t *testing.T, b vnet.Backend, opts ...vnet.Option) *vnet.Server {
 	t.Helper()
-	h := &reactor.HandlerFuncs{Data: func(c *reactor.Conn) {
+	h := &vnet.HandlerFuncs{Data: func(c *vnet.Conn) {
 		n := c.Buffered()
 		if got, err := c.ForwardTo(c, 0); err != nil || got != n {
 			t.Errorf("ForwardTo = %d, %v; want %d, nil", got, err, n)
@@ -69,7 +68,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // and small ones (copied); when the streams end, every held receive
 // buffer is back in the ring.
 func TestForwardToKeepsOrder(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		s := forwardEcho(t, b)
 		var wg sync.WaitGroup
 		for i := range 6 {
@@ -112,10 +111,10 @@ func TestForwardToKeepsOrder(t *testing.T) {
 		}
 		wg.Wait()
 		inPlace, _ := serverStats(s)
-		if b == reactor.BackendUring && inPlace == 0 {
+		if b == vnet.BackendUring && inPlace == 0 {
 			t.Error("io_uring: no byte was sent from a receive buffer")
 		}
-		if b == reactor.BackendEpoll && inPlace != 0 {
+		if b == vnet.BackendEpoll && inPlace != 0 {
 			t.Errorf("epoll: %d bytes counted as sent in place; epoll copies", inPlace)
 		}
 		waitFor(t, "held buffers to return", func() bool { _, h := serverStats(s); return h == 0 })
@@ -127,9 +126,9 @@ func TestForwardToKeepsOrder(t *testing.T) {
 // all of them are recycled when the peers reset. The loop's ring then
 // serves a new connection as before.
 func TestForwardToReleasesHeldBuffers(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		const ringBufs = 16
-		s := forwardEcho(t, b, vnet.WithLoopConfig(reactor.Config{Backend: b, Logger: quietLogger(t),
+		s := forwardEcho(t, b, vnet.WithLoopConfig(vnet.Config{Backend: b, Logger: quietLogger(t),
 			RecvBuffers: ringBufs, RecvBufferSize: 16 << 10}))
 		const conns = 8
 		var wg sync.WaitGroup
@@ -153,7 +152,7 @@ func TestForwardToReleasesHeldBuffers(t *testing.T) {
 		if most > ringBufs/2 {
 			t.Errorf("%d receive buffers held at once; want at most %d (half the ring)", most, ringBufs/2)
 		}
-		if inPlace, _ := serverStats(s); b == reactor.BackendUring && inPlace == 0 {
+		if inPlace, _ := serverStats(s); b == vnet.BackendUring && inPlace == 0 {
 			t.Errorf("io_uring: no byte was sent from a receive buffer: %+v", s.Stats())
 		}
 		for _, c := range cs {

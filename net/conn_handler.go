@@ -1,4 +1,4 @@
-package reactor
+package net
 
 // The handler callbacks, each shielded so that a panic closes only its
 // connection: the loop logs it with its stack, counts it in Stats.Panics

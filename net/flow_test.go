@@ -1,4 +1,4 @@
-package reactor_test
+package net_test
 
 import (
 	"errors"
@@ -13,7 +13,6 @@ import (
 
 	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
-	"github.com/veloq/veloq/reactor"
 )
 
 // pattern fills p with the bytes of stream id starting at offset off, so a
@@ -32,13 +31,13 @@ func pattern(p []byte, id, off int) {
 // the end of a batch), and once the clients read, every byte comes back in
 // order.
 func TestSlowReadersBoundOutput(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		const (
 			clients = 16
 			size    = 8 << 20
 			high    = 64 << 10
 		)
-		echo := &reactor.HandlerFuncs{Data: func(c *reactor.Conn) {
+		echo := &vnet.HandlerFuncs{Data: func(c *vnet.Conn) {
 			p, _ := c.Next(-1)
 			c.Write(p)
 		}}
@@ -142,17 +141,17 @@ func TestSlowReadersBoundOutput(t *testing.T) {
 // TestWaterMarksPerConn: a connection with its marks turned off keeps
 // reading whatever its output, and one with a lower mark pauses earlier.
 func TestWaterMarksPerConn(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		const size = 4 << 20
 		var peak sync.Map
-		h := &reactor.HandlerFuncs{
-			Open: func(c *reactor.Conn) {
+		h := &vnet.HandlerFuncs{
+			Open: func(c *vnet.Conn) {
 				c.SetWriteWaterMarks(0, 0)
 				// A small socket buffer, so the echo waits in the loop's
 				// output rather than in the kernel.
 				require.NoError(t, unix.SetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, 32<<10))
 			},
-			Data: func(c *reactor.Conn) {
+			Data: func(c *vnet.Conn) {
 				p, _ := c.Next(-1)
 				c.Write(p)
 				if v, _ := peak.Load("p"); v == nil || v.(int) < c.OutputBuffered() {

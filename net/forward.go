@@ -1,4 +1,4 @@
-package reactor
+package net
 
 // Forwarding without the user-space copy.
 //

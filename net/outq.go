@@ -1,4 +1,4 @@
-package reactor
+package net
 
 import "github.com/veloq/veloq/bufpool"
 

@@ -1,4 +1,4 @@
-package reactor_test
+package net_test
 
 import (
 	"io"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
-	"github.com/veloq/veloq/reactor"
 )
 
 // A handler that takes only part of its input, pauses, and resumes later
@@ -18,12 +17,12 @@ import (
 // io_uring multishot recv pulls in a new batch on every cycle, and the
 // connection dies with ErrInputTooLarge.
 func TestPauseResumeCyclesKeepInputBounded(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		const total = 16 << 20
 		var consumed atomic.Int64
 		closed := make(chan error, 1)
-		h := &reactor.HandlerFuncs{
-			Data: func(c *reactor.Conn) {
+		h := &vnet.HandlerFuncs{
+			Data: func(c *vnet.Conn) {
 				in, _ := c.Next(min(c.Buffered(), 8<<10))
 				if consumed.Add(int64(len(in))) == total {
 					c.Write([]byte("done"))
@@ -33,7 +32,7 @@ func TestPauseResumeCyclesKeepInputBounded(t *testing.T) {
 					c.Loop().Defer(c.ResumeRead)
 				}
 			},
-			Close: func(c *reactor.Conn, err error) { closed <- err },
+			Close: func(c *vnet.Conn, err error) { closed <- err },
 		}
 		s, err := vnet.Listen("tcp", "127.0.0.1:0", h, vnet.WithBackend(b), vnet.WithLoops(1),
 			vnet.WithReadBufferCap(1<<20), vnet.WithLogger(quietLogger(t)))

@@ -2,6 +2,7 @@ package net
 
 import (
 	"log/slog"
+	"reflect"
 	"runtime"
 	"time"
 )
@@ -25,9 +26,10 @@ type options struct {
 	loops   int
 	balance Balance
 	pin     bool
-	backlog int
-	procs   bool // raise GOMAXPROCS above the loop count
-	cfg     Config
+	backlog   int
+	procs     bool // raise GOMAXPROCS above the loop count
+	sharePort bool
+	cfg       Config
 }
 
 // Option configures a Server.
@@ -94,9 +96,30 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.cfg.Logger 
 // WithBudget caps the completions a loop dispatches per iteration.
 func WithBudget(n int) Option { return func(o *options) { o.cfg.Budget = n } }
 
+// WithPortSharing lets the server's listeners share their port with other
+// sockets that set SO_REUSEPORT, such as another process serving the same
+// port during a rolling restart; the kernel then spreads new connections
+// over all of them. Default off: Listen fails with "address already in
+// use" when something listens on the port already, as Go's net does.
+func WithPortSharing(on bool) Option { return func(o *options) { o.sharePort = on } }
+
 // WithBacklog sets the listen backlog. Default SOMAXCONN.
 func WithBacklog(n int) Option { return func(o *options) { o.backlog = n } }
 
-// WithLoopConfig replaces the whole reactor configuration, for settings
-// without an option of their own (ring and buffer sizes).
-func WithLoopConfig(c Config) Option { return func(o *options) { o.cfg = c } }
+// WithLoopConfig sets the loop settings without an option of their own
+// (ring and buffer sizes, CacheBytes, BlockThreshold, Pool). It composes
+// with the other options: only the non-zero fields of c are applied, so the
+// defaults (TCP_NODELAY on) and what earlier options set stay unless c
+// sets them. NoDelay false is the zero value and therefore keeps the
+// default: turn Nagle's algorithm back on with WithNoDelay(false).
+func WithLoopConfig(c Config) Option {
+	return func(o *options) {
+		dst := reflect.ValueOf(&o.cfg).Elem()
+		src := reflect.ValueOf(c)
+		for i := range src.NumField() {
+			if f := src.Field(i); !f.IsZero() {
+				dst.Field(i).Set(f)
+			}
+		}
+	}
+}

@@ -90,8 +90,7 @@ func NewServer(h Handler, opts ...Option) (*Server, error) {
 		}
 		l, err := NewLoop(i, cfg)
 		if err != nil {
-			s.closeLoops()
-			return nil, err
+			return nil, errors.Join(err, s.closeLoops())
 		}
 		s.loops = append(s.loops, l)
 	}
@@ -106,8 +105,7 @@ func Listen(network, address string, h Handler, opts ...Option) (*Server, error)
 		return nil, err
 	}
 	if _, err := s.Listen(network, address); err != nil {
-		s.Close()
-		return nil, err
+		return nil, errors.Join(err, s.Close())
 	}
 	return s, nil
 }
@@ -140,6 +138,14 @@ func (s *Server) Listen(network, address string) (net.Addr, error) {
 		return nil, err
 	}
 	perLoop := s.opts.balance == BalanceReusePort && network != "unix" && len(s.loops) > 1
+	if perLoop && !s.opts.sharePort {
+		// SO_REUSEPORT would let this server bind a port another server
+		// already listens on and take half of its connections, silently.
+		// Refuse like Go's net and nginx do, unless sharing was asked for.
+		if err := sock.ProbeBind(a); err != nil {
+			return nil, fmt.Errorf("veloq: listen %s %s: %w", network, address, err)
+		}
+	}
 	var added []*Listener
 	undo := func() {
 		for _, ln := range added {
@@ -158,7 +164,7 @@ func (s *Server) Listen(network, address string) (net.Addr, error) {
 				return nil, err
 			}
 		}
-		fd, local, err := sock.Listen(a, perLoop, s.opts.backlog)
+		fd, local, err := sock.Listen(a, perLoop || s.opts.sharePort, s.opts.backlog)
 		if err != nil {
 			undo()
 			return nil, fmt.Errorf("veloq: listen %s %s: %w", network, address, err)
@@ -253,19 +259,28 @@ func (s *Server) Dial(ctx context.Context, network, address string, h Handler) (
 // Shutdown stops accepting, waits for open connections to close by
 // themselves until ctx ends, then closes what is left and stops the loops,
 // releasing every fd, ring and goroutine. It returns ctx's error if
-// connections had to be cut.
+// connections had to be cut, joined with any error met closing listeners
+// and loops. Calls after the first return nil.
 func (s *Server) Shutdown(ctx context.Context) error {
+	cut, err := s.shutdown(ctx)
+	return errors.Join(cut, err)
+}
+
+// shutdown is Shutdown, returning the context's error (connections cut)
+// apart from the errors met closing.
+func (s *Server) shutdown(ctx context.Context) (cut, closeErr error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil
+		return nil, nil
 	}
 	s.closed = true
 	lns := s.listeners
 	s.listeners = nil
 	s.mu.Unlock()
+	var errs []error
 	for _, ln := range lns {
-		ln.Close()
+		errs = append(errs, ln.Close())
 	}
 	var err error
 	tick := time.NewTicker(5 * time.Millisecond)
@@ -279,24 +294,27 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		break
 	}
-	s.closeLoops()
-	return err
+	errs = append(errs, s.closeLoops())
+	return err, errors.Join(errs...)
 }
 
 // Close stops the server at once: listeners and connections are closed
-// (handlers see OnClose with ErrClosed) and the loops stop.
+// (handlers see OnClose with ErrClosed) and the loops stop. It returns the
+// errors met closing listeners and loops (nil normally).
 func (s *Server) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	s.Shutdown(ctx)
-	return nil
+	_, err := s.shutdown(ctx)
+	return err
 }
 
-func (s *Server) closeLoops() {
+func (s *Server) closeLoops() error {
+	errs := make([]error, len(s.loops))
 	var wg sync.WaitGroup
-	for _, l := range s.loops {
+	for i, l := range s.loops {
 		wg.Add(1)
-		go func() { defer wg.Done(); l.Close() }()
+		go func() { defer wg.Done(); errs[i] = l.Close() }()
 	}
 	wg.Wait()
+	return errors.Join(errs...)
 }

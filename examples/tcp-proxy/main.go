@@ -79,9 +79,9 @@ func run(args []string) error {
 	if *recvBuf < 4096 || *recvBuf > 1<<20 {
 		return fmt.Errorf("-recv-buffer %d: want 4 KiB to 1 MiB", *recvBuf)
 	}
-	s, err := vnet.Listen("tcp", *listen, p, vnet.WithLoopConfig(vnet.Config{
-		Backend: b, Logger: logger, NoDelay: true, RecvBufferSize: *recvBuf, RecvBuffers: 64,
-	}), vnet.WithLoops(*loops), vnet.WithPin(*pin))
+	s, err := vnet.Listen("tcp", *listen, p, vnet.WithBackend(b), vnet.WithLogger(logger),
+		vnet.WithLoopConfig(vnet.Config{RecvBufferSize: *recvBuf, RecvBuffers: 64}),
+		vnet.WithLoops(*loops), vnet.WithPin(*pin))
 	if err != nil {
 		return err
 	}

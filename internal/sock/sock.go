@@ -116,6 +116,33 @@ func Listen(a Addr, reusePort bool, backlog int) (int, net.Addr, error) {
 	return fd, local, nil
 }
 
+// ProbeBind checks that no socket holds a's port: it binds a throwaway
+// socket with SO_REUSEADDR (so connections in TIME_WAIT do not count) and
+// without SO_REUSEPORT, which fails with EADDRINUSE if anything listens
+// there, SO_REUSEPORT or not. A listener that will set SO_REUSEPORT calls
+// it first, so that it does not silently share the port with another
+// server. Port 0 needs no probe.
+func ProbeBind(a Addr) error {
+	if a.Family == unix.AF_UNIX {
+		return nil
+	}
+	fd, err := unix.Socket(a.Family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return os.NewSyscallError("socket", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		return os.NewSyscallError("setsockopt SO_REUSEADDR", err)
+	}
+	if a.Family == unix.AF_INET6 {
+		_ = unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0)
+	}
+	if err := unix.Bind(fd, a.SA); err != nil {
+		return os.NewSyscallError("bind", err)
+	}
+	return nil
+}
+
 // Socket creates a non-blocking, close-on-exec stream socket for family.
 func Socket(family int) (int, error) {
 	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)

@@ -134,13 +134,13 @@ func newBackend(l *Loop) (backend, Backend, error) {
 	case BackendUring:
 		b, err := newUringBackend(&l.cfg, l, l.log)
 		if err != nil {
-			return nil, "", fmt.Errorf("reactor: loop %d: io_uring backend: %w", l.id, err)
+			return nil, "", fmt.Errorf("veloq: loop %d: io_uring backend: %w", l.id, err)
 		}
 		return b, BackendUring, nil
 	case BackendEpoll:
 		b, err := newEpollBackend(&l.cfg, l)
 		if err != nil {
-			return nil, "", fmt.Errorf("reactor: loop %d: epoll backend: %w", l.id, err)
+			return nil, "", fmt.Errorf("veloq: loop %d: epoll backend: %w", l.id, err)
 		}
 		return b, BackendEpoll, nil
 	}
@@ -153,7 +153,7 @@ func newBackend(l *Loop) (backend, Backend, error) {
 	}
 	b, err := newEpollBackend(&l.cfg, l)
 	if err != nil {
-		return nil, "", fmt.Errorf("reactor: loop %d: epoll backend: %w", l.id, err)
+		return nil, "", fmt.Errorf("veloq: loop %d: epoll backend: %w", l.id, err)
 	}
 	return b, BackendEpoll, nil
 }

@@ -3,6 +3,7 @@ package net
 import (
 	"errors"
 	"log/slog"
+	stdnet "net"
 	"time"
 
 	"github.com/veloq/veloq/bufpool"
@@ -41,7 +42,7 @@ func ParseBackend(s string) (Backend, error) {
 	case "":
 		return BackendAuto, nil
 	}
-	return "", errors.New(`reactor: backend must be "auto", "uring" or "epoll", not "` + s + `"`)
+	return "", errors.New(`veloq: backend must be "auto", "uring" or "epoll", not "` + s + `"`)
 }
 
 // Config configures a Loop. The zero value of every field means its
@@ -83,6 +84,11 @@ type Config struct {
 	NoDelay bool
 	// KeepAlive, when > 0, enables TCP keep-alive probes after that idle time.
 	KeepAlive time.Duration
+	// BlockThreshold is how long one callback (a handler's, or a posted,
+	// timer or drain function) may run before it counts as blocking the
+	// loop: it is counted in Stats.Blocked and logged, naming the handler
+	// type, at most once per threshold. Default 100ms; negative: off.
+	BlockThreshold time.Duration
 	// RingEntries is the io_uring submission queue size. Default 1024.
 	RingEntries uint32
 	// RecvBuffers and RecvBufferSize shape the io_uring provided-buffer ring
@@ -119,6 +125,9 @@ func (c *Config) setDefaults() {
 	if c.CacheBytes <= 0 {
 		c.CacheBytes = 4 << 20
 	}
+	if c.BlockThreshold == 0 {
+		c.BlockThreshold = 100 * time.Millisecond
+	}
 	if c.CloseTimeout <= 0 {
 		c.CloseTimeout = 10 * time.Second
 	}
@@ -145,16 +154,22 @@ func (c *Config) setDefaults() {
 
 // Errors reported to handlers (OnClose) and callers.
 var (
-	// ErrClosed: the connection or loop is closed or closing.
-	ErrClosed = errors.New("reactor: closed")
+	// ErrClosed: the connection or loop is closed or closing. It is the
+	// standard library's net.ErrClosed, so errors.Is(err, net.ErrClosed)
+	// holds with either package's name, as it does for a closed net.Conn.
+	ErrClosed = stdnet.ErrClosed
 	// ErrInputTooLarge: the handler left more than ReadBufferCap unconsumed.
-	ErrInputTooLarge = errors.New("reactor: unconsumed input exceeds the read buffer cap")
+	ErrInputTooLarge = errors.New("veloq: unconsumed input exceeds the read buffer cap")
 	// ErrIdleTimeout: no traffic for Config.IdleTimeout.
-	ErrIdleTimeout = errors.New("reactor: idle timeout")
+	ErrIdleTimeout = errors.New("veloq: idle timeout")
 	// ErrCloseTimeout: pending output did not drain within CloseTimeout.
-	ErrCloseTimeout = errors.New("reactor: close timed out with output pending")
+	ErrCloseTimeout = errors.New("veloq: close timed out with output pending")
 	// ErrDialTimeout: an outbound connect did not finish in time.
-	ErrDialTimeout = errors.New("reactor: dial timed out")
+	ErrDialTimeout = errors.New("veloq: dial timed out")
+	// ErrNotOnLoop: a Conn method that must run on the connection's loop
+	// was called from another goroutine; it did nothing. Use
+	// Conn.AsyncWrite, or Loop.Post a closure that makes the call.
+	ErrNotOnLoop = errors.New("veloq: Conn method called off its loop (use AsyncWrite or Loop.Post)")
 	// ErrHandlerPanic: a handler callback panicked; the panic was logged.
-	ErrHandlerPanic = errors.New("reactor: handler panicked")
+	ErrHandlerPanic = errors.New("veloq: handler panicked")
 )

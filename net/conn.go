@@ -9,8 +9,6 @@ import (
 	"io"
 	"net"
 	"time"
-
-	"github.com/veloq/veloq/internal/sock"
 )
 
 // connState is a connection's lifecycle:
@@ -121,34 +119,42 @@ func (c *Conn) SetContext(v any) { c.ctx = v }
 // HTTP server upgrading to WebSocket) calls what it needs itself.
 func (c *Conn) SetHandler(h Handler) {
 	if h == nil {
-		panic("reactor: SetHandler(nil)")
+		panic("veloq: SetHandler(nil)")
 	}
 	c.h = h
 }
 
-// LocalAddr returns the local address (looked up on first use).
-func (c *Conn) LocalAddr() net.Addr {
-	if c.laddr == nil && c.state != connClosed {
-		c.laddr, _ = sock.LocalAddr(c.fd)
+// LocalAddr returns the local address. It is recorded when the connection
+// is established, so it answers in OnClose too, and from any goroutine. It
+// is nil for an outbound connection that never connected.
+func (c *Conn) LocalAddr() net.Addr { return c.laddr }
+
+// RemoteAddr returns the peer's address. It is recorded when the
+// connection is accepted (or dialed), so it answers in OnClose too, even
+// after a reset, and from any goroutine.
+func (c *Conn) RemoteAddr() net.Addr { return c.raddr }
+
+// input returns the input the handler may consume now: none while
+// HoldData holds it (the rest of the current chunk waits for ReleaseData,
+// so a request after an offloaded one cannot be answered first).
+func (c *Conn) input() []byte {
+	if c.hold&holdData != 0 {
+		return nil
 	}
-	return c.laddr
+	return c.view
 }
 
-// RemoteAddr returns the peer's address (looked up on first use).
-func (c *Conn) RemoteAddr() net.Addr {
-	if c.raddr == nil && c.state != connClosed {
-		c.raddr, _ = sock.PeerAddr(c.fd)
-	}
-	return c.raddr
-}
-
-// Buffered returns the number of unconsumed input bytes.
-func (c *Conn) Buffered() int { return len(c.view) }
+// Buffered returns the number of unconsumed input bytes (0 while HoldData
+// holds the input).
+func (c *Conn) Buffered() int { return len(c.input()) }
 
 // Peek returns the next n bytes without consuming them; n <= 0 means all
 // buffered bytes. With fewer than n buffered it returns them with
 // io.ErrShortBuffer. The slice is valid until the callback returns.
 func (c *Conn) Peek(n int) ([]byte, error) {
+	if c.hold&holdData != 0 {
+		return nil, io.ErrShortBuffer
+	}
 	if n <= 0 || n == len(c.view) {
 		return c.view, nil
 	}
@@ -162,6 +168,9 @@ func (c *Conn) Peek(n int) ([]byte, error) {
 // fewer than n buffered it consumes nothing and returns io.ErrShortBuffer.
 // The slice is valid until the callback returns.
 func (c *Conn) Next(n int) ([]byte, error) {
+	if c.hold&holdData != 0 {
+		return nil, io.ErrShortBuffer
+	}
 	if n <= 0 {
 		n = len(c.view)
 	}
@@ -175,6 +184,9 @@ func (c *Conn) Next(n int) ([]byte, error) {
 
 // Discard consumes up to n bytes and returns how many it consumed.
 func (c *Conn) Discard(n int) int {
+	if c.hold&holdData != 0 {
+		return 0
+	}
 	if n > len(c.view) || n < 0 {
 		n = len(c.view)
 	}
@@ -186,6 +198,9 @@ func (c *Conn) Discard(n int) int {
 // what has arrived so far: with nothing buffered it returns 0 and io.EOF
 // after the peer's FIN, otherwise 0 and nil.
 func (c *Conn) Read(p []byte) (int, error) {
+	if c.hold&holdData != 0 {
+		return 0, nil
+	}
 	if len(c.view) == 0 {
 		if c.eof {
 			return 0, io.EOF
@@ -204,7 +219,18 @@ func (c *Conn) Read(p []byte) (int, error) {
 // Output above Config.WriteHighWater stops reading from the peer at once
 // (no more OnData) until the output drains below WriteLowWater, so a peer
 // that sends without reading cannot make the connection's memory grow.
+//
+// Write must be called on c's loop (in a callback, or a closure posted to
+// the loop); from another goroutine it writes nothing and returns
+// ErrNotOnLoop. Use AsyncWrite there.
 func (c *Conn) Write(p []byte) (int, error) {
+	if c.offLoop() {
+		return 0, ErrNotOnLoop
+	}
+	return c.write(p)
+}
+
+func (c *Conn) write(p []byte) (int, error) {
 	if c.state != connOpen || c.wrShut {
 		return 0, ErrClosed
 	}
@@ -218,6 +244,13 @@ func (c *Conn) Write(p []byte) (int, error) {
 
 // Writev appends every buffer in bufs, like one Write of their concatenation.
 func (c *Conn) Writev(bufs [][]byte) (int, error) {
+	if c.offLoop() {
+		return 0, ErrNotOnLoop
+	}
+	return c.writev(bufs)
+}
+
+func (c *Conn) writev(bufs [][]byte) (int, error) {
 	if c.state != connOpen || c.wrShut {
 		return 0, ErrClosed
 	}
@@ -234,6 +267,9 @@ func (c *Conn) Writev(bufs [][]byte) (int, error) {
 
 // WriteString is Write for a string.
 func (c *Conn) WriteString(s string) (int, error) {
+	if c.offLoop() {
+		return 0, ErrNotOnLoop
+	}
 	if c.state != connOpen || c.wrShut {
 		return 0, ErrClosed
 	}
@@ -251,6 +287,7 @@ func (c *Conn) WriteString(s string) (int, error) {
 // another connection's input and which pauses that connection instead
 // (stopping this one's reading could deadlock the pair).
 func (c *Conn) SetWriteWaterMarks(low, high int) {
+	c.mustOnLoop()
 	if high <= 0 {
 		low, high = 0, 0
 	} else if low <= 0 || low > high {
@@ -271,7 +308,7 @@ func (c *Conn) OutputBuffered() int { return c.out.len() }
 // not modify it until done runs.
 func (c *Conn) AsyncWrite(p []byte, done func(error)) error {
 	return c.loop.Post(func() {
-		_, err := c.Write(p)
+		_, err := c.write(p)
 		if done != nil {
 			done(err)
 		}
@@ -280,8 +317,13 @@ func (c *Conn) AsyncWrite(p []byte, done func(error)) error {
 
 // Close closes the connection gracefully: reading stops, pending output is
 // sent (for at most Config.CloseTimeout), then the socket is closed and
-// OnClose runs with a nil error. It returns ErrClosed if already closing.
+// OnClose runs with a nil error. It returns ErrClosed if already closing,
+// and ErrNotOnLoop (closing nothing) when called off c's loop: post a
+// closure that calls it instead.
 func (c *Conn) Close() error {
+	if c.offLoop() {
+		return ErrNotOnLoop
+	}
 	if c.state != connOpen {
 		return ErrClosed
 	}
@@ -292,6 +334,9 @@ func (c *Conn) Close() error {
 // CloseWrite half-closes the connection once pending output is sent
 // (shutdown(SHUT_WR)): the peer sees EOF, and reading goes on.
 func (c *Conn) CloseWrite() error {
+	if c.offLoop() {
+		return ErrNotOnLoop
+	}
 	if c.state != connOpen || c.wrShut {
 		return ErrClosed
 	}
@@ -321,6 +366,7 @@ func (c *Conn) AfterFunc(d time.Duration, fn func()) *Timer {
 // ReadBufferCap if need be: on epoll that is at most one read, on
 // io_uring at most what the cancelled receive had completed.
 func (c *Conn) PauseRead() {
+	c.mustOnLoop()
 	if c.state != connOpen || c.hold&holdUser != 0 {
 		return
 	}
@@ -332,6 +378,7 @@ func (c *Conn) PauseRead() {
 // and reading restarts after it unless the handler paused again or output
 // above the high-water mark still holds it.
 func (c *Conn) ResumeRead() {
+	c.mustOnLoop()
 	if c.hold&holdUser == 0 {
 		return
 	}
@@ -347,7 +394,13 @@ func (c *Conn) ResumeRead() {
 // reset or error still closes the connection. The peer's FIN is kept until
 // ReleaseData, after the input before it. Offloading uses it to keep a
 // connection's requests in order while one is off the loop.
+//
+// From the call on, the input not yet consumed is hidden too: inside the
+// current OnData, Next, Peek and Read find nothing more and Buffered is 0,
+// so a handler that goes on parsing after it handed a request off cannot
+// answer the next request before that one. ReleaseData presents the rest.
 func (c *Conn) HoldData() {
+	c.mustOnLoop()
 	if c.state == connOpen {
 		c.hold |= holdData
 	}
@@ -356,6 +409,7 @@ func (c *Conn) HoldData() {
 // ReleaseData undoes HoldData and presents the input that arrived meanwhile
 // (and then the FIN, if one came) without waiting for more bytes.
 func (c *Conn) ReleaseData() {
+	c.mustOnLoop()
 	if c.hold&holdData != 0 {
 		c.loop.clearHold(c, holdData)
 	}
@@ -365,6 +419,7 @@ func (c *Conn) ReleaseData() {
 // runs with err. Use it when waiting for a graceful Close would be wrong,
 // such as a peer that stopped reading past a write deadline.
 func (c *Conn) Abort(err error) {
+	c.mustOnLoop()
 	if err == nil {
 		err = ErrClosed
 	}
@@ -395,3 +450,15 @@ func (c *Conn) OnDrain(limit int, fn func()) {
 
 // Closed reports whether the connection is closing or closed.
 func (c *Conn) Closed() bool { return c.state != connOpen }
+
+// offLoop reports whether the caller is not on c's loop (see Loop.onLoop).
+func (c *Conn) offLoop() bool { return !c.loop.onLoop() }
+
+// mustOnLoop panics with ErrNotOnLoop when a method without an error
+// result is called off c's loop, in race builds (where the check is exact);
+// other builds skip the check for these methods.
+func (c *Conn) mustOnLoop() {
+	if raceBuild && c.offLoop() {
+		panic(ErrNotOnLoop)
+	}
+}

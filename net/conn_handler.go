@@ -1,42 +1,73 @@
 package net
 
 // The handler callbacks, each shielded so that a panic closes only its
-// connection: the loop logs it with its stack, counts it in Stats.Panics
-// and aborts the connection with ErrHandlerPanic.
+// connection: the loop logs it with its stack (at most once a second per
+// loop; the others are counted), counts it in Stats.Panics and aborts the
+// connection with ErrHandlerPanic. Each call is also marked as user code
+// (enterUser/leaveUser), which is what the off-loop check of Conn's
+// methods and the blocked-loop watchdog read.
 
 import (
 	"fmt"
 	"runtime/debug"
+	"time"
 )
 
 func (l *Loop) callOpen(c *Conn) {
-	defer l.recoverHandler(c, "OnOpen")
+	outer := l.enterUser()
+	defer l.leaveHandler(c, "OnOpen", outer)
 	c.h.OnOpen(c)
 }
 
 func (l *Loop) callData(c *Conn) {
-	defer l.recoverHandler(c, "OnData")
+	outer := l.enterUser()
+	defer l.leaveHandler(c, "OnData", outer)
 	c.h.OnData(c)
 }
 
 func (l *Loop) callEOF(c *Conn, eh EOFHandler) {
-	defer l.recoverHandler(c, "OnEOF")
+	outer := l.enterUser()
+	defer l.leaveHandler(c, "OnEOF", outer)
 	eh.OnEOF(c)
 }
 
 func (l *Loop) callClose(c *Conn) {
-	defer l.recoverHandler(c, "OnClose")
+	outer := l.enterUser()
+	defer l.leaveHandler(c, "OnClose", outer)
 	c.h.OnClose(c, c.err)
 }
 
-func (l *Loop) recoverHandler(c *Conn, where string) {
+// leaveHandler ends a handler callback: it recovers a panic, and reports
+// the callback if the watchdog saw it block the loop.
+func (l *Loop) leaveHandler(c *Conn, where string, outer bool) {
 	r := recover()
+	if outer {
+		l.leaveUser(func() string { return fmt.Sprintf("%s of %T", where, c.h) })
+	}
 	if r == nil {
 		return
 	}
-	l.stats.panics.Add(1)
-	l.log.Error("veloq: handler panicked; closing its connection",
-		"callback", where, "panic", r, "stack", string(debug.Stack()))
+	l.logPanic(where, fmt.Sprintf("%T", c.h), r, debug.Stack())
 	c.view = nil
 	l.abort(c, fmt.Errorf("%w in %s: %v", ErrHandlerPanic, where, r))
+}
+
+// panicLogEvery bounds panic logging: a handler that panics on every
+// request must not turn the log into the bottleneck.
+const panicLogEvery = time.Second
+
+// logPanic counts a recovered panic and logs it with its stack, at most
+// once per panicLogEvery; the line says how many were not logged since.
+func (l *Loop) logPanic(where, kind string, r any, stack []byte) {
+	l.stats.panics.Add(1)
+	now := l.clock()
+	if l.lastPanicLog != 0 && now-l.lastPanicLog < int64(panicLogEvery) {
+		l.panicsUnlogged++
+		return
+	}
+	l.lastPanicLog = now
+	l.log.Error("veloq: handler panicked; closing its connection",
+		"callback", where, "handler", kind, "panic", r,
+		"unlogged_since_last", l.panicsUnlogged, "stack", string(stack))
+	l.panicsUnlogged = 0
 }

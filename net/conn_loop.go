@@ -7,6 +7,7 @@ package net
 import (
 	"errors"
 	"io"
+	"net"
 	"os"
 	"time"
 
@@ -32,6 +33,23 @@ func (l *Loop) newConn(fd int, network string, h Handler) *Conn {
 	return c
 }
 
+// captureAddrs records an accepted connection's addresses while the
+// kernel still has them: the peer's is gone (ENOTCONN) once a reset
+// arrives, and OnClose, which runs after the fd is closed, must still
+// report both. The local address is the listener's unless that is a
+// wildcard, so most servers pay one getpeername per connection. The fields
+// never change afterwards, so the getters are safe from any goroutine.
+func (l *Loop) captureAddrs(c *Conn, listenAddr net.Addr) {
+	c.raddr, _ = sock.PeerAddr(c.fd)
+	if a, ok := listenAddr.(*net.TCPAddr); ok && !a.IP.IsUnspecified() {
+		c.laddr = listenAddr
+	} else if c.network == "unix" {
+		c.laddr = listenAddr
+	} else {
+		c.laddr, _ = sock.LocalAddr(c.fd)
+	}
+}
+
 func (l *Loop) configure(c *Conn) {
 	if c.network == "unix" {
 		return
@@ -47,7 +65,7 @@ func (l *Loop) configure(c *Conn) {
 // register adopts an accepted fd: table slot, socket options, reading,
 // idle timer, OnOpen. counted says the connection was already added to
 // NumConns at handoff.
-func (l *Loop) register(fd int, network string, h Handler, counted bool) {
+func (l *Loop) register(fd int, ln *listener, counted bool) {
 	if counted {
 		l.nconn.Add(-1) // newConn counts it again
 	}
@@ -55,8 +73,9 @@ func (l *Loop) register(fd int, network string, h Handler, counted bool) {
 		unix.Close(fd)
 		return
 	}
-	c := l.newConn(fd, network, h)
+	c := l.newConn(fd, ln.network, ln.h)
 	l.stats.accepted.Add(1)
+	l.captureAddrs(c, ln.addr)
 	l.configure(c)
 	if err := l.be.open(c.slot, fd, &c.out, nil); err != nil {
 		l.log.Warn("veloq: registering connection", "err", err)
@@ -295,8 +314,17 @@ func (l *Loop) deliverEOF(c *Conn) {
 		}
 		return
 	}
+	l.closeOnEOF(c)
+}
+
+// closeOnEOF is the automatic close for the peer's FIN: graceful, with
+// io.EOF as the cause OnClose reports.
+func (l *Loop) closeOnEOF(c *Conn) {
+	if c.state != connOpen {
+		return
+	}
 	c.err = io.EOF
-	c.Close()
+	l.closeGracefully(c)
 }
 
 // wrote runs after every write: the connection joins the flush list, and

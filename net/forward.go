@@ -33,11 +33,17 @@ const maxHeldPerConn = 4
 // in OnData to relay input (a proxy). Both connections must belong to the
 // same loop. If dst cannot be written (ErrClosed), nothing is consumed.
 func (c *Conn) ForwardTo(dst *Conn, n int) (int, error) {
+	if c.offLoop() {
+		return 0, ErrNotOnLoop
+	}
+	if c.hold&holdData != 0 {
+		return 0, nil // hidden until ReleaseData, as for Next
+	}
 	if dst.state != connOpen || dst.wrShut {
 		return 0, ErrClosed
 	}
 	if dst.loop != c.loop {
-		panic("reactor: ForwardTo across loops")
+		panic("veloq: ForwardTo across loops")
 	}
 	if n <= 0 || n > len(c.view) {
 		n = len(c.view)

@@ -12,21 +12,40 @@ type Handler interface {
 	// with Next, Peek/Discard or Read; what it leaves stays buffered and is
 	// presented again, with more input, on the next OnData.
 	OnData(c *Conn)
-	// OnClose runs once when the connection is gone. err is nil for a close
-	// the handler asked for, io.EOF when the peer closed and the handler does
-	// not implement EOFHandler, and the cause otherwise.
+	// OnClose runs once when the connection is gone. err says why, by one
+	// rule for every handler shape:
+	//   - nil: the handler closed it (Close, or CloseWrite after the peer's
+	//     FIN);
+	//   - io.EOF: the peer closed (FIN) and the connection was closed for it,
+	//     because the handler has no OnEOF (see EOFHandler);
+	//   - otherwise the cause: ErrClosed when the server or loop stopped, a
+	//     reset, ErrIdleTimeout, ErrInputTooLarge, ErrHandlerPanic, ...
+	// LocalAddr and RemoteAddr still answer inside OnClose.
 	OnClose(c *Conn, err error)
 }
 
 // EOFHandler is implemented by handlers that want the peer's half-close
-// (FIN) instead of an automatic close. After OnEOF the connection can still
-// write; the handler calls Close or CloseWrite when it is done.
+// (FIN) instead of an automatic close.
+//
+// The half-close rule: without OnEOF, the peer's FIN closes the connection
+// (gracefully: output already written is still sent, then OnClose(io.EOF)),
+// so nothing written after the FIN reaches the peer. That is right for a
+// request/response server, and wrong for a relay or proxy: a client that
+// sends its request and half-closes (printf ... | nc -q1, shutdown(SHUT_WR))
+// still waits for the answer that another connection will bring. Such a
+// handler implements OnEOF (HandlerFuncs: sets EOF) and calls CloseWrite on
+// the other side, then Close once both directions are done. After OnEOF the
+// connection can still write; when both directions have been shut down
+// (the peer's FIN and the handler's CloseWrite) it closes by itself with
+// OnClose(nil).
 type EOFHandler interface {
 	OnEOF(c *Conn)
 }
 
-// HandlerFuncs adapts plain functions to Handler (and EOFHandler when EOF is
-// set). Nil fields do nothing, except that a nil EOF means "close on FIN".
+// HandlerFuncs adapts plain functions to Handler (and EOFHandler). Nil
+// fields do nothing, except that a nil EOF means "close on FIN": the
+// connection closes and Close gets io.EOF, exactly as for a Handler without
+// OnEOF.
 type HandlerFuncs struct {
 	Open  func(c *Conn)
 	Data  func(c *Conn)
@@ -55,11 +74,12 @@ func (h *HandlerFuncs) OnClose(c *Conn, err error) {
 	}
 }
 
-// OnEOF calls h.EOF, or closes c when h.EOF is nil.
+// OnEOF calls h.EOF, or closes c for the peer's FIN (OnClose sees io.EOF)
+// when h.EOF is nil.
 func (h *HandlerFuncs) OnEOF(c *Conn) {
 	if h.EOF != nil {
 		h.EOF(c)
 		return
 	}
-	c.Close()
+	c.loop.closeOnEOF(c)
 }

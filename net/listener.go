@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -24,6 +25,7 @@ type listener struct {
 	backoff  time.Duration
 	retry    *Timer
 	closed   chan struct{}
+	closeErr error // from close(2), read after closed is closed
 }
 
 // Listener is the handle AddListener returns.
@@ -36,13 +38,12 @@ type Listener struct {
 func (h *Listener) Addr() net.Addr { return h.ln.addr }
 
 // Close stops accepting on this listener and closes its socket; it waits
-// until the loop has released it.
+// until the loop has released it, and returns the error closing the socket
+// met (the same on every call).
 func (h *Listener) Close() error {
-	if err := h.loop.Post(func() { h.loop.closeListener(h.ln) }); err != nil {
-		return nil // the loop is gone and took the listener with it
-	}
+	_ = h.loop.Post(func() { h.loop.closeListener(h.ln) }) // ErrClosed: the stopping loop closes it
 	<-h.ln.closed
-	return nil
+	return h.ln.closeErr
 }
 
 // Closed is closed once the listener's socket is closed.
@@ -103,7 +104,9 @@ func (l *Loop) closeListener(ln *listener) {
 }
 
 func (l *Loop) closedListener(ln *listener) {
-	unix.Close(ln.fd)
+	if err := unix.Close(ln.fd); err != nil {
+		ln.closeErr = os.NewSyscallError("close", err)
+	}
 	if int(ln.idx) < len(l.listeners) && l.listeners[ln.idx] == ln {
 		l.listeners[ln.idx] = nil
 	}
@@ -122,13 +125,13 @@ func (l *Loop) onAccept(ln *listener, fd int) {
 		target = ln.dispatch()
 	}
 	if target == l {
-		l.register(fd, ln.network, ln.h, false)
+		l.register(fd, ln, false)
 		return
 	}
 	// Count the connection on its target now, so least-connections
 	// placement sees it before the target loop gets to it.
 	target.nconn.Add(1)
-	if err := target.Post(func() { target.register(fd, ln.network, ln.h, true) }); err != nil {
+	if err := target.Post(func() { target.register(fd, ln, true) }); err != nil {
 		target.nconn.Add(-1)
 		unix.Close(fd)
 	}
@@ -172,6 +175,9 @@ func (l *Loop) acceptBackOff(ln *listener, err error) bool {
 // resolved with the Go resolver (blocking): pass numeric addresses on a
 // loop, or use DialContext.
 func (l *Loop) Dial(network, address string, h Handler, timeout time.Duration) (*Conn, error) {
+	if !l.onLoop() {
+		return nil, ErrNotOnLoop
+	}
 	if l.stopping {
 		return nil, ErrClosed
 	}
@@ -213,6 +219,7 @@ func (l *Loop) onConnected(c *Conn, err error) {
 	}
 	c.connecting = false
 	c.dialTimer.Stop()
+	c.laddr, _ = sock.LocalAddr(c.fd) // raddr was set by Dial
 	l.configure(c)
 	if c.state != connOpen {
 		if c.out.len() > 0 {

@@ -72,13 +72,31 @@ type Loop struct {
 	tid           int // the loop's OS thread, for InLoop
 	lastAcceptLog int64
 	stats         loopCounters
+
+	// User code (handler callbacks, posted, timer, deferred and drain
+	// functions) runs between enterUser and leaveUser. userSeq counts the
+	// entries and exits, so it is odd exactly while user code runs; the
+	// loop alone writes it (one atomic store each way) and others read
+	// it: Conn methods called while it is even are not on the loop
+	// (ErrNotOnLoop), and the watchdog sees a value that stays odd for a
+	// whole interval as a callback blocking the loop.
+	userSeq     atomic.Uint64
+	userSeqLoop uint64 // the loop's copy of userSeq
+	// stalledAt is set by the watchdog (to when it first saw the current
+	// user call) when that call has run past Config.BlockThreshold; the
+	// loop logs it when the call returns.
+	stalledAt      atomic.Int64
+	lastStallLog   int64
+	lastPanicLog   int64
+	panicsUnlogged int
+	closeErr       error // what stopping the backend returned
 }
 
 type loopCounters struct {
 	accepted, closed, bytesIn, bytesOut     atomic.Uint64
 	iterations, parks, wakeups, posts       atomic.Uint64
 	completions, panics, acceptErrs, dialed atomic.Uint64
-	spliced, inPlace                        atomic.Uint64
+	spliced, inPlace, blocked               atomic.Uint64
 	heldBufs, outPeak, inPeak, cached       atomic.Int64
 }
 
@@ -98,8 +116,12 @@ type Stats struct {
 	Posts       uint64 // closures posted to the inbox
 	Completions uint64 // backend events/completions dispatched
 	Panics      uint64 // handler panics recovered
-	AcceptErrs  uint64 // accept failures (EMFILE and friends)
-	Spliced     uint64 // bytes moved by splices (also in BytesIn/BytesOut)
+	// Blocked counts user calls (handler callbacks, posted or timer
+	// functions) that ran past Config.BlockThreshold, stalling every other
+	// connection of the loop meanwhile.
+	Blocked    uint64
+	AcceptErrs uint64 // accept failures (EMFILE and friends)
+	Spliced    uint64 // bytes moved by splices (also in BytesIn/BytesOut)
 	// InPlace counts bytes ForwardTo sent straight from io_uring receive
 	// buffers, HeldBufs the receive buffers it holds now (queued or being
 	// sent; they are back in the buffer ring once sent or dropped).
@@ -179,7 +201,7 @@ func (l *Loop) run(ready chan<- error) {
 	l.tid = unix.Gettid()
 	if l.cfg.CPU >= 0 {
 		if err := affinity.Pin(l.cfg.CPU); err != nil {
-			ready <- fmt.Errorf("reactor: loop %d: %w", l.id, err)
+			ready <- fmt.Errorf("veloq: loop %d: %w", l.id, err)
 			return
 		}
 	}
@@ -190,6 +212,9 @@ func (l *Loop) run(ready chan<- error) {
 	}
 	l.be, l.backend = be, name
 	ready <- nil
+	if l.cfg.BlockThreshold > 0 {
+		go l.watch(l.cfg.BlockThreshold)
+	}
 	l.loop()
 	l.finish()
 }
@@ -353,13 +378,96 @@ func (l *Loop) runDeferred() {
 }
 
 func (l *Loop) safeCall(fn func(), what string) {
+	outer := l.enterUser()
 	defer func() {
-		if r := recover(); r != nil {
-			l.stats.panics.Add(1)
-			l.log.Error("veloq: recovered panic", "in", what, "panic", r, "stack", string(debug.Stack()))
+		r := recover()
+		if outer {
+			l.leaveUser(func() string { return what })
+		}
+		if r != nil {
+			l.logPanic(what, fmt.Sprintf("%T", fn), r, debug.Stack())
 		}
 	}()
 	fn()
+}
+
+// enterUser marks the start of a user call; it returns false when one
+// is already running (a nested call), which then leaves the marks alone.
+func (l *Loop) enterUser() bool {
+	if l.userSeqLoop&1 != 0 {
+		return false
+	}
+	l.userSeqLoop++
+	l.userSeq.Store(l.userSeqLoop)
+	return true
+}
+
+// leaveUser marks the end of the outermost user call and, if the watchdog
+// saw it block the loop, logs what it was (kind is called only then).
+func (l *Loop) leaveUser(kind func() string) {
+	l.userSeqLoop++
+	l.userSeq.Store(l.userSeqLoop)
+	if since := l.stalledAt.Load(); since != 0 {
+		l.stalledAt.Store(0)
+		l.reportStall(kind(), time.Duration(l.clock()-since))
+	}
+}
+
+// reportStall logs a user call that blocked the loop, at most once per
+// BlockThreshold (the watchdog has counted it already).
+func (l *Loop) reportStall(kind string, atLeast time.Duration) {
+	now := l.clock()
+	if l.lastStallLog != 0 && now-l.lastStallLog < int64(l.cfg.BlockThreshold) {
+		return
+	}
+	l.lastStallLog = now
+	l.log.Warn("veloq: a callback blocked the loop; every other connection of the loop waited",
+		"callback", kind, "blocked_at_least", atLeast.Round(time.Millisecond),
+		"threshold", l.cfg.BlockThreshold)
+}
+
+// onLoop reports whether the caller runs on the loop inside user code,
+// the only place Conn's methods may be called. The check is one atomic
+// load: outside user code the loop never calls them, so a caller that
+// finds no user call running is another goroutine. A goroutine that calls
+// while the loop happens to run a callback is not caught by it; race
+// builds (raceBuild) add an exact check of the OS thread, which costs a
+// system call.
+func (l *Loop) onLoop() bool {
+	if l.userSeq.Load()&1 == 0 {
+		return false
+	}
+	return !raceBuild || unix.Gettid() == l.tid
+}
+
+// watch is the blocked-loop watchdog: it samples userSeq every interval d
+// and, when the same user call is still running one sample later (so for
+// at least d), counts it in Stats.Blocked and flags it for the loop to
+// report with its kind when it returns. It costs the loop nothing but the
+// stores of enterUser and leaveUser.
+func (l *Loop) watch(d time.Duration) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	var last uint64
+	var seenAt int64
+	flagged := false
+	for {
+		select {
+		case <-l.stopped:
+			return
+		case <-t.C:
+		}
+		v := l.userSeq.Load()
+		if v&1 == 0 || v != last {
+			last, seenAt, flagged = v, l.clock(), false
+			continue
+		}
+		if !flagged {
+			flagged = true
+			l.stats.blocked.Add(1)
+			l.stalledAt.Store(seenAt)
+		}
+	}
 }
 
 func (l *Loop) flush() {
@@ -383,13 +491,13 @@ func (l *Loop) flush() {
 // cancelled, and the backend and thread are released. It waits until all
 // of that has happened. For a graceful stop, close listeners and wait for
 // connections first (net.Server.Shutdown does).
+//
+// It returns the error met releasing the backend (nil normally), the same
+// error on every call.
 func (l *Loop) Close() error {
-	if err := l.Post(l.beginStop); err != nil {
-		<-l.stopped
-		return nil
-	}
+	_ = l.Post(l.beginStop) // ErrClosed: it is stopping already
 	<-l.stopped
-	return nil
+	return l.closeErr
 }
 
 func (l *Loop) beginStop() {
@@ -448,7 +556,7 @@ func (l *Loop) finish() {
 	l.publish()
 	l.closePipes()
 	if err := l.be.shutdown(); err != nil {
-		l.log.Warn("veloq: closing backend", "err", err)
+		l.closeErr = fmt.Errorf("veloq: loop %d: closing the %s backend: %w", l.id, l.backend, err)
 	}
 	close(l.stopped)
 }
@@ -472,6 +580,7 @@ func (l *Loop) Stats() Stats {
 		BytesIn: s.bytesIn.Load(), BytesOut: s.bytesOut.Load(),
 		Iterations: s.iterations.Load(), Parks: s.parks.Load(), Wakeups: s.wakeups.Load(),
 		Posts: s.posts.Load(), Completions: s.completions.Load(), Panics: s.panics.Load(),
+		Blocked:    s.blocked.Load(),
 		AcceptErrs: s.acceptErrs.Load(), Spliced: s.spliced.Load(),
 		InPlace: s.inPlace.Load(), HeldBufs: s.heldBufs.Load(),
 		PeakConnOutput: s.outPeak.Load(), PeakConnInput: s.inPeak.Load(), CachedBytes: s.cached.Load(),

@@ -23,9 +23,9 @@ const (
 )
 
 type options struct {
-	loops   int
-	balance Balance
-	pin     bool
+	loops     int
+	balance   Balance
+	pin       bool
 	backlog   int
 	procs     bool // raise GOMAXPROCS above the loop count
 	sharePort bool

@@ -12,11 +12,11 @@ import (
 // spliced (different loops, a connection already splicing, a destination
 // that is still connecting or has shut its write side, no pipe available).
 // The caller can go on forwarding by copy.
-var ErrCannotSplice = errors.New("reactor: cannot splice")
+var ErrCannotSplice = errors.New("veloq: cannot splice")
 
 // ErrSpliceBroken closes a connection whose splice destination closed
 // first: the bytes read from it had nowhere to go.
-var ErrSpliceBroken = errors.New("reactor: splice destination closed")
+var ErrSpliceBroken = errors.New("veloq: splice destination closed")
 
 // spliceRounds bounds the pipe loads one pump moves before it lets the rest
 // of the loop run (16 × the pipe size, 4 MiB with 256 KiB pipes).
@@ -83,6 +83,8 @@ type splice struct {
 func (c *Conn) SpliceTo(dst *Conn) error {
 	l := c.loop
 	switch {
+	case c.offLoop():
+		return ErrNotOnLoop
 	case c.state != connOpen || dst == nil || dst.state != connOpen:
 		return ErrClosed
 	case dst.loop != l:
@@ -110,7 +112,7 @@ func (c *Conn) SpliceTo(dst *Conn) error {
 		pending = c.in
 	}
 	if len(pending)+len(tail) > 0 {
-		if _, err := dst.Writev([][]byte{pending, tail}); err != nil {
+		if _, err := dst.writev([][]byte{pending, tail}); err != nil {
 			return err
 		}
 		c.spliced += int64(len(pending) + len(tail))
@@ -156,7 +158,7 @@ func (c *Conn) SplicedBytes() int64 { return c.spliced }
 // spliceInput takes a chunk that c's recv delivered after SpliceTo (io_uring,
 // before the cancel took effect) and writes it to the destination.
 func (l *Loop) spliceInput(c *Conn, chunk []byte) {
-	if _, err := c.spliceSrc.dst.Write(chunk); err != nil {
+	if _, err := c.spliceSrc.dst.write(chunk); err != nil {
 		l.abort(c, ErrSpliceBroken)
 		return
 	}

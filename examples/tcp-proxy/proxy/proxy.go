@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/bits"
 	"net"
 	"sync/atomic"
@@ -31,6 +32,9 @@ type Proxy struct {
 	opts     options
 	next     atomic.Uint32
 	shards   [statShards]shard
+
+	// WARN lines that a burst of failures would repeat, once a second each.
+	dialLog, noBackendLog, localLog rateLog
 }
 
 type backendAddr struct {
@@ -48,6 +52,7 @@ func New(backends []string, opts ...Option) (*Proxy, error) {
 		return nil, fmt.Errorf("proxy: at most %d backends, got %d", maxBackends, len(backends))
 	}
 	p := &Proxy{opts: defaultOptions(), backends: make([]backendAddr, len(backends))}
+	p.dialLog.every, p.noBackendLog.every, p.localLog.every = time.Second, time.Second, time.Second
 	for _, o := range opts {
 		o(&p.opts)
 	}
@@ -143,7 +148,7 @@ func (pr *pair) dial() {
 	for {
 		i := p.pick(pr.tried)
 		if i < 0 {
-			p.opts.logger.Warn("proxy: closing client: no backend reachable",
+			p.noBackendLog.log(p.opts.logger, slog.LevelWarn, "proxy: closing client: no backend reachable",
 				"client", addrString(c.RemoteAddr()), "tried", bits.OnesCount64(pr.tried))
 			pr.sh.noBackend.Add(1)
 			c.Abort(ErrNoBackend)
@@ -155,8 +160,17 @@ func (pr *pair) dial() {
 		if err == nil {
 			b.SetWriteWaterMarks(0, 0) // as for the client (OnOpen)
 		}
+		if err != nil && isLocal(err) {
+			// No socket for the dial: this process is out of descriptors or
+			// memory. Every backend would fail alike and none is to blame.
+			pr.sh.localFailures.Add(1)
+			p.localLog.log(p.opts.logger, slog.LevelWarn, "proxy: closing client: no socket for a backend connection",
+				"err", err)
+			c.Abort(err)
+			return
+		}
 		if err != nil {
-			pr.dialFailed(err) // synchronous failure: no socket, or the like
+			pr.dialFailed(err) // synchronous failure
 			continue
 		}
 		pr.backend = b
@@ -170,7 +184,14 @@ func (pr *pair) dialFailed(err error) {
 	b := &p.backends[pr.backIdx]
 	b.downUntil.Store(time.Now().Add(p.opts.cooldown).UnixNano())
 	pr.sh.dialFailures.Add(1)
-	p.opts.logger.Warn("proxy: backend connect failed", "backend", b.addr, "err", err)
+	p.dialLog.log(p.opts.logger, slog.LevelWarn, "proxy: backend connect failed", "backend", b.addr, "err", err)
+}
+
+// isLocal reports whether a dial failed for a reason of this process
+// (descriptor table or kernel memory full) rather than of the backend.
+func isLocal(err error) bool {
+	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) ||
+		errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.ENOMEM)
 }
 
 // OnOpen runs when the backend connected: forwarding starts.

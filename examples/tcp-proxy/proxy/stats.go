@@ -13,8 +13,12 @@ type Stats struct {
 	Connected    uint64 // backend connections established
 	DialFailures uint64 // backend connects that failed or timed out
 	NoBackend    uint64 // clients closed because no backend could be reached
-	BytesUp      uint64 // client → backend (spliced bytes counted when their direction ends)
-	BytesDown    uint64 // backend → client
+	// LocalFailures counts clients closed because the proxy itself had no
+	// descriptor or memory for a backend connection (EMFILE, ENFILE,
+	// ENOBUFS, ENOMEM); no backend is put in cooldown for them.
+	LocalFailures uint64
+	BytesUp       uint64 // client → backend (spliced bytes counted when their direction ends)
+	BytesDown     uint64 // backend → client
 	// PeakQueued is the most output ever queued toward one connection when
 	// the proxy paused its peer: what backpressure let a pair buffer.
 	PeakQueued int64
@@ -26,6 +30,7 @@ const statShards = 16
 
 type shard struct {
 	accepted, connected, dialFailures, noBackend atomic.Uint64
+	localFailures                                atomic.Uint64
 	bytesUp, bytesDown                           atomic.Uint64
 	active, peak                                 atomic.Int64
 	_                                            [64]byte // keep the next shard off this cache line
@@ -55,6 +60,7 @@ func (p *Proxy) Stats() Stats {
 		st.Connected += s.connected.Load()
 		st.DialFailures += s.dialFailures.Load()
 		st.NoBackend += s.noBackend.Load()
+		st.LocalFailures += s.localFailures.Load()
 		st.BytesUp += s.bytesUp.Load()
 		st.BytesDown += s.bytesDown.Load()
 		st.PeakQueued = max(st.PeakQueued, s.peak.Load())

@@ -208,13 +208,47 @@ func LocalAddr(fd int) (net.Addr, error) {
 	return ToNet(sa), nil
 }
 
-// PeerAddr returns the address of fd's peer.
+// PeerAddr returns the address of fd's peer. Once a reset has arrived,
+// getpeername fails with ENOTCONN although the kernel still records the
+// peer; SO_PEERNAME reads it without that state check (the way accept
+// reports it), so an accepted connection that was reset before the loop
+// looked at it still has its address.
 func PeerAddr(fd int) (net.Addr, error) {
 	sa, err := unix.Getpeername(fd)
-	if err != nil {
+	if err == nil {
+		return ToNet(sa), nil
+	}
+	if err != unix.ENOTCONN {
 		return nil, os.NewSyscallError("getpeername", err)
 	}
-	return ToNet(sa), nil
+	// SO_PEERNAME refuses (EINVAL) a buffer longer than the address, so
+	// ask for an IPv6 address first, then an IPv4 one.
+	var raw unix.RawSockaddrAny
+	var e unix.Errno
+	for _, size := range []uintptr{unsafe.Sizeof(unix.RawSockaddrInet6{}), unsafe.Sizeof(unix.RawSockaddrInet4{})} {
+		n := uint32(size)
+		// Sound: the kernel writes at most n bytes (no more than raw's
+		// size) into raw, which stays referenced for the whole call.
+		_, _, e = unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_PEERNAME,
+			uintptr(unsafe.Pointer(&raw)), uintptr(unsafe.Pointer(&n)), 0)
+		if e != unix.EINVAL {
+			break
+		}
+	}
+	if e != 0 {
+		return nil, os.NewSyscallError("getsockopt SO_PEERNAME", e)
+	}
+	switch raw.Addr.Family {
+	case unix.AF_INET:
+		p := (*unix.RawSockaddrInet4)(unsafe.Pointer(&raw)) // the family says which form the kernel wrote
+		port := int(p.Port>>8 | p.Port<<8)
+		return net.TCPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom4(p.Addr), uint16(port))), nil
+	case unix.AF_INET6:
+		p := (*unix.RawSockaddrInet6)(unsafe.Pointer(&raw)) // as above
+		port := int(p.Port>>8 | p.Port<<8)
+		return net.TCPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom16(p.Addr), uint16(port))), nil
+	}
+	return nil, os.NewSyscallError("getpeername", err)
 }
 
 // SetNoDelay sets TCP_NODELAY.

@@ -4,13 +4,18 @@ package epoll
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
 
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
@@ -336,7 +341,11 @@ func TestMsec(t *testing.T) {
 func TestWakeUnblocksWait(t *testing.T) {
 	p := newPoller(t)
 	done := make(chan time.Duration, 1)
+	tid := make(chan int, 1)
 	go func() {
+		runtime.LockOSThread() // so its thread can be watched blocking
+		defer runtime.UnlockOSThread()
+		tid <- unix.Gettid()
 		ev := make([]Event, 4)
 		start := time.Now()
 		n, err := p.Wait(ev, 10*time.Second)
@@ -345,7 +354,13 @@ func TestWakeUnblocksWait(t *testing.T) {
 		}
 		done <- time.Since(start)
 	}()
-	time.Sleep(20 * time.Millisecond) // let the goroutine block
+	// Wake only once the thread sleeps in epoll_pwait, so this tests
+	// waking a blocked Wait (TestWakeBeforeWait covers the other order).
+	syscallFile := fmt.Sprintf("/proc/self/task/%d/syscall", <-tid)
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(syscallFile)
+		return err == nil && strings.HasPrefix(string(b), strconv.Itoa(unix.SYS_EPOLL_PWAIT)+" ")
+	}, 5*time.Second, time.Millisecond, "Wait never blocked in epoll_pwait")
 	if err := p.Wake(); err != nil {
 		t.Fatal(err)
 	}

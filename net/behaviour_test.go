@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // The peer's FIN reaches an EOFHandler, which can still write; and a
@@ -150,8 +152,10 @@ func TestSlowReaderBackpressure(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		werr := make(chan error, 1)
 		go func() { _, err := c.Write(payload); werr <- err }()
-		// Not reading: give the server time to fill every buffer it would.
-		time.Sleep(500 * time.Millisecond)
+		// Not reading: wait until the output crossed the high-water mark,
+		// which stops the server's reading of this peer.
+		require.Eventually(t, func() bool { return maxPending.Load() > high }, 20*time.Second, time.Millisecond,
+			"the output never crossed the high-water mark")
 		var during runtime.MemStats
 		runtime.GC() // count live memory, not garbage
 		runtime.ReadMemStats(&during)
@@ -397,12 +401,12 @@ func TestTimers(t *testing.T) {
 		slow := startServer(t, b, echoHandler(), WithIdleTimeout(400*time.Millisecond), WithLoops(1))
 		sc := dial(t, slow)
 		sc.SetDeadline(time.Now().Add(5 * time.Second))
-		time.Sleep(300 * time.Millisecond) // the loop parks, nothing else to do
+		time.Sleep(300 * time.Millisecond) // a quiet spell (elapsed time under test, not a wait for an event)
 		sc.Write([]byte("alive"))
 		if _, err := readFull(sc, 5); err != nil {
 			t.Fatalf("echo after a quiet spell: %v", err)
 		}
-		time.Sleep(200 * time.Millisecond) // 500 ms since open, 200 ms since activity
+		time.Sleep(200 * time.Millisecond) // elapsed time under test: 500 ms since open, 200 ms since activity
 		sc.Write([]byte("still"))
 		if p, err := readFull(sc, 5); err != nil || string(p) != "still" {
 			t.Fatalf("connection active 200 ms ago was closed as idle: %q %v", p, err)
@@ -460,10 +464,21 @@ func TestShutdownWithLiveConnections(t *testing.T) {
 		s2, _ := Listen("tcp", "127.0.0.1:0", echoHandler(), WithBackend(b), WithLoops(1), WithLogger(testLogger(t)))
 		c, _ := net.Dial("tcp", s2.Addr().String())
 		waitConns(t, s2, 1)
-		go func() { time.Sleep(50 * time.Millisecond); c.Close() }()
 		ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel2()
-		if err := s2.Shutdown(ctx2); err != nil {
+		shut := make(chan error, 1)
+		go func() { shut <- s2.Shutdown(ctx2) }()
+		// Close the client once Shutdown is waiting for it: its listener
+		// is closed by then.
+		require.Eventually(t, func() bool {
+			probe, err := net.Dial("tcp", s2.Addr().String())
+			if err == nil {
+				probe.Close()
+			}
+			return err != nil
+		}, 5*time.Second, time.Millisecond)
+		c.Close()
+		if err := await(t, shut, "graceful Shutdown did not return"); err != nil {
 			t.Fatalf("graceful Shutdown: %v", err)
 		}
 	})
@@ -620,11 +635,6 @@ func TestBalanceOneAcceptor(t *testing.T) {
 
 func waitConns(t *testing.T, s *Server, want int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for s.NumConns() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("server has %d connections, want %d", s.NumConns(), want)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	require.Eventually(t, func() bool { return s.NumConns() == want }, 10*time.Second, 2*time.Millisecond,
+		"server connections never reached %d", want)
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"testing"
-	"time"
 )
 
 // OnDrain runs at once when output is already low, after sends bring a
@@ -12,6 +11,7 @@ import (
 func TestOnDrain(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b Backend) {
 		events := make(chan string, 4)
+		wrote := make(chan struct{}, 2)
 		h := &HandlerFuncs{Data: func(c *Conn) {
 			p, _ := c.Next(-1)
 			switch string(p) {
@@ -26,6 +26,7 @@ func TestOnDrain(t *testing.T) {
 						events <- "drained after sends"
 					}
 				})
+				wrote <- struct{}{}
 			}
 		}}
 		s := startServer(t, b, h, WithLoops(1))
@@ -38,7 +39,7 @@ func TestOnDrain(t *testing.T) {
 
 		c2 := dial(t, s)
 		c2.Write([]byte("big"))
-		time.Sleep(100 * time.Millisecond)
+		await(t, wrote, "the 8 MiB write never happened")
 		select {
 		case ev := <-events:
 			t.Fatalf("%q before the client read 8 MiB", ev)
@@ -53,7 +54,7 @@ func TestOnDrain(t *testing.T) {
 
 		c3 := dial(t, s)
 		c3.Write([]byte("big"))
-		time.Sleep(100 * time.Millisecond)
+		await(t, wrote, "the 8 MiB write never happened")
 		c3.(interface{ SetLinger(int) error }).SetLinger(0)
 		c3.Close() // reset: the output can never drain
 		if got := await(t, events, "a waiter was stranded by a closed connection"); got != "released by close" {

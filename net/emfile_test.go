@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
@@ -75,7 +76,9 @@ func TestAcceptEMFILEBackoff(t *testing.T) {
 				t.Fatalf("connect: %v", err)
 			}
 		}
-		time.Sleep(300 * time.Millisecond)
+		// Wait for the back-off to run a few rounds (10, 20, 40 ms).
+		require.Eventually(t, func() bool { return s.Stats()[0].AcceptErrs >= before.AcceptErrs+3 }, 20*time.Second, time.Millisecond,
+			"no accept errors counted while out of descriptors")
 		after := s.Stats()[0]
 		// The open connection is still served while accept fails.
 		goodErr := echoOnce("during")
@@ -86,10 +89,10 @@ func TestAcceptEMFILEBackoff(t *testing.T) {
 		if after.AcceptErrs == before.AcceptErrs {
 			t.Fatal("no accept error counted while out of descriptors")
 		}
-		// Backing off: a handful of retries in 300 ms (10 ms doubling), not
-		// a spin of thousands of iterations.
+		// Backing off: three failed accepts took a handful of iterations
+		// (10 ms doubling), not a spin of thousands.
 		if it := after.Iterations - before.Iterations; it > 2000 {
-			t.Fatalf("%d loop iterations in 300 ms of EMFILE: spinning", it)
+			t.Fatalf("%d loop iterations for three EMFILE retries: spinning", it)
 		}
 		waitConns(t, s, 1+waiting)
 		t.Logf("accept errors %d, iterations %d during EMFILE", after.AcceptErrs-before.AcceptErrs, after.Iterations-before.Iterations)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
 )
@@ -54,13 +56,7 @@ func serverStats(s *vnet.Server) (inPlace uint64, held int64) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	require.Eventually(t, cond, 10*time.Second, 5*time.Millisecond, "timed out waiting for %s", what)
 }
 
 // Forwarded input arrives exactly and in order with the writes around it,

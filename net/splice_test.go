@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
 )
@@ -311,13 +313,8 @@ func TestSpliceHalfCloseFromBackend(t *testing.T) {
 
 func waitConns(t *testing.T, s *vnet.Server, want int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for s.NumConns() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections open, want %d", s.NumConns(), want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	require.Eventually(t, func() bool { return s.NumConns() == want }, 20*time.Second, 5*time.Millisecond,
+		"connections open never reached %d", want)
 }
 
 func resetConn(t *testing.T, c *net.TCPConn) {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
 	"github.com/veloq/veloq/examples/tcp-proxy/proxy"
@@ -142,13 +143,7 @@ func exchange(c *net.TCPConn, data []byte) error {
 // eventually polls cond until it holds or 20 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	require.Eventually(t, cond, 20*time.Second, 5*time.Millisecond, "timed out waiting for: %s", what)
 }
 
 // 1000 concurrent streams of random sizes go through the proxy to an

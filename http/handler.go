@@ -194,7 +194,7 @@ func (j *offloadJob) run(context.Context) (struct{}, error) {
 // request waits for this one.
 func (cs *conn) offload(j *offloadJob) {
 	cs.ls.st.offloaded.Add(1)
-	vnet.Offload(context.Background(), cs.c, j.o.p, j.run, func(c *vnet.Conn, _ struct{}, err error) {
+	vnet.Offload(j.o.p, context.Background(), cs.c, j.run, func(c *vnet.Conn, _ struct{}, err error) {
 		defer j.release()
 		if c.Closed() {
 			return

@@ -1,9 +1,15 @@
 package net_test
 
 import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
 	"fmt"
+	"net"
 	"time"
 
+	"github.com/veloq/veloq/executor"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -21,4 +27,60 @@ func ExampleLoop_Post() {
 	})
 	fmt.Println(<-done)
 	// Output: timer fired on the loop
+}
+
+// Offload moves a request's work off the loop. The handler below goes on
+// parsing after it offloaded a request, as a pipelining handler does;
+// Offload hides the rest of the input until the offloaded answer is
+// written, so the answers come back in the order of the requests.
+func ExampleOffload() {
+	pool := executor.NewPool(executor.WithWorkers(2))
+	defer pool.Shutdown(context.Background())
+
+	h := &vnet.HandlerFuncs{Data: func(c *vnet.Conn) {
+		for {
+			in, _ := c.Peek(-1)
+			i := bytes.IndexByte(in, '\n')
+			if i < 0 {
+				return // wait for a whole line
+			}
+			line := string(in[:i+1])
+			c.Discard(i + 1)
+			if line != "hash\n" {
+				c.WriteString("echo " + line) // cheap: answered on the loop
+				continue
+			}
+			vnet.Offload(pool, context.Background(), c, func(context.Context) (string, error) {
+				sum := sha256.Sum256(bytes.Repeat([]byte("veloq"), 1<<16)) // CPU-heavy: off the loop
+				return fmt.Sprintf("hash %x\n", sum[:4]), nil
+			}, func(c *vnet.Conn, answer string, err error) {
+				if err != nil {
+					return // closed meanwhile
+				}
+				c.WriteString(answer) // back on the loop, before the next answer
+			})
+		}
+	}}
+	s, err := vnet.Listen("tcp", "127.0.0.1:0", h, vnet.WithLoops(1))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+
+	conn, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer conn.Close()
+	conn.Write([]byte("hash\nping\n")) // two pipelined requests in one segment
+	r := bufio.NewReader(conn)
+	for range 2 {
+		line, _ := r.ReadString('\n')
+		fmt.Print(line)
+	}
+	// Output:
+	// hash eff4fd1f
+	// echo ping
 }

@@ -8,15 +8,20 @@ import (
 )
 
 // Offload runs work on the stealable pool p, off the loop, and then runs
-// then on c's loop with the result. If c closed in the meantime, then still
-// runs (so the handler can release what it holds) with an error wrapping
-// ErrClosed, and must not expect writes to reach anyone.
+// then on c's loop with the result. Its arguments come in the order of
+// executor.Submit (pool, context, work), with the connection before the
+// work. If c closed in the meantime, then still runs (so the handler can
+// release what it holds) with an error wrapping ErrClosed (the standard
+// library's net.ErrClosed), and must not expect writes to reach anyone.
 //
-// OnData is held (HoldData) while the work runs and released before then
-// is called, so the connection's requests are answered in order; reading
-// goes on meanwhile, so a reset is noticed. work must not touch c: it runs
-// on another goroutine.
-func Offload[T any](ctx context.Context, c *Conn, p *executor.Pool, work func(context.Context) (T, error), then func(c *Conn, v T, err error)) {
+// Order is kept: from the call until then runs, the connection's input is
+// held (HoldData). No more OnData runs, and inside the current OnData the
+// input not yet consumed is hidden, so a handler that goes on parsing
+// after Offload finds nothing more and cannot answer a later request
+// before this one; the rest is presented after then has run. Reading goes
+// on meanwhile, so a reset is noticed. work must not touch c: it runs on
+// another goroutine.
+func Offload[T any](p *executor.Pool, ctx context.Context, c *Conn, work func(context.Context) (T, error), then func(c *Conn, v T, err error)) {
 	c.HoldData()
 	f := executor.Submit(p, ctx, work)
 	f.OnLoop(c.Loop(), resume(c, then))
@@ -24,7 +29,7 @@ func Offload[T any](ctx context.Context, c *Conn, p *executor.Pool, work func(co
 
 // OffloadBlocking is Offload on the blocking pool, for work that blocks in
 // system calls. A full blocking pool makes then see executor.ErrOverloaded.
-func OffloadBlocking[T any](ctx context.Context, c *Conn, p *executor.BlockingPool, work func(context.Context) (T, error), then func(c *Conn, v T, err error)) {
+func OffloadBlocking[T any](p *executor.BlockingPool, ctx context.Context, c *Conn, work func(context.Context) (T, error), then func(c *Conn, v T, err error)) {
 	c.HoldData()
 	f := executor.SubmitBlocking(p, ctx, work)
 	f.OnLoop(c.Loop(), resume(c, then))

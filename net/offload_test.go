@@ -39,7 +39,7 @@ func TestOffloadResumesOnOwnLoopInOrder(t *testing.T) {
 			line := string(in[:i])
 			c.Discard(i + 1)
 			openLoop := c.Context().(int)
-			Offload(context.Background(), c, p, func(context.Context) (int, error) {
+			Offload(p, context.Background(), c, func(context.Context) (int, error) {
 				n, err := strconv.Atoi(line)
 				return n * 2, err
 			}, func(c *Conn, v int, err error) {
@@ -93,7 +93,7 @@ func TestOffloadAfterClose(t *testing.T) {
 		result := make(chan error, 1)
 		h := &HandlerFuncs{Data: func(c *Conn) {
 			c.Discard(c.Buffered())
-			Offload(context.Background(), c, p, func(context.Context) (string, error) {
+			Offload(p, context.Background(), c, func(context.Context) (string, error) {
 				<-release
 				return "late", nil
 			}, func(c *Conn, v string, err error) {
@@ -129,7 +129,7 @@ func TestOffloadBlockingOverload(t *testing.T) {
 		errs := make(chan error, 8)
 		h := &HandlerFuncs{Data: func(c *Conn) {
 			c.Discard(c.Buffered())
-			OffloadBlocking(context.Background(), c, bp, func(context.Context) (int, error) {
+			OffloadBlocking(bp, context.Background(), c, func(context.Context) (int, error) {
 				<-hold
 				return 1, nil
 			}, func(c *Conn, _ int, err error) {

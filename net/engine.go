@@ -35,7 +35,8 @@
 // Only the loop's goroutine touches its backend, connection table, buffers
 // and timers. Handler callbacks run on that goroutine, so Conn methods other
 // than AsyncWrite, Loop().Post and the address getters must be called from
-// a callback (or from a closure posted to the loop). Conn values are never
+// a callback (or from a closure posted to the loop); called elsewhere, the
+// ones with an error result return ErrNotOnLoop (Loop.onLoop). Conn values are never
 // reused: a stale *Conn held by another goroutine sees ErrClosed, not a
 // stranger's connection. Completions carry (slot, generation, op) in
 // user_data, never a pointer.

@@ -82,9 +82,11 @@ type Loop struct {
 	// whole interval as a callback blocking the loop.
 	userSeq     atomic.Uint64
 	userSeqLoop uint64 // the loop's copy of userSeq
-	// stalledAt is set by the watchdog (to when it first saw the current
-	// user call) when that call has run past Config.BlockThreshold; the
-	// loop logs it when the call returns.
+	// stalledSeq is the userSeq value of a user call the watchdog saw run
+	// past Config.BlockThreshold, and stalledAt when it first saw it; the
+	// loop logs the call when it returns. Keyed by the sequence, so a flag
+	// set just as a call ended is never blamed on the next one.
+	stalledSeq     atomic.Uint64
 	stalledAt      atomic.Int64
 	lastStallLog   int64
 	lastPanicLog   int64
@@ -405,11 +407,11 @@ func (l *Loop) enterUser() bool {
 // leaveUser marks the end of the outermost user call and, if the watchdog
 // saw it block the loop, logs what it was (kind is called only then).
 func (l *Loop) leaveUser(kind func() string) {
+	cur := l.userSeqLoop
 	l.userSeqLoop++
 	l.userSeq.Store(l.userSeqLoop)
-	if since := l.stalledAt.Load(); since != 0 {
-		l.stalledAt.Store(0)
-		l.reportStall(kind(), time.Duration(l.clock()-since))
+	if l.stalledSeq.Load() == cur {
+		l.reportStall(kind(), time.Duration(l.clock()-l.stalledAt.Load()))
 	}
 }
 
@@ -465,7 +467,8 @@ func (l *Loop) watch(d time.Duration) {
 		if !flagged {
 			flagged = true
 			l.stats.blocked.Add(1)
-			l.stalledAt.Store(seenAt)
+			l.stalledAt.Store(seenAt) // before the sequence, which the loop reads first
+			l.stalledSeq.Store(v)
 		}
 	}
 }

@@ -2,6 +2,10 @@ module github.com/veloq/veloq
 
 go 1.26.0
 
-require golang.org/x/sys v0.49.0
+require (
+	github.com/stretchr/testify v1.12.1
+	github.com/valyala/bytebufferpool v1.0.0
+	golang.org/x/sys v0.49.0
+)
 
-require github.com/valyala/bytebufferpool v1.0.0 // indirect
+require go.yaml.in/yaml/v3 v3.0.5 // indirect

@@ -8,8 +8,10 @@
 // [NewServer] takes a [Handler], which runs inline on the connection's
 // loop with a [Request] view (body included) and a [ResponseWriter];
 // [Offloaded] (or [WithOffload]) moves a CPU-heavy handler to the
-// stealable pool, and [FromStd] serves any net/http handler there with
-// streamed bodies and net/http semantics. Keep-alive, pipelining,
+// stealable pool, and [FromStd] serves any net/http handler with streamed
+// bodies and net/http semantics, each request on a goroutine of its own
+// (or a bounded [executor.BlockingPool]) so that blocking handlers cannot
+// starve the others. Keep-alive, pipelining,
 // HTTP/1.0, HEAD, chunked bodies, 100-continue, timeouts, a connection
 // limit and graceful [Server.Shutdown] are handled by the server.
 //

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/veloq/veloq/executor"
 	vhttp "github.com/veloq/veloq/http"
 )
 
@@ -35,15 +34,14 @@ func ExampleServer() {
 }
 
 // FromStd serves any net/http handler, here a ServeMux with method and
-// path patterns, on the stealable pool.
+// path patterns. Each request runs on a goroutine of its own, so handlers
+// may block.
 func ExampleFromStd() {
-	pool := executor.NewPool(executor.WithWorkers(2))
-	defer pool.Shutdown(context.Background())
 	mux := nethttp.NewServeMux()
 	mux.HandleFunc("GET /users/{id}", func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		fmt.Fprintf(w, "user %s", r.PathValue("id"))
 	})
-	s := vhttp.NewServer(vhttp.FromStd(mux, pool), vhttp.WithLoops(1))
+	s := vhttp.NewServer(vhttp.FromStd(mux), vhttp.WithLoops(1))
 	if err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}

@@ -463,7 +463,7 @@ func TestServerShutdownFinishesInFlight(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 			io.WriteString(w, "finished")
 		})
-		s := NewServer(FromStd(h, testPool(t)), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+		s := NewServer(FromStd(h), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
 		if err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 			t.Fatal(err)
 		}

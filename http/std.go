@@ -29,8 +29,10 @@ const (
 )
 
 // FromStd adapts a net/http handler. As the [Server]'s root handler it
-// runs each request on the stealable pool p (on a new goroutine when p is
-// nil) with net/http semantics:
+// runs each request off the loop, by default on a goroutine of its own, so
+// a handler that blocks (on its request body, a database, an upstream
+// call) costs a goroutine and never holds a loop or a pool worker. It gets
+// net/http semantics:
 //
 //   - a real *net/http.Request: method, URL, protocol, header, Host,
 //     RemoteAddr, ContentLength, TransferEncoding, and a Body that streams
@@ -50,18 +52,66 @@ const (
 // request is read when the previous response is complete. Hijacking is not
 // supported.
 //
+// The options choose where the handler runs ([StdOnBlockingPool] bounds
+// the goroutines, [StdOnPool] runs CPU-bound handlers that never block on
+// the stealable pool) and bound the streamed body ([StdMaxBodyBytes]). A
+// nil option is ignored, so FromStd(h, nil) is the default.
+//
 // Used below the root (e.g. inside another Handler), the handler runs
 // inline on the loop with the body already read, which blocks the loop
 // for as long as it runs.
-func FromStd(h nethttp.Handler, p *executor.Pool) Handler {
-	return &stdHandler{h: h, pool: p}
+func FromStd(h nethttp.Handler, opts ...StdOption) Handler {
+	sh := &stdHandler{h: h}
+	for _, o := range opts {
+		if o != nil {
+			o(&sh.cfg)
+		}
+	}
+	return sh
+}
+
+// A StdOption configures a [FromStd] handler.
+type StdOption func(*stdConfig)
+
+type stdConfig struct {
+	pool     *executor.Pool
+	blocking *executor.BlockingPool
+}
+
+// StdOnPool runs the handler on the stealable pool p instead of on a
+// goroutine of its own. Only for CPU-bound handlers that never block: a
+// handler waiting on its request body, a lock or the network holds one of
+// p's few workers meanwhile, and a handful of slow clients can then stall
+// every request. A nil p means the default.
+func StdOnPool(p *executor.Pool) StdOption {
+	return func(c *stdConfig) { c.pool, c.blocking = p, nil }
+}
+
+// StdOnBlockingPool runs the handler on b, whose goroutines are bounded
+// and reused: blocking is fine there. When b is saturated (all its
+// goroutines busy and its queue full) the request is answered with
+// 503 Service Unavailable. A nil b means the default.
+func StdOnBlockingPool(b *executor.BlockingPool) StdOption {
+	return func(c *stdConfig) { c.blocking, c.pool = b, nil }
 }
 
 // stdHandler is the Handler FromStd returns. The server recognises it as
 // its root handler and drives it through stdExchange.
 type stdHandler struct {
-	h    nethttp.Handler
-	pool *executor.Pool
+	h   nethttp.Handler
+	cfg stdConfig
+}
+
+// spawn starts run where the configuration says.
+func (sh *stdHandler) spawn(run func()) error {
+	switch {
+	case sh.cfg.pool != nil:
+		return sh.cfg.pool.Spawn(run)
+	case sh.cfg.blocking != nil:
+		return sh.cfg.blocking.Submit(run)
+	}
+	go run()
+	return nil
 }
 
 // ServeHTTP runs the handler inline; see FromStd.
@@ -213,9 +263,7 @@ func (cs *conn) startStd(req *Request) {
 		x.bodyDone = true
 	}
 	cs.ls.st.offloaded.Add(1)
-	if sh.pool == nil {
-		go x.run()
-	} else if err := sh.pool.Spawn(x.run); err != nil {
+	if err := sh.spawn(x.run); err != nil {
 		cs.std = nil
 		cancel()
 		cs.fail(StatusServiceUnavailable)

@@ -47,6 +47,8 @@ type conn struct {
 	// head is copied to head meanwhile and parsed again at the end.
 	head      []byte
 	body      []byte
+	bodyHeld  int64 // bytes of body capacity charged to srv.bodyBytes
+	bodyAt    int64 // loop clock when body bytes last arrived
 	remaining int64 // Content-Length bytes still to come
 	chunked   bool
 	sent100   bool
@@ -96,6 +98,15 @@ func (cs *conn) onTimer() {
 	case phaseHead:
 		if o.readHeaderTimeout > 0 {
 			deadline = cs.phaseStart + int64(o.readHeaderTimeout)
+		}
+	case phaseBody, phaseStdBody:
+		if o.readBodyTimeout > 0 && cs.waitingForBody() {
+			deadline = cs.bodyAt + int64(o.readBodyTimeout)
+			if now >= deadline {
+				cs.ls.st.timeouts.Add(1)
+				cs.bodyTimeout()
+				return
+			}
 		}
 	case phaseDraining:
 		deadline = cs.phaseStart + int64(o.lingerTimeout)
@@ -187,6 +198,9 @@ func (cs *conn) serveLoop() {
 			cs.dec.Reset()
 			cs.body = cs.body[:0]
 			k, done, err := cs.decode(buf[n:])
+			if err == errBodyBudget {
+				return // answered by appendBody
+			}
 			if err != nil {
 				cs.protoError(err)
 				return
@@ -201,7 +215,13 @@ func (cs *conn) serveLoop() {
 		case req.ContentLength > 0:
 			end := n + int(req.ContentLength) // bounded by MaxBodyBytes
 			if len(buf) < end {
-				cs.body = append(make([]byte, 0, req.ContentLength), buf[n:]...)
+				// The rest of the body is collected as it arrives; the
+				// buffer grows with it rather than reserving ContentLength
+				// for a client that may never send it.
+				cs.body = cs.body[:0]
+				if !cs.appendBody(buf[n:], req.ContentLength) {
+					return
+				}
 				cs.remaining = req.ContentLength - int64(len(buf)-n)
 				cs.enterBody(req, buf[:n])
 				c.Discard(len(buf))
@@ -222,6 +242,10 @@ func (cs *conn) enterBody(req *Request, head []byte) {
 	cs.head = append(cs.head[:0], head...)
 	cs.chunked = req.Chunked
 	cs.phase = phaseBody
+	cs.bodyAt = cs.now()
+	if rbt := cs.srv.opts.readBodyTimeout; rbt > 0 {
+		cs.armAt(cs.bodyAt + int64(rbt))
+	}
 	if req.Expect100 && !cs.sent100 {
 		cs.sent100 = true
 		cs.ls.scratch = AppendContinue(cs.ls.scratch[:0])
@@ -234,7 +258,9 @@ func (cs *conn) decode(in []byte) (consumed int, done bool, err error) {
 	for {
 		k, data, d, e := cs.dec.Next(in[consumed:])
 		consumed += k
-		cs.body = append(cs.body, data...)
+		if !cs.appendBody(data, 0) {
+			return consumed, false, errBodyBudget
+		}
 		switch {
 		case d:
 			return consumed, true, nil
@@ -251,8 +277,14 @@ func (cs *conn) decode(in []byte) (consumed int, done bool, err error) {
 func (cs *conn) readBody() bool {
 	c := cs.c
 	buf, _ := c.Peek(0)
+	if len(buf) > 0 {
+		cs.bodyAt = cs.now()
+	}
 	if cs.chunked {
 		k, done, err := cs.decode(buf)
+		if err == errBodyBudget {
+			return false // answered by appendBody
+		}
 		c.Discard(k)
 		if err != nil {
 			cs.protoError(err)
@@ -263,7 +295,9 @@ func (cs *conn) readBody() bool {
 		}
 	} else {
 		k := min(int64(len(buf)), cs.remaining)
-		cs.body = append(cs.body, buf[:k]...)
+		if !cs.appendBody(buf[:k], int64(len(cs.body))+cs.remaining) {
+			return false
+		}
 		c.Discard(int(k))
 		cs.remaining -= k
 		if cs.remaining > 0 {
@@ -352,11 +386,81 @@ func (cs *conn) recoverHandler(w *ResponseWriter) {
 	}
 }
 
+// appendBody adds data to the body being collected. The buffer grows
+// geometrically up to total (the whole body's length when known, else 0),
+// and the growth is charged to the server-wide budget for buffered bodies;
+// when that is spent the client gets 503 and appendBody reports false.
+func (cs *conn) appendBody(data []byte, total int64) bool {
+	need := len(cs.body) + len(data)
+	if need > cap(cs.body) {
+		newCap := max(2*cap(cs.body), need, bodyMinAlloc)
+		if total > 0 {
+			newCap = min(newCap, max(int(total), need))
+		}
+		if delta := int64(newCap) - cs.bodyHeld; delta > 0 {
+			srv := cs.srv
+			if srv.bodyBytes.Add(delta) > srv.opts.maxBufferedBody {
+				srv.bodyBytes.Add(-delta)
+				cs.ls.st.overBudget.Add(1)
+				cs.srv.opts.logger.Debug("http: buffered request bodies over budget", "remote", cs.c.RemoteAddr(), "budget", srv.opts.maxBufferedBody)
+				cs.endBody()
+				cs.fail(StatusServiceUnavailable)
+				return false
+			}
+			cs.bodyHeld += delta
+		}
+		nb := make([]byte, len(cs.body), newCap)
+		copy(nb, cs.body)
+		cs.body = nb
+	}
+	cs.body = append(cs.body, data...)
+	return true
+}
+
+// bodyMinAlloc is the first allocation for a body that did not arrive with
+// its head, and the largest body buffer a connection keeps between
+// requests.
+const bodyMinAlloc = 4 << 10
+
+// waitingForBody reports whether the connection waits for the client to
+// send more of a request body (and not for a FromStd handler to read it).
+func (cs *conn) waitingForBody() bool {
+	switch cs.phase {
+	case phaseBody:
+		return true
+	case phaseStdBody:
+		return cs.std != nil && !cs.std.readPaused
+	}
+	return false
+}
+
+// bodyTimeout ends a request whose body stopped arriving for longer than
+// the read-body timeout: a fast handler's request is answered with
+// 408 Request Timeout; a FromStd handler's body read fails with
+// ErrBodyReadTimeout, and the connection closes after its response.
+func (cs *conn) bodyTimeout() {
+	cs.srv.opts.logger.Debug("http: request body timeout", "remote", cs.c.RemoteAddr())
+	if cs.phase == phaseStdBody {
+		x := cs.std
+		cs.phase = phaseBusy
+		x.pipe.closeWrite(ErrBodyReadTimeout)
+		cs.timer.Reset(longPoll)
+		cs.timerAt = cs.now() + int64(longPoll)
+		return
+	}
+	cs.endBody()
+	cs.fail(StatusRequestTimeout)
+}
+
 // endBody forgets the body of the request just answered.
 func (cs *conn) endBody() {
 	cs.sent100 = false
 	cs.remaining = 0
-	if cap(cs.body) > 64<<10 {
+	if cs.bodyHeld > 0 {
+		cs.srv.bodyBytes.Add(-cs.bodyHeld)
+		cs.bodyHeld = 0
+	}
+	if cap(cs.body) > bodyMinAlloc {
 		cs.body = nil
 	} else {
 		cs.body = cs.body[:0]
@@ -448,6 +552,10 @@ func (cs *conn) onEOF() {
 }
 
 func (cs *conn) onClose(err error) {
+	if cs.bodyHeld > 0 {
+		cs.srv.bodyBytes.Add(-cs.bodyHeld)
+		cs.bodyHeld = 0
+	}
 	if cs.std != nil {
 		cs.std.connClosed(err)
 		cs.std = nil

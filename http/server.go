@@ -3,7 +3,9 @@ package http
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -16,6 +18,16 @@ var ErrServerClosed = errors.New("http: server closed")
 // ErrWriteTimeout closes a connection whose peer stopped reading for longer
 // than the write timeout.
 var ErrWriteTimeout = errors.New("http: write timeout")
+
+// ErrBodyReadTimeout is the error a FromStd handler's Body.Read returns
+// when the client sent no body bytes for the read-body timeout (see
+// [WithReadBodyTimeout]). It matches os.ErrDeadlineExceeded, like a
+// net/http read timeout.
+var ErrBodyReadTimeout = fmt.Errorf("http: request body read timeout: %w", os.ErrDeadlineExceeded)
+
+// errBodyBudget stops collecting a body once the server-wide budget for
+// buffered bodies is spent; the client has been answered.
+var errBodyBudget = errors.New("http: buffered bodies over budget")
 
 // ErrHijackUnavailable is returned by ResponseWriter.Hijack when the
 // handler does not run on the connection's loop (an offloaded handler).
@@ -41,8 +53,9 @@ type Server struct {
 	loops  []*loopState // by loop ID
 	closed bool
 
-	shutting atomic.Bool
-	active   atomic.Int64
+	shutting  atomic.Bool
+	active    atomic.Int64
+	bodyBytes atomic.Int64 // body buffer capacity held by all connections
 }
 
 // NewServer returns a server for h. It serves nothing until Listen.
@@ -165,6 +178,10 @@ type Stats struct {
 	Panics      uint64 // handler panics
 	Timeouts    uint64 // connections closed by a timeout
 	Hijacked    uint64 // connections handed to another handler by Hijack
+	OverBudget  uint64 // requests refused (503) because buffered bodies were over budget
+	// BufferedBodyBytes is the body buffer capacity all connections hold
+	// now, bounded by WithMaxBufferedBodyBytes.
+	BufferedBodyBytes int64
 }
 
 // Stats returns the server's counters.
@@ -172,7 +189,7 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	loops := s.loops
 	s.mu.Unlock()
-	st := Stats{Conns: s.active.Load()}
+	st := Stats{Conns: s.active.Load(), BufferedBodyBytes: s.bodyBytes.Load()}
 	for _, ls := range loops {
 		st.Accepted += ls.st.accepted.Load()
 		st.Rejected += ls.st.rejected.Load()
@@ -182,6 +199,7 @@ func (s *Server) Stats() Stats {
 		st.Panics += ls.st.panics.Load()
 		st.Timeouts += ls.st.timeouts.Load()
 		st.Hijacked += ls.st.hijacked.Load()
+		st.OverBudget += ls.st.overBudget.Load()
 	}
 	return st
 }
@@ -191,6 +209,7 @@ func (s *Server) Stats() Stats {
 type loopStats struct {
 	accepted, rejected, requests, offloaded atomic.Uint64
 	protoErrors, panics, timeouts, hijacked atomic.Uint64
+	overBudget                              atomic.Uint64
 }
 
 // loopState is what the connections of one loop share. Only that loop

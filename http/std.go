@@ -230,6 +230,9 @@ type stdExchange struct {
 	bodyDone  bool
 	expect100 bool
 	headSent  bool
+	// readPaused is set while the loop stopped reading because the
+	// handler did not keep up: the body timeout does not run meanwhile.
+	readPaused bool
 }
 
 // startStd begins a FromStd request whose head was just parsed (and
@@ -270,6 +273,10 @@ func (cs *conn) startStd(req *Request) {
 		return
 	}
 	if cs.phase == phaseStdBody {
+		cs.bodyAt = cs.now()
+		if rbt := cs.srv.opts.readBodyTimeout; rbt > 0 {
+			cs.armAt(cs.bodyAt + int64(rbt))
+		}
 		cs.feedStd()
 	}
 }
@@ -279,6 +286,9 @@ func (cs *conn) feedStd() {
 	x := cs.std
 	c := cs.c
 	buf, _ := c.Peek(0)
+	if len(buf) > 0 {
+		cs.bodyAt = cs.now()
+	}
 	full := false
 	if x.chunked {
 		off := 0
@@ -318,6 +328,7 @@ func (cs *conn) feedStd() {
 		return
 	}
 	if full {
+		x.readPaused = true
 		c.PauseRead() // a no-op if already paused
 	}
 }
@@ -336,7 +347,11 @@ func (x *stdExchange) protocolError(status int) {
 // connection's own read state says whether feedStd paused it: nothing else
 // pauses a FromStd connection, and ResumeRead is a no-op if not paused.
 func (x *stdExchange) resumeRead() {
-	if x.cs.std == x {
+	if cs := x.cs; cs.std == x {
+		if x.readPaused {
+			x.readPaused = false
+			cs.bodyAt = cs.now() // the wait for the client starts now
+		}
 		x.c.ResumeRead()
 	}
 }
@@ -463,6 +478,10 @@ func (p *bodyPipe) Read(b []byte) (int, error) {
 		}
 	}
 	for len(p.buf)-p.r == 0 && p.err == nil && !p.rclosed {
+		if cap(p.buf) > bodyMinAlloc {
+			// A handler waiting on a client that stalls holds no buffer.
+			p.buf, p.r = nil, 0
+		}
 		p.cond.Wait()
 	}
 	if p.rclosed {

@@ -47,6 +47,9 @@ type Server struct {
 	h    Handler
 	std  *stdHandler // the root handler when it comes from FromStd
 	opts serverOptions
+	// limits are the connections' parser limits: opts.limits, with the
+	// FromStd body limit when the root handler streams bodies.
+	limits Limits
 
 	mu     sync.Mutex
 	ns     *vnet.Server
@@ -75,6 +78,10 @@ func NewServer(h Handler, opts ...Option) *Server {
 	}
 	s.h = h
 	s.std, _ = h.(*stdHandler)
+	s.limits = s.opts.limits
+	if s.std != nil {
+		s.limits.MaxBodyBytes = s.std.bodyLimit()
+	}
 	return s
 }
 
@@ -274,8 +281,8 @@ func (h netHandler) OnOpen(c *vnet.Conn) {
 	ls.st.accepted.Add(1)
 	n := s.active.Add(1)
 	cs := &conn{srv: s, ls: ls, c: c}
-	cs.parser.Limits = s.opts.limits
-	cs.dec.Limits = s.opts.limits
+	cs.parser.Limits = s.limits
+	cs.dec.Limits = s.limits
 	c.SetContext(cs)
 	ls.conns.add(cs)
 	cs.phaseStart = cs.now()

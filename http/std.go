@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	nethttp "net/http"
 	"net/url"
@@ -76,6 +77,26 @@ type StdOption func(*stdConfig)
 type stdConfig struct {
 	pool     *executor.Pool
 	blocking *executor.BlockingPool
+	maxBody  int64 // <= 0: unlimited
+}
+
+// StdMaxBodyBytes bounds a FromStd handler's request body, which streams
+// to the handler through a small buffer rather than being collected: a
+// larger Content-Length, or a chunked body that grows past n, is answered
+// with 413 Content Too Large. n <= 0 means no limit, which is the default,
+// as in net/http (whose handlers bound bodies with http.MaxBytesReader).
+// The server's [Limits.MaxBodyBytes] does not apply to streamed bodies.
+func StdMaxBodyBytes(n int64) StdOption {
+	return func(c *stdConfig) { c.maxBody = n }
+}
+
+// bodyLimit is the MaxBodyBytes the parser and the chunked decoder apply
+// when this handler is the root.
+func (sh *stdHandler) bodyLimit() int64 {
+	if sh.cfg.maxBody > 0 {
+		return sh.cfg.maxBody
+	}
+	return math.MaxInt64
 }
 
 // StdOnPool runs the handler on the stealable pool p instead of on a

@@ -189,7 +189,7 @@ func (cs *conn) serveLoop() {
 		}
 		if cs.srv.std != nil {
 			c.Discard(n)
-			cs.startStd(req)
+			cs.startStd(cs.srv.std, req, nil)
 			return
 		}
 		total := n
@@ -333,9 +333,19 @@ func (cs *conn) serve(req *Request, head []byte, consume int) bool {
 		return false
 	}
 	if w.panicked {
+		w.std = nil
 		cs.c.Discard(consume)
 		cs.endBody()
 		cs.fail(StatusInternalServerError)
+		return false
+	}
+	if sh := w.std; sh != nil {
+		// A FromStd handler below the root: it runs off the loop like
+		// the root one, on the request copied out of the input.
+		w.std = nil
+		cs.startStd(sh, req, w)
+		cs.c.Discard(consume)
+		cs.endBody()
 		return false
 	}
 	if h := w.hijack; h != nil {

@@ -42,12 +42,13 @@ type ResponseWriter struct {
 	off      bool // running on a pool worker
 	raddr    net.Addr
 	hijack   vnet.Handler // set by Hijack: who gets the connection next
+	std      *stdHandler  // a FromStd handler the chain called, to run next
 }
 
 func (w *ResponseWriter) reset(cs *conn, req *Request, head, body []byte) {
 	w.resp.Reset(body)
 	w.cs, w.head = cs, head
-	w.job, w.panicked, w.hijack = nil, false, nil
+	w.job, w.panicked, w.hijack, w.std = nil, false, nil, nil
 }
 
 // Hijack takes the connection away from the HTTP server once the handler

@@ -58,9 +58,13 @@ const (
 // the stealable pool) and bound the streamed body ([StdMaxBodyBytes]). A
 // nil option is ignored, so FromStd(h, nil) is the default.
 //
-// Used below the root (e.g. inside another Handler), the handler runs
-// inline on the loop with the body already read, which blocks the loop
-// for as long as it runs.
+// Below the root, called on the loop by a fast handler chain (e.g. a
+// middleware that wraps it), it runs off the loop all the same, once the
+// chain returns: the body has then been collected under the server's
+// [Limits], the fields the chain set on its ResponseWriter start the
+// response, and what the chain writes after calling it is dropped. Under
+// [Offloaded] it runs on that pool's worker with the response buffered
+// until it returns (Flush commits only the status and header).
 func FromStd(h nethttp.Handler, opts ...StdOption) Handler {
 	sh := &stdHandler{h: h}
 	for _, o := range opts {
@@ -135,8 +139,15 @@ func (sh *stdHandler) spawn(run func()) error {
 	return nil
 }
 
-// ServeHTTP runs the handler inline; see FromStd.
+// ServeHTTP serves a request that reached sh through another handler.
+// On the loop, it arranges for the server to run sh as it runs a root
+// FromStd handler once the chain returns (see FromStd). Elsewhere (under
+// Offloaded, already off the loop) it runs h here with a buffered writer.
 func (sh *stdHandler) ServeHTTP(w *ResponseWriter, r *Request) {
+	if w.cs != nil && !w.off {
+		w.std = sh
+		return
+	}
 	var raddr net.Addr
 	if w.cs != nil || w.raddr != nil {
 		raddr = w.RemoteAddr()
@@ -154,13 +165,21 @@ func (sh *stdHandler) ServeHTTP(w *ResponseWriter, r *Request) {
 	rec.WriteHeader(StatusOK)
 }
 
-// inlineStdWriter is the net/http.ResponseWriter of an inline FromStd
-// handler: it writes through to a ResponseWriter.
+// inlineStdWriter is the net/http.ResponseWriter of a FromStd handler run
+// under Offloaded: it writes through to the offloaded ResponseWriter, which
+// buffers the whole response.
 type inlineStdWriter struct {
 	w      *ResponseWriter
 	header nethttp.Header
 	wrote  bool
 }
+
+var _ nethttp.Flusher = (*inlineStdWriter)(nil)
+
+// Flush implements net/http.Flusher. The response is buffered until the
+// handler returns, so there is nothing to send early: only the header is
+// committed.
+func (rw *inlineStdWriter) Flush() { rw.WriteHeader(StatusOK) }
 
 func (rw *inlineStdWriter) Header() nethttp.Header { return rw.header }
 
@@ -258,8 +277,12 @@ type stdExchange struct {
 
 // startStd begins a FromStd request whose head was just parsed (and
 // consumed from the input).
-func (cs *conn) startStd(req *Request) {
-	sh := cs.srv.std
+//
+// With a non-nil w, sh is not the root: a fast handler chain called it on
+// the loop through w, the body was collected (req.Body), and the fields
+// the chain set on w are the response's first fields. The request's bytes
+// are copied, so the caller may consume them from the input at once.
+func (cs *conn) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 	c := cs.c
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), nethttp.LocalAddrContextKey, c.LocalAddr()))
 	sreq, err := stdRequest(ctx, req, c.RemoteAddr())
@@ -274,7 +297,17 @@ func (cs *conn) startStd(req *Request) {
 	x.w = stdWriter{x: x, header: make(nethttp.Header), cl: -1}
 	cs.std = x
 	cs.phase = phaseBusy
-	if req.HasBody() {
+	if w != nil {
+		for _, f := range w.Header().Fields() {
+			x.w.header.Add(string(f.Name), string(f.Value))
+		}
+		x.bodyDone = true
+		if len(req.Body) > 0 {
+			x.pipe = &bodyPipe{x: x, buf: bytes.Clone(req.Body), err: io.EOF}
+			x.pipe.cond.L = &x.pipe.mu
+			sreq.Body = x.pipe
+		}
+	} else if req.HasBody() {
 		x.pipe = &bodyPipe{x: x}
 		x.pipe.cond.L = &x.pipe.mu
 		sreq.Body = x.pipe

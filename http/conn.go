@@ -1,6 +1,9 @@
 package http
 
 import (
+	"context"
+	nethttp "net/http"
+	"runtime/debug"
 	"time"
 
 	vnet "github.com/veloq/veloq/net"
@@ -54,7 +57,8 @@ type conn struct {
 	sent100   bool
 	eof       bool
 
-	std *stdExchange // the FromStd request in progress
+	std    *stdExchange    // the FromStd request in progress
+	stdCtx context.Context // base of FromStd request contexts, made once
 }
 
 func (cs *conn) now() int64 { return cs.c.Loop().Now().UnixNano() }
@@ -333,10 +337,14 @@ func (cs *conn) serve(req *Request, head []byte, consume int) bool {
 		return false
 	}
 	if w.panicked {
-		w.std = nil
+		w.std, w.hijack = nil, nil
 		cs.c.Discard(consume)
 		cs.endBody()
-		cs.fail(StatusInternalServerError)
+		if w.aborted {
+			cs.linger()
+		} else {
+			cs.fail(StatusInternalServerError)
+		}
 		return false
 	}
 	if sh := w.std; sh != nil {
@@ -391,8 +399,13 @@ func (cs *conn) recoverHandler(w *ResponseWriter) {
 	if r := recover(); r != nil {
 		w.panicked = true
 		w.job = nil
+		if r == nethttp.ErrAbortHandler {
+			// The handler's way to drop the connection: no 500, no log.
+			w.aborted = true
+			return
+		}
 		cs.ls.st.panics.Add(1)
-		cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", cs.c.RemoteAddr())
+		cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", cs.c.RemoteAddr(), "stack", string(debug.Stack()))
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	nethttp "net/http"
+	"runtime/debug"
 	"sync"
 
 	"github.com/veloq/veloq/executor"
@@ -39,6 +41,7 @@ type ResponseWriter struct {
 	head     []byte // the raw request head, for Offloaded
 	job      *offloadJob
 	panicked bool
+	aborted  bool // the panic was net/http.ErrAbortHandler
 	off      bool // running on a pool worker
 	raddr    net.Addr
 	hijack   vnet.Handler // set by Hijack: who gets the connection next
@@ -48,7 +51,7 @@ type ResponseWriter struct {
 func (w *ResponseWriter) reset(cs *conn, req *Request, head, body []byte) {
 	w.resp.Reset(body)
 	w.cs, w.head = cs, head
-	w.job, w.panicked, w.hijack, w.std = nil, false, nil, nil
+	w.job, w.panicked, w.aborted, w.hijack, w.std = nil, false, false, nil, nil
 }
 
 // Hijack takes the connection away from the HTTP server once the handler
@@ -183,7 +186,11 @@ func (j *offloadJob) run(context.Context) (struct{}, error) {
 	defer func() {
 		if r := recover(); r != nil {
 			j.w.panicked = true
-			j.w.cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", j.w.raddr)
+			if r == nethttp.ErrAbortHandler {
+				j.w.aborted = true
+				return
+			}
+			j.w.cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", j.w.raddr, "stack", string(debug.Stack()))
 		}
 	}()
 	j.o.h.ServeHTTP(&j.w, &j.req)
@@ -203,6 +210,8 @@ func (cs *conn) offload(j *offloadJob) {
 		switch {
 		case err != nil: // the pool refused the task
 			cs.fail(StatusServiceUnavailable)
+		case j.w.aborted:
+			cs.linger()
 		case j.w.panicked:
 			cs.ls.st.panics.Add(1)
 			cs.fail(StatusInternalServerError)

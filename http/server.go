@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	nethttp "net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,9 @@ type Server struct {
 	// limits are the connections' parser limits: opts.limits, with the
 	// FromStd body limit when the root handler streams bodies.
 	limits Limits
+	// stdSrv describes this server to net/http handlers, as the value of
+	// net/http.ServerContextKey; it serves nothing itself.
+	stdSrv *nethttp.Server
 
 	mu     sync.Mutex
 	ns     *vnet.Server
@@ -79,8 +83,15 @@ func NewServer(h Handler, opts ...Option) *Server {
 	s.h = h
 	s.std, _ = h.(*stdHandler)
 	s.limits = s.opts.limits
+	s.stdSrv = &nethttp.Server{
+		ReadHeaderTimeout: max(s.opts.readHeaderTimeout, 0),
+		IdleTimeout:       max(s.opts.idleTimeout, 0),
+		WriteTimeout:      max(s.opts.writeTimeout, 0),
+		MaxHeaderBytes:    s.limits.MaxHeaderBytes,
+	}
 	if s.std != nil {
 		s.limits.MaxBodyBytes = s.std.bodyLimit()
+		s.stdSrv.Handler = s.std.h
 	}
 	return s
 }
@@ -95,6 +106,7 @@ func (s *Server) Listen(network, address string) error {
 		return ErrServerClosed
 	}
 	if s.ns == nil {
+		s.stdSrv.Addr = address
 		ns, err := vnet.NewServer(netHandler{s}, s.opts.net...)
 		if err != nil {
 			return err
@@ -153,6 +165,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	ns := s.ns
 	s.mu.Unlock()
 	s.shutting.Store(true)
+	// Runs the functions net/http handlers registered with
+	// RegisterOnShutdown; it has no listener or connection to wait for.
+	_ = s.stdSrv.Shutdown(ctx)
 	if ns == nil {
 		return nil
 	}

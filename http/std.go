@@ -9,8 +9,12 @@ import (
 	"net"
 	nethttp "net/http"
 	"net/url"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/veloq/veloq/executor"
 	vnet "github.com/veloq/veloq/net"
@@ -284,7 +288,12 @@ type stdExchange struct {
 // are copied, so the caller may consume them from the input at once.
 func (cs *conn) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 	c := cs.c
-	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), nethttp.LocalAddrContextKey, c.LocalAddr()))
+	if cs.stdCtx == nil {
+		// What net/http puts in every request's context.
+		cs.stdCtx = context.WithValue(context.WithValue(context.Background(),
+			nethttp.ServerContextKey, cs.srv.stdSrv), nethttp.LocalAddrContextKey, c.LocalAddr())
+	}
+	ctx, cancel := context.WithCancel(cs.stdCtx)
 	sreq, err := stdRequest(ctx, req, c.RemoteAddr())
 	if err != nil {
 		cancel()
@@ -434,10 +443,11 @@ func (x *stdExchange) connClosed(err error) {
 func (x *stdExchange) run() {
 	defer func() {
 		if r := recover(); r != nil {
-			if r != nethttp.ErrAbortHandler {
-				x.cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", x.req.RemoteAddr, "uri", x.req.RequestURI)
+			abort := r == nethttp.ErrAbortHandler
+			if !abort {
+				x.cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", x.req.RemoteAddr, "uri", x.req.RequestURI, "stack", string(debug.Stack()))
 			}
-			x.w.panicked()
+			x.w.panicked(abort)
 		}
 	}()
 	x.sh.h.ServeHTTP(&x.w, x.req)
@@ -484,6 +494,28 @@ type bodyPipe struct {
 	rclosed   bool
 	paused    bool // the loop stopped reading because of this pipe
 	readStart bool
+	deadline  time.Time   // set by SetReadDeadline; zero: none
+	dtimer    *time.Timer // wakes readers at the deadline
+}
+
+// setDeadline makes Reads that would wait past t fail with
+// os.ErrDeadlineExceeded; a zero t removes the deadline.
+func (p *bodyPipe) setDeadline(t time.Time) {
+	p.mu.Lock()
+	p.deadline = t
+	if p.dtimer != nil {
+		p.dtimer.Stop()
+		p.dtimer = nil
+	}
+	if !t.IsZero() {
+		p.dtimer = time.AfterFunc(time.Until(t), func() {
+			p.mu.Lock()
+			p.cond.Broadcast()
+			p.mu.Unlock()
+		})
+	}
+	p.mu.Unlock()
+	p.cond.Broadcast()
 }
 
 // write appends b (loop side) and reports whether the pipe is over its
@@ -532,6 +564,10 @@ func (p *bodyPipe) Read(b []byte) (int, error) {
 		}
 	}
 	for len(p.buf)-p.r == 0 && p.err == nil && !p.rclosed {
+		if !p.deadline.IsZero() && !time.Now().Before(p.deadline) {
+			p.mu.Unlock()
+			return 0, os.ErrDeadlineExceeded
+		}
 		if cap(p.buf) > bodyMinAlloc {
 			// A handler waiting on a client that stalls holds no buffer.
 			p.buf, p.r = nil, 0
@@ -566,6 +602,10 @@ func (p *bodyPipe) Read(b []byte) (int, error) {
 // Close implements io.Closer: the rest of the body is discarded.
 func (p *bodyPipe) Close() error {
 	p.mu.Lock()
+	if p.dtimer != nil {
+		p.dtimer.Stop()
+		p.dtimer = nil
+	}
 	p.rclosed = true
 	p.buf, p.r = nil, 0
 	resume := p.paused
@@ -593,12 +633,19 @@ type stdWriter struct {
 	streaming   bool // the head went out: writes are sent as they come
 	chunked     bool
 	mustClose   bool
-	err         error // the connection is gone
+	err         error        // the connection is gone
+	wdeadline   atomic.Int64 // SetWriteDeadline, UnixNano; 0: none
 }
 
 var (
 	_ nethttp.ResponseWriter = (*stdWriter)(nil)
 	_ nethttp.Flusher        = (*stdWriter)(nil)
+	_ interface {
+		SetReadDeadline(time.Time) error
+		SetWriteDeadline(time.Time) error
+		EnableFullDuplex() error
+		FlushError() error
+	} = (*stdWriter)(nil)
 )
 
 // Header implements net/http.ResponseWriter.
@@ -663,6 +710,44 @@ func (w *stdWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// SetReadDeadline bounds the wait for request body bytes, for
+// net/http.ResponseController: a Body.Read that would wait past t fails
+// with os.ErrDeadlineExceeded. A zero t removes the deadline.
+func (w *stdWriter) SetReadDeadline(t time.Time) error {
+	if p := w.x.pipe; p != nil {
+		p.setDeadline(t)
+	}
+	return nil
+}
+
+// SetWriteDeadline bounds the wait for the client to take streamed
+// response bytes, for net/http.ResponseController: a Write or Flush still
+// waiting at t fails with os.ErrDeadlineExceeded and the connection is
+// dropped, as a net/http write timeout breaks its connection. A zero t
+// removes the deadline.
+func (w *stdWriter) SetWriteDeadline(t time.Time) error {
+	if t.IsZero() {
+		w.wdeadline.Store(0)
+	} else {
+		w.wdeadline.Store(t.UnixNano())
+	}
+	return nil
+}
+
+// EnableFullDuplex lets the handler read the request body while it
+// writes the response, for net/http.ResponseController. The body pipe
+// always allows that, so there is nothing to switch on.
+func (w *stdWriter) EnableFullDuplex() error { return nil }
+
+// FlushError is Flush reporting the error, for
+// net/http.ResponseController.
+func (w *stdWriter) FlushError() error {
+	if !w.wroteHeader {
+		w.WriteHeader(StatusOK)
+	}
+	return w.send(false)
+}
+
 // WriteString writes s like Write.
 func (w *stdWriter) WriteString(s string) (int, error) { return w.Write([]byte(s)) }
 
@@ -723,6 +808,16 @@ func (w *stdWriter) send(final bool) error {
 		return nil
 	}
 	x := w.x
+	var deadline <-chan time.Time
+	if dl := w.wdeadline.Load(); dl != 0 {
+		d := time.Until(time.Unix(0, dl))
+		if d <= 0 {
+			return w.writeExpired()
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		deadline = t.C
+	}
 	errc := make(chan error, 1)
 	err := x.c.Loop().Post(func() {
 		c := x.c
@@ -755,13 +850,31 @@ func (w *stdWriter) send(final bool) error {
 		})
 	})
 	if err == nil {
-		err = <-errc
+		select {
+		case err = <-errc:
+		case <-deadline:
+			return w.writeExpired()
+		}
 	}
 	w.buf = w.buf[:0]
 	if err != nil {
 		w.err = err
 	}
 	return err
+}
+
+// writeExpired breaks the connection when a write deadline passed: the
+// client has not taken what was sent, and the response cannot complete.
+func (w *stdWriter) writeExpired() error {
+	x := w.x
+	w.err = os.ErrDeadlineExceeded
+	w.buf = w.buf[:0]
+	_ = x.c.Loop().Post(func() {
+		if x.cs.std == x {
+			x.c.Abort(os.ErrDeadlineExceeded)
+		}
+	})
+	return w.err
 }
 
 // writeHead serializes the head on the loop, with the loop's date.
@@ -833,12 +946,13 @@ func (x *stdExchange) postDone(mustClose bool) {
 }
 
 // panicked answers a handler's panic: 500 if nothing was sent yet, then
-// the connection closes.
-func (w *stdWriter) panicked() {
+// the connection closes. A panic with net/http.ErrAbortHandler (abort)
+// only closes it, as net/http does.
+func (w *stdWriter) panicked(abort bool) {
 	x := w.x
 	sent := w.streaming
 	err := x.c.Loop().Post(func() {
-		if x.cs.std == x && !x.c.Closed() {
+		if x.cs.std == x && !x.c.Closed() && !abort {
 			x.cs.ls.st.panics.Add(1)
 			if !sent {
 				ls := x.cs.ls

@@ -54,8 +54,12 @@ const (
 //     either way (net/http.ErrAbortHandler is not logged).
 //
 // Responses on a keep-alive connection go out in request order: the next
-// request is read when the previous response is complete. Hijacking is not
-// supported.
+// request is read when the previous response is complete. The writer also
+// implements net/http.Hijacker: the connection leaves the server as a
+// net.Conn built on the reactor, with the bytes already read readable first
+// and what net/http.NewResponseController looks for: read and write
+// deadlines, EnableFullDuplex and FlushError. The request context carries
+// net/http.ServerContextKey and LocalAddrContextKey.
 //
 // The options choose where the handler runs ([StdOnBlockingPool] bounds
 // the goroutines, [StdOnPool] runs CPU-bound handlers that never block on
@@ -451,6 +455,10 @@ func (x *stdExchange) run() {
 		}
 	}()
 	x.sh.h.ServeHTTP(&x.w, x.req)
+	if x.w.hijacked {
+		x.cancel() // the connection is the handler's; the request is over
+		return
+	}
 	x.w.finish()
 }
 
@@ -633,7 +641,8 @@ type stdWriter struct {
 	streaming   bool // the head went out: writes are sent as they come
 	chunked     bool
 	mustClose   bool
-	err         error        // the connection is gone
+	err         error // the connection is gone, or hijacked
+	hijacked    bool
 	wdeadline   atomic.Int64 // SetWriteDeadline, UnixNano; 0: none
 }
 
@@ -652,12 +661,13 @@ var (
 func (w *stdWriter) Header() nethttp.Header { return w.header }
 
 // WriteHeader implements net/http.ResponseWriter. Informational (1xx)
-// statuses are ignored.
+// statuses are ignored, except 101 Switching Protocols, which is final
+// (as in net/http) and is sent by Hijack or when the handler returns.
 func (w *stdWriter) WriteHeader(code int) {
 	if w.wroteHeader {
 		return
 	}
-	if code < 200 || code > 999 {
+	if (code < 200 || code > 999) && code != StatusSwitchingProtocols {
 		if code < 100 || code > 999 {
 			panic(fmt.Sprintf("invalid WriteHeader code %v", code))
 		}

@@ -59,6 +59,11 @@ type conn struct {
 
 	std    *stdExchange    // the FromStd request in progress
 	stdCtx context.Context // base of FromStd request contexts, made once
+	raddr  string          // the peer's address as net/http shows it
+	// The FromStd writer's head and body buffers, kept for the next
+	// request between exchanges.
+	stdResp *Response
+	stdBuf  []byte
 }
 
 func (cs *conn) now() int64 { return cs.c.Loop().Now().UnixNano() }

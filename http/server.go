@@ -243,9 +243,11 @@ type loopState struct {
 	w       ResponseWriter
 	body    []byte // the inline writer's body buffer
 	scratch []byte // serialized heads
-	conns   connList
-	st      loopStats
-	_       [64]byte // keep the next loop's counters off this cache line
+	// hdrScratch builds FromStd request headers.
+	hdrScratch []byte
+	conns      connList
+	st         loopStats
+	_          [64]byte // keep the next loop's counters off this cache line
 }
 
 func newLoopState(s *Server) *loopState {

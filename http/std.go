@@ -135,15 +135,15 @@ type stdHandler struct {
 	cfg stdConfig
 }
 
-// spawn starts run where the configuration says.
-func (sh *stdHandler) spawn(run func()) error {
+// spawn starts x's handler where the configuration says.
+func (sh *stdHandler) spawn(x *stdExchange) error {
 	switch {
 	case sh.cfg.pool != nil:
-		return sh.cfg.pool.Spawn(run)
+		return sh.cfg.pool.Spawn(x.run)
 	case sh.cfg.blocking != nil:
-		return sh.cfg.blocking.Submit(run)
+		return sh.cfg.blocking.Submit(x.run)
 	}
-	go run()
+	go x.run()
 	return nil
 }
 
@@ -156,11 +156,11 @@ func (sh *stdHandler) ServeHTTP(w *ResponseWriter, r *Request) {
 		w.std = sh
 		return
 	}
-	var raddr net.Addr
+	var raddr string
 	if w.cs != nil || w.raddr != nil {
-		raddr = w.RemoteAddr()
+		raddr = w.RemoteAddr().String()
 	}
-	sreq, err := stdRequest(context.Background(), r, raddr)
+	sreq, err := stdRequest(context.Background(), r, raddr, nil)
 	if err != nil {
 		w.WriteHeader(StatusBadRequest)
 		return
@@ -210,17 +210,22 @@ func (rw *inlineStdWriter) Write(p []byte) (int, error) {
 }
 
 // stdRequest builds a net/http request from a parsed head, like
-// net/http's server does.
-func stdRequest(ctx context.Context, r *Request, raddr net.Addr) (*nethttp.Request, error) {
-	sr := &nethttp.Request{
-		Method:        string(r.Method),
+// net/http's server does. scratch, if not nil, is a reusable buffer for
+// building the header.
+func stdRequest(ctx context.Context, r *Request, raddr string, scratch *[]byte) (*nethttp.Request, error) {
+	method, _ := internMethod(r.Method)
+	// A value here and one copy in WithContext: the only Request on the heap
+	// is the one the handler gets.
+	sr := nethttp.Request{
+		Method:        method,
 		RequestURI:    string(r.Target),
 		ProtoMajor:    1,
 		ProtoMinor:    r.ProtoMinor,
-		Header:        make(nethttp.Header, len(r.Headers)),
+		Header:        stdHeader(r.Headers, scratch),
 		ContentLength: r.ContentLength,
 		Close:         r.Close,
 		Body:          nethttp.NoBody,
+		RemoteAddr:    raddr,
 	}
 	if r.ProtoMinor == 0 {
 		sr.Proto = "HTTP/1.0"
@@ -234,13 +239,6 @@ func stdRequest(ctx context.Context, r *Request, raddr net.Addr) (*nethttp.Reque
 	} else if sr.URL, err = url.ParseRequestURI(sr.RequestURI); err != nil {
 		return nil, err
 	}
-	for _, f := range r.Headers {
-		k := nethttp.CanonicalHeaderKey(string(f.Name))
-		if k == "Host" {
-			continue
-		}
-		sr.Header[k] = append(sr.Header[k], string(f.Value))
-	}
 	sr.Host = sr.URL.Host
 	if sr.Host == "" {
 		sr.Host = string(r.Host)
@@ -253,10 +251,109 @@ func stdRequest(ctx context.Context, r *Request, raddr net.Addr) (*nethttp.Reque
 	case r.ContentLength < 0:
 		sr.ContentLength = 0
 	}
-	if raddr != nil {
-		sr.RemoteAddr = raddr.String()
-	}
 	return sr.WithContext(ctx), nil
+}
+
+// stdHeader builds a request's net/http.Header (without Host, which
+// net/http moves to Request.Host) with three allocations whatever the
+// number of fields: the map, one string holding every canonical name and
+// value, and one backing array for the value slices. Each slice is capped
+// at its length, so a handler appending to one gets a copy.
+func stdHeader(fields []HeaderField, scratch *[]byte) nethttp.Header {
+	var arena []byte
+	if scratch != nil {
+		arena = (*scratch)[:0]
+	}
+	n := 0
+	for _, f := range fields {
+		if equalFold(f.Name, "Host") {
+			continue
+		}
+		n++
+		start := len(arena)
+		arena = append(arena, f.Name...)
+		canonicalizeKey(arena[start:])
+		arena = append(arena, f.Value...)
+	}
+	h := make(nethttp.Header, n)
+	if n == 0 {
+		return h
+	}
+	s := string(arena)
+	if scratch != nil && cap(arena) <= 64<<10 {
+		*scratch = arena[:0]
+	}
+	vals := make([]string, n)
+	i, off := 0, 0
+	for _, f := range fields {
+		if equalFold(f.Name, "Host") {
+			continue
+		}
+		k := s[off : off+len(f.Name)]
+		off += len(f.Name)
+		v := s[off : off+len(f.Value)]
+		off += len(f.Value)
+		if prev, ok := h[k]; ok {
+			h[k] = append(prev, v)
+			continue
+		}
+		vals[i] = v
+		h[k] = vals[i : i+1 : i+1]
+		i++
+	}
+	return h
+}
+
+// canonicalizeKey rewrites a field name (a token, as the parser checked)
+// in place to the form net/textproto.CanonicalMIMEHeaderKey gives it: the
+// first letter and each letter after a hyphen upper case, the others
+// lower case.
+func canonicalizeKey(k []byte) {
+	upper := true
+	for i, c := range k {
+		if upper && 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		} else if !upper && 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		k[i] = c
+		upper = c == '-'
+	}
+}
+
+// Methods as strings and byte slices, so that the common ones cost no
+// allocation per request.
+var (
+	methodGET     = []byte("GET")
+	methodHEAD    = []byte("HEAD")
+	methodPOST    = []byte("POST")
+	methodPUT     = []byte("PUT")
+	methodDELETE  = []byte("DELETE")
+	methodPATCH   = []byte("PATCH")
+	methodOPTIONS = []byte("OPTIONS")
+)
+
+// internMethod returns m as a string and as a byte slice that outlives
+// the input buffer, shared for the common methods.
+func internMethod(m []byte) (string, []byte) {
+	switch string(m) {
+	case "GET":
+		return "GET", methodGET
+	case "HEAD":
+		return "HEAD", methodHEAD
+	case "POST":
+		return "POST", methodPOST
+	case "PUT":
+		return "PUT", methodPUT
+	case "DELETE":
+		return "DELETE", methodDELETE
+	case "PATCH":
+		return "PATCH", methodPATCH
+	case "OPTIONS":
+		return "OPTIONS", methodOPTIONS
+	}
+	s := string(m)
+	return s, []byte(s)
 }
 
 // stdExchange is one FromStd request in progress. The loop owns the
@@ -297,8 +394,11 @@ func (cs *conn) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 		cs.stdCtx = context.WithValue(context.WithValue(context.Background(),
 			nethttp.ServerContextKey, cs.srv.stdSrv), nethttp.LocalAddrContextKey, c.LocalAddr())
 	}
+	if cs.raddr == "" {
+		cs.raddr = c.RemoteAddr().String()
+	}
 	ctx, cancel := context.WithCancel(cs.stdCtx)
-	sreq, err := stdRequest(ctx, req, c.RemoteAddr())
+	sreq, err := stdRequest(ctx, req, cs.raddr, &cs.ls.hdrScratch)
 	if err != nil {
 		cancel()
 		cs.ls.st.protoErrors.Add(1)
@@ -306,8 +406,13 @@ func (cs *conn) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 		return
 	}
 	x := &stdExchange{sh: sh, cs: cs, c: c, cancel: cancel, req: sreq}
-	x.vreq = Request{Method: []byte(sreq.Method), ProtoMajor: 1, ProtoMinor: req.ProtoMinor, Close: req.Close}
-	x.w = stdWriter{x: x, header: make(nethttp.Header), cl: -1}
+	_, mb := internMethod(req.Method)
+	x.vreq = Request{Method: mb, ProtoMajor: 1, ProtoMinor: req.ProtoMinor, Close: req.Close}
+	x.w = stdWriter{x: x, header: make(nethttp.Header), cl: -1, resp: cs.stdResp, buf: cs.stdBuf}
+	cs.stdResp, cs.stdBuf = nil, nil
+	if x.w.resp == nil {
+		x.w.resp = new(Response)
+	}
 	cs.std = x
 	cs.phase = phaseBusy
 	if w != nil {
@@ -333,7 +438,7 @@ func (cs *conn) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 		x.bodyDone = true
 	}
 	cs.ls.st.offloaded.Add(1)
-	if err := sh.spawn(x.run); err != nil {
+	if err := sh.spawn(x); err != nil {
 		cs.std = nil
 		cancel()
 		cs.fail(StatusServiceUnavailable)
@@ -469,6 +574,14 @@ func (x *stdExchange) done(mustClose bool) {
 	x.cancel()
 	if x.pipe != nil {
 		x.pipe.Close()
+	}
+	// The handler has returned (done is posted after it), so the writer's
+	// internal buffers are free for the connection's next request.
+	if cs.stdResp == nil {
+		cs.stdResp, x.w.resp = x.w.resp, nil
+	}
+	if cs.stdBuf == nil && cap(x.w.buf) <= 64<<10 {
+		cs.stdBuf, x.w.buf = x.w.buf[:0], nil
 	}
 	if cs.std != x {
 		return
@@ -631,14 +744,14 @@ func (p *bodyPipe) Close() error {
 type stdWriter struct {
 	x           *stdExchange
 	header      nethttp.Header
-	snapshot    nethttp.Header
+	noSniff     bool // Content-Type present (even empty) or nosniff
 	status      int
 	wroteHeader bool
 	buf         []byte
 	written     int64
-	cl          int64 // the handler's Content-Length, or -1
-	resp        Response
-	streaming   bool // the head went out: writes are sent as they come
+	cl          int64     // the handler's Content-Length, or -1
+	resp        *Response // the head, filled at WriteHeader
+	streaming   bool      // the head went out: writes are sent as they come
 	chunked     bool
 	mustClose   bool
 	err         error // the connection is gone, or hijacked
@@ -675,8 +788,19 @@ func (w *stdWriter) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
-	w.snapshot = w.header.Clone()
-	if v := w.snapshot.Get("Content-Length"); v != "" {
+	// The head is fixed now (later header changes have no effect, as in
+	// net/http): copy it into the serializer's own storage.
+	w.resp.Reset(nil)
+	w.resp.SetStatus(code)
+	h := w.resp.Header()
+	for k, vs := range w.header {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	_, hasCT := w.header["Content-Type"]
+	w.noSniff = hasCT || w.header.Get("X-Content-Type-Options") == "nosniff"
+	if v := w.header.Get("Content-Length"); v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
 			w.cl = n
 		}
@@ -770,19 +894,11 @@ func (w *stdWriter) Flush() {
 	_ = w.send(false)
 }
 
-// prepareHead fills resp from the header snapshot and decides the framing
-// of a streamed response.
+// prepareHead completes the head WriteHeader filled (a sniffed
+// Content-Type) and decides the framing of the response.
 func (w *stdWriter) prepareHead(final bool) int64 {
-	w.resp.Reset(nil)
-	w.resp.SetStatus(w.status)
-	h := w.resp.Header()
-	for k, vs := range w.snapshot {
-		for _, v := range vs {
-			h.Add(k, v)
-		}
-	}
-	if w.bodyAllowed() && !h.Has("Content-Type") && len(w.buf) > 0 && w.snapshot.Get("X-Content-Type-Options") != "nosniff" {
-		h.Set("Content-Type", nethttp.DetectContentType(w.buf))
+	if w.bodyAllowed() && !w.noSniff && len(w.buf) > 0 {
+		w.resp.Header().Set("Content-Type", nethttp.DetectContentType(w.buf))
 	}
 	switch {
 	case !w.bodyAllowed():
@@ -836,7 +952,7 @@ func (w *stdWriter) send(final bool) error {
 			return
 		}
 		if head {
-			x.writeHead(&w.resp, cl)
+			x.writeHead(w.resp, cl)
 			w.chunked = w.resp.Chunked()
 			w.mustClose = w.resp.ShouldClose()
 		}
@@ -920,7 +1036,7 @@ func (w *stdWriter) finish() {
 				x.done(true)
 				return
 			}
-			x.writeHead(&w.resp, cl)
+			x.writeHead(w.resp, cl)
 			if len(data) > 0 {
 				x.c.Write(data)
 			}

@@ -214,14 +214,15 @@ func (rw *inlineStdWriter) Write(p []byte) (int, error) {
 // building the header.
 func stdRequest(ctx context.Context, r *Request, raddr string, scratch *[]byte) (*nethttp.Request, error) {
 	method, _ := internMethod(r.Method)
+	h, strs := stdHeader(r.Headers, scratch, r.Target, r.Host)
 	// A value here and one copy in WithContext: the only Request on the heap
 	// is the one the handler gets.
 	sr := nethttp.Request{
 		Method:        method,
-		RequestURI:    string(r.Target),
+		RequestURI:    strs[0],
 		ProtoMajor:    1,
 		ProtoMinor:    r.ProtoMinor,
-		Header:        stdHeader(r.Headers, scratch),
+		Header:        h,
 		ContentLength: r.ContentLength,
 		Close:         r.Close,
 		Body:          nethttp.NoBody,
@@ -241,7 +242,7 @@ func stdRequest(ctx context.Context, r *Request, raddr string, scratch *[]byte) 
 	}
 	sr.Host = sr.URL.Host
 	if sr.Host == "" {
-		sr.Host = string(r.Host)
+		sr.Host = strs[1]
 	}
 	switch {
 	case r.Chunked:
@@ -258,11 +259,15 @@ func stdRequest(ctx context.Context, r *Request, raddr string, scratch *[]byte) 
 // net/http moves to Request.Host) with three allocations whatever the
 // number of fields: the map, one string holding every canonical name and
 // value, and one backing array for the value slices. Each slice is capped
-// at its length, so a handler appending to one gets a copy.
-func stdHeader(fields []HeaderField, scratch *[]byte) nethttp.Header {
+// at its length, so a handler appending to one gets a copy. The extra
+// byte slices are returned as strings from the same allocation.
+func stdHeader(fields []HeaderField, scratch *[]byte, extra ...[]byte) (nethttp.Header, [2]string) {
 	var arena []byte
 	if scratch != nil {
 		arena = (*scratch)[:0]
+	}
+	for _, e := range extra {
+		arena = append(arena, e...)
 	}
 	n := 0
 	for _, f := range fields {
@@ -275,16 +280,22 @@ func stdHeader(fields []HeaderField, scratch *[]byte) nethttp.Header {
 		canonicalizeKey(arena[start:])
 		arena = append(arena, f.Value...)
 	}
-	h := make(nethttp.Header, n)
-	if n == 0 {
-		return h
-	}
 	s := string(arena)
 	if scratch != nil && cap(arena) <= 64<<10 {
 		*scratch = arena[:0]
 	}
+	var strs [2]string
+	off := 0
+	for i, e := range extra[:min(len(extra), 2)] {
+		strs[i] = s[off : off+len(e)]
+		off += len(e)
+	}
+	h := make(nethttp.Header, n)
+	if n == 0 {
+		return h, strs
+	}
 	vals := make([]string, n)
-	i, off := 0, 0
+	i := 0
 	for _, f := range fields {
 		if equalFold(f.Name, "Host") {
 			continue
@@ -301,7 +312,7 @@ func stdHeader(fields []HeaderField, scratch *[]byte) nethttp.Header {
 		h[k] = vals[i : i+1 : i+1]
 		i++
 	}
-	return h
+	return h, strs
 }
 
 // canonicalizeKey rewrites a field name (a token, as the parser checked)

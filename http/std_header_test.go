@@ -31,7 +31,10 @@ func TestStdHeaderMatchesNetHTTP(t *testing.T) {
 				}
 			}
 			var scratch []byte
-			got := stdHeader(fields, &scratch)
+			got, strs := stdHeader(fields, &scratch, []byte("/target?q"), []byte("host:1"))
+			if strs != [2]string{"/target?q", "host:1"} {
+				t.Fatalf("extra strings %q", strs)
+			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("got %v, want %v", got, want)
 			}

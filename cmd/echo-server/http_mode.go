@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	nethttp "net/http"
 	"os"
 	"strconv"
 	"time"
@@ -20,6 +22,9 @@ type httpConfig struct {
 	backend       reactor.Backend
 	pin           bool
 	logger        *slog.Logger
+	// std serves the net/http handler stdHTTPHandler through FromStd
+	// instead of the fast handler.
+	std bool
 }
 
 // helloBody is what GET / answers.
@@ -58,17 +63,51 @@ func httpHandler(w *vhttp.ResponseWriter, r *vhttp.Request) {
 	}
 }
 
+// stdHTTPHandler is the net/http handler of -mode http-std: the same
+// answers as httpHandler (and as bench/peers/stdhttp for GET /), written
+// against net/http and served through FromStd, to measure the adapter.
+func stdHTTPHandler() nethttp.Handler {
+	hello := []byte(helloBody)
+	mux := nethttp.NewServeMux()
+	mux.HandleFunc("GET /", func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if r.URL.Path != "/" {
+			nethttp.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write(hello)
+	})
+	mux.HandleFunc("POST /echo", func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		h := w.Header()
+		h.Set("X-Method", r.Method)
+		h.Set("X-Path", r.URL.Path)
+		if ct := r.Header.Get("Content-Type"); ct != "" {
+			h.Set("Content-Type", ct)
+		}
+		io.Copy(w, r.Body)
+	})
+	return mux
+}
+
 // runHTTP serves HTTP mode until ctx is done (SIGINT or SIGTERM; main
 // installs the handling before the start line is printed).
 func runHTTP(ctx context.Context, cfg httpConfig) error {
-	s := vhttp.NewServer(vhttp.HandlerFunc(httpHandler),
+	var h vhttp.Handler = vhttp.HandlerFunc(httpHandler)
+	if cfg.std {
+		h = vhttp.FromStd(stdHTTPHandler())
+	}
+	s := vhttp.NewServer(h,
 		vhttp.WithLoops(cfg.loops), vhttp.WithBackend(cfg.backend), vhttp.WithLogger(cfg.logger),
 		vhttp.WithNetOptions(vnet.WithPin(cfg.pin)))
 	if err := s.Listen(cfg.network, cfg.addr); err != nil {
 		return err
 	}
-	fmt.Printf("echo-server: http on %s, backend %s, %d loops, pid %d\n",
-		s.Addr(), s.NetServer().Backend(), cfg.loops, os.Getpid())
+	kind := "http"
+	if cfg.std {
+		kind = "http (net/http handler via FromStd)"
+	}
+	fmt.Printf("echo-server: %s on %s, backend %s, %d loops, pid %d\n",
+		kind, s.Addr(), s.NetServer().Backend(), cfg.loops, os.Getpid())
 
 	<-ctx.Done()
 	fmt.Println("echo-server: shutting down")

@@ -50,7 +50,7 @@ func run(args []string) error {
 	backend := fs.String("backend", "auto", "I/O backend: auto, uring or epoll")
 	pin := fs.Bool("pin", false, "pin each loop to its own CPU")
 	verbose := fs.Bool("v", false, "log at debug level")
-	mode := fs.String("mode", "tcp", "tcp (echo) or http (GET / hello, POST /echo)")
+	mode := fs.String("mode", "tcp", "tcp (echo), http (GET / hello, POST /echo), or http-std (the same as a net/http handler through FromStd)")
 	work := fs.Int("work", 0, "CPU cost per echoed message: rounds of hashing over it")
 	offload := fs.Bool("offload", false, "with -work, hash on the work-stealing pool instead of the loop")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
@@ -81,11 +81,11 @@ func run(args []string) error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
-	if *mode == "http" {
-		return runHTTP(ctx, httpConfig{addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, logger: logger})
+	if *mode == "http" || *mode == "http-std" {
+		return runHTTP(ctx, httpConfig{addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, logger: logger, std: *mode == "http-std"})
 	}
 	if *mode != "tcp" {
-		return fmt.Errorf("-mode must be tcp or http, not %q", *mode)
+		return fmt.Errorf("-mode must be tcp, http or http-std, not %q", *mode)
 	}
 	var h vnet.Handler = &vnet.HandlerFuncs{Data: func(c *vnet.Conn) {
 		in, _ := c.Next(-1)

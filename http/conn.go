@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"log/slog"
 	nethttp "net/http"
 	"runtime/debug"
 	"time"
@@ -546,7 +547,11 @@ func (cs *conn) fail(status int) {
 // closes the connection.
 func (cs *conn) protoError(err error) {
 	cs.ls.st.protoErrors.Add(1)
-	cs.fail(ErrorStatus(err))
+	status := ErrorStatus(err)
+	if l := cs.srv.opts.logger; l.Enabled(context.Background(), slog.LevelDebug) {
+		l.Debug("http: rejected request", "status", status, "reason", err.Error(), "remote", cs.c.RemoteAddr())
+	}
+	cs.fail(status)
 }
 
 // linger closes the connection after its output: it half-closes, then

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	nethttp "net/http"
 	"strings"
 	"time"
@@ -55,4 +56,43 @@ func ExampleFromStd() {
 	resp.Body.Close()
 	fmt.Println(resp.Status, string(body))
 	// Output: 200 OK user 42
+}
+
+// ListenAndServe serves until its context ends (in a program, a
+// signal.NotifyContext for Ctrl-C), then shuts down gracefully: the
+// requests in progress finish first.
+func ExampleListenAndServe() {
+	ctx, stop := context.WithCancel(context.Background()) // signal.NotifyContext(ctx, os.Interrupt) in main
+	h := vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteString("Hello, World!")
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // find a free port for the example
+	if err != nil {
+		panic(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	served := make(chan error, 1)
+	go func() { served <- vhttp.ListenAndServe(ctx, "tcp", addr, h, vhttp.WithLoops(1)) }()
+	var resp *nethttp.Response
+	for range 100 { // until the server listens
+		if resp, err = nethttp.Get("http://" + addr + "/"); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		panic(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.Status, string(body))
+
+	stop() // Ctrl-C
+	fmt.Println("shut down:", <-served)
+	// Output:
+	// 200 OK Hello, World!
+	// shut down: <nil>
 }

@@ -9,7 +9,11 @@
 // loop with a [Request] view (body included) and a [ResponseWriter];
 // [Offloaded] (or [WithOffload]) moves a CPU-heavy handler to the
 // stealable pool, and [ResponseWriter.Hijack] hands the connection to a
-// TCP handler after the response (protocol upgrades). Keep-alive,
+// TCP handler after the response (protocol upgrades). A [Router] matches
+// Go 1.22 ServeMux patterns ("GET /users/{id}", "/files/{path...}") with
+// no allocation, answers 404 and 405 (with Allow) and serves HEAD from
+// GET routes; middleware is a func(Handler) Handler, composed with
+// [Chain]. Keep-alive,
 // pipelining, HTTP/1.0, HEAD, chunked bodies, 100-continue, a connection
 // limit and graceful [Server.Shutdown] are handled by the server.
 //

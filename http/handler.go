@@ -121,7 +121,8 @@ func (w *ResponseWriter) RemoteAddr() net.Addr {
 // the requests pipelined behind it wait, so responses stay in order.
 //
 // Offloaded may be used anywhere in a chain of handlers: the part of the
-// chain before it runs on the loop.
+// chain before it runs on the loop, and the status and fields it set are
+// the offloaded handler's to start from.
 func Offloaded(p *executor.Pool, h Handler) Handler { return &offloadHandler{p: p, h: h} }
 
 type offloadHandler struct {
@@ -162,7 +163,13 @@ func newOffloadJob(w *ResponseWriter, r *Request, o *offloadHandler) *offloadJob
 		j.req.Body = j.buf[len(w.head):]
 	}
 	j.req.Close = r.Close
+	j.req.params, j.req.nparams = r.params, r.nparams // spans of Path, parsed the same
 	j.w.reset(w.cs, &j.req, nil, j.body)
+	// What the chain before Offloaded set stays in the response.
+	j.w.resp.SetStatus(w.resp.status)
+	for _, f := range w.Header().Fields() {
+		j.w.Header().AddBytes(f.Name, f.Value)
+	}
 	j.w.off = true
 	j.w.raddr = w.cs.c.RemoteAddr()
 	return j

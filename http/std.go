@@ -427,6 +427,9 @@ func (cs *conn) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 	cs.std = x
 	cs.phase = phaseBusy
 	if w != nil {
+		for _, p := range req.params[:req.nparams] {
+			sreq.SetPathValue(p.name, string(req.PathValue(p.name)))
+		}
 		for _, f := range w.Header().Fields() {
 			x.w.header.Add(string(f.Name), string(f.Value))
 		}

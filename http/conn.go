@@ -58,9 +58,10 @@ type conn struct {
 	sent100   bool
 	eof       bool
 
-	std    *stdExchange    // the FromStd request in progress
-	stdCtx context.Context // base of FromStd request contexts, made once
-	raddr  string          // the peer's address as net/http shows it
+	std       *stdExchange       // the FromStd request in progress
+	offCancel context.CancelFunc // cancels the offloaded request's context
+	stdCtx    context.Context    // base of FromStd request contexts, made once
+	raddr     string             // the peer's address as net/http shows it
 	// The FromStd writer's head and body buffers, kept for the next
 	// request between exchanges.
 	stdResp *Response
@@ -579,12 +580,18 @@ func (cs *conn) onEOF() {
 		if cs.std != nil {
 			cs.std.peerGone()
 		}
+		if cs.offCancel != nil {
+			cs.offCancel()
+		}
 	default:
 		cs.c.Close()
 	}
 }
 
 func (cs *conn) onClose(err error) {
+	if cs.offCancel != nil {
+		cs.offCancel()
+	}
 	if cs.bodyHeld > 0 {
 		cs.srv.bodyBytes.Add(-cs.bodyHeld)
 		cs.bodyHeld = 0

@@ -13,7 +13,10 @@
 // Go 1.22 ServeMux patterns ("GET /users/{id}", "/files/{path...}") with
 // no allocation, answers 404 and 405 (with Allow) and serves HEAD from
 // GET routes; middleware is a func(Handler) Handler, composed with
-// [Chain]. Keep-alive,
+// [Chain]. [Request.QueryValue], [Request.FormValue] and [Request.Cookie]
+// read values without allocating ([AppendUnescaped] decodes them), and
+// an offloaded handler's [ResponseWriter.Context] ends when the client
+// leaves. Keep-alive,
 // pipelining, HTTP/1.0, HEAD, chunked bodies, 100-continue, a connection
 // limit and graceful [Server.Shutdown] are handled by the server.
 //

@@ -46,6 +46,19 @@ type ResponseWriter struct {
 	raddr    net.Addr
 	hijack   vnet.Handler // set by Hijack: who gets the connection next
 	std      *stdHandler  // a FromStd handler the chain called, to run next
+	ctx      context.Context
+}
+
+// Context returns the request's context. For a handler running off the
+// loop ([Offloaded], [WithOffload]) it is canceled when the client closes,
+// half-closes or resets the connection, so long work can stop early; for
+// an inline handler, which must not block anyway, it is
+// context.Background().
+func (w *ResponseWriter) Context() context.Context {
+	if w.ctx != nil {
+		return w.ctx
+	}
+	return context.Background()
 }
 
 func (w *ResponseWriter) reset(cs *conn, req *Request, head, body []byte) {
@@ -184,12 +197,13 @@ func (j *offloadJob) release() {
 	if cap(j.buf) > 64<<10 {
 		j.buf = nil
 	}
-	j.o, j.w.cs, j.w.raddr = nil, nil, nil
+	j.o, j.w.cs, j.w.raddr, j.w.ctx = nil, nil, nil, nil
 	jobPool.Put(j)
 }
 
 // run runs the handler on a pool worker.
-func (j *offloadJob) run(context.Context) (struct{}, error) {
+func (j *offloadJob) run(ctx context.Context) (struct{}, error) {
+	j.w.ctx = ctx
 	defer func() {
 		if r := recover(); r != nil {
 			j.w.panicked = true
@@ -205,16 +219,26 @@ func (j *offloadJob) run(context.Context) (struct{}, error) {
 }
 
 // offload hands job to the pool; its response is written back on the loop.
-// The connection's input is held meanwhile (vnet.Offload), so the next
-// request waits for this one.
+// The connection stays in phaseBusy meanwhile: input that arrives waits
+// in the connection (bounded by the reactor's read buffer cap), so the
+// next request waits for this one, while the client's FIN or reset is
+// still seen and cancels the request's context.
 func (cs *conn) offload(j *offloadJob) {
 	cs.ls.st.offloaded.Add(1)
-	vnet.Offload(context.Background(), cs.c, j.o.p, j.run, func(c *vnet.Conn, _ struct{}, err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cs.offCancel = cancel
+	c := cs.c
+	f := executor.Submit(j.o.p, ctx, j.run)
+	f.OnLoop(c.Loop(), func(_ struct{}, err error) {
 		defer j.release()
+		cancel()
+		cs.offCancel = nil
 		if c.Closed() {
 			return
 		}
 		switch {
+		case errors.Is(err, context.Canceled): // the client left before it ran
+			cs.linger()
 		case err != nil: // the pool refused the task
 			cs.fail(StatusServiceUnavailable)
 		case j.w.aborted:
@@ -224,7 +248,16 @@ func (cs *conn) offload(j *offloadJob) {
 			cs.fail(StatusInternalServerError)
 		default:
 			cs.writeResponse(&j.w.resp, &j.req)
-			cs.afterResponse(&j.w.resp)
+			if !cs.afterResponse(&j.w.resp) {
+				return
+			}
+			if cs.eof {
+				cs.linger() // the client half-closed: nothing more will come
+				return
+			}
+			// Present the input that waited (pipelined requests).
+			c.HoldData()
+			c.ReleaseData()
 		}
 	})
 }

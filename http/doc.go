@@ -8,7 +8,9 @@
 // [NewServer] takes a [Handler], which runs inline on the connection's
 // loop with a [Request] view (body included) and a [ResponseWriter];
 // [Offloaded] (or [WithOffload]) moves a CPU-heavy handler to the
-// stealable pool, and [ResponseWriter.Hijack] hands the connection to a
+// stealable pool, [OffloadedBlocking] a blocking one to a blocking pool
+// (an offloaded handler may stream its body with [ResponseWriter.Flush]),
+// and [ResponseWriter.Hijack] hands the connection to a
 // TCP handler after the response (protocol upgrades). A [Router] matches
 // Go 1.22 ServeMux patterns ("GET /users/{id}", "/files/{path...}") with
 // no allocation, answers 404 and 405 (with Allow) and serves HEAD from

@@ -47,6 +47,105 @@ type ResponseWriter struct {
 	hijack   vnet.Handler // set by Hijack: who gets the connection next
 	std      *stdHandler  // a FromStd handler the chain called, to run next
 	ctx      context.Context
+
+	// Streaming (Flush) by an offloaded handler.
+	req       *Request // the request answered, for the head
+	streamed  bool     // the head went out
+	chunked   bool
+	mustClose bool
+	serr      error // the connection is gone
+}
+
+// ErrNotOffloaded is returned by [ResponseWriter.Flush] in a handler
+// running inline on the loop, whose response can only leave when it
+// returns.
+var ErrNotOffloaded = errors.New("http: Flush is only available to offloaded handlers")
+
+// Flush sends the status, the fields and the body written so far now,
+// for an offloaded handler that produces its body bit by bit (progress,
+// server-sent events, a large export): the response streams from here on,
+// chunked for HTTP/1.1 (delimited by closing the connection for
+// HTTP/1.0), each later Flush sending what was written since, and the
+// handler's return ending it. Flush waits while the client is more than
+// 256 KiB behind, so a slow reader slows the handler instead of filling
+// memory; it fails once the connection is gone. An inline handler gets
+// [ErrNotOffloaded]: it must not block, so it cannot wait for the client.
+func (w *ResponseWriter) Flush() error {
+	if !w.off || w.cs == nil || w.req == nil {
+		return ErrNotOffloaded
+	}
+	if w.serr != nil {
+		return w.serr
+	}
+	cs, c := w.cs, w.cs.c
+	head := !w.streamed
+	body := w.resp.body
+	errc := make(chan error, 1)
+	err := c.Loop().Post(func() {
+		if c.Closed() {
+			errc <- net.ErrClosed
+			return
+		}
+		ls := cs.ls
+		if head {
+			if cs.srv.shutting.Load() {
+				w.req.Close = true
+			}
+			ls.scratch = w.resp.AppendHead(ls.scratch[:0], w.req, cs.date(), -1)
+			c.Write(ls.scratch)
+			w.chunked, w.mustClose = w.resp.Chunked(), w.resp.ShouldClose()
+		}
+		cs.writeChunk(w, body)
+		c.OnDrain(stdOutHigh, func() {
+			if c.Closed() {
+				errc <- net.ErrClosed
+				return
+			}
+			errc <- nil
+		})
+	})
+	if err == nil {
+		err = <-errc
+	}
+	w.streamed = true
+	w.resp.body = body[:0]
+	if err != nil {
+		w.serr = err
+	}
+	return err
+}
+
+// writeChunk writes body as the next part of w's streamed response (on
+// the loop).
+func (cs *conn) writeChunk(w *ResponseWriter, body []byte) {
+	c := cs.c
+	switch {
+	case len(body) == 0 || !w.resp.BodyAllowed():
+	case w.chunked:
+		ls := cs.ls
+		ls.scratch = AppendChunkHeader(ls.scratch[:0], len(body))
+		c.Write(ls.scratch)
+		c.Write(body)
+		c.WriteString("\r\n")
+	default:
+		c.Write(body)
+	}
+}
+
+// finishStreamed ends a response an offloaded handler streamed with Flush
+// (on the loop) and reports whether the next request may be served.
+func (cs *conn) finishStreamed(w *ResponseWriter) bool {
+	cs.writeChunk(w, w.resp.body)
+	if w.chunked && w.resp.BodyAllowed() {
+		cs.c.Write(AppendLastChunk(nil))
+	}
+	cs.ls.st.requests.Add(1)
+	if w.mustClose || !w.chunked && w.resp.BodyAllowed() {
+		cs.linger()
+		return false
+	}
+	cs.enterIdle()
+	return true
 }
 
 // Context returns the request's context. For a handler running off the
@@ -138,8 +237,17 @@ func (w *ResponseWriter) RemoteAddr() net.Addr {
 // the offloaded handler's to start from.
 func Offloaded(p *executor.Pool, h Handler) Handler { return &offloadHandler{p: p, h: h} }
 
+// OffloadedBlocking is [Offloaded] on the blocking pool b, for handlers
+// that block (files, a database driver, cgo, a lock): a blocked handler
+// holds one of b's goroutines, never a loop or a stealable worker. When b
+// is saturated the request is answered with 503 Service Unavailable.
+func OffloadedBlocking(b *executor.BlockingPool, h Handler) Handler {
+	return &offloadHandler{b: b, h: h}
+}
+
 type offloadHandler struct {
 	p *executor.Pool
+	b *executor.BlockingPool
 	h Handler
 }
 
@@ -184,6 +292,7 @@ func newOffloadJob(w *ResponseWriter, r *Request, o *offloadHandler) *offloadJob
 		j.w.Header().AddBytes(f.Name, f.Value)
 	}
 	j.w.off = true
+	j.w.req = &j.req
 	j.w.raddr = w.cs.c.RemoteAddr()
 	return j
 }
@@ -197,7 +306,8 @@ func (j *offloadJob) release() {
 	if cap(j.buf) > 64<<10 {
 		j.buf = nil
 	}
-	j.o, j.w.cs, j.w.raddr, j.w.ctx = nil, nil, nil, nil
+	j.o, j.w.cs, j.w.raddr, j.w.ctx, j.w.req = nil, nil, nil, nil, nil
+	j.w.streamed, j.w.chunked, j.w.mustClose, j.w.serr = false, false, false, nil
 	jobPool.Put(j)
 }
 
@@ -228,7 +338,12 @@ func (cs *conn) offload(j *offloadJob) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cs.offCancel = cancel
 	c := cs.c
-	f := executor.Submit(j.o.p, ctx, j.run)
+	var f *executor.Future[struct{}]
+	if j.o.b != nil {
+		f = executor.SubmitBlocking(j.o.b, ctx, j.run)
+	} else {
+		f = executor.Submit(j.o.p, ctx, j.run)
+	}
 	f.OnLoop(c.Loop(), func(_ struct{}, err error) {
 		defer j.release()
 		cancel()
@@ -243,13 +358,24 @@ func (cs *conn) offload(j *offloadJob) {
 			cs.fail(StatusServiceUnavailable)
 		case j.w.aborted:
 			cs.linger()
+		case j.w.panicked && j.w.streamed:
+			// Part of the response is out: closing is the only way to
+			// say it is incomplete.
+			cs.ls.st.panics.Add(1)
+			cs.linger()
 		case j.w.panicked:
 			cs.ls.st.panics.Add(1)
 			cs.fail(StatusInternalServerError)
 		default:
-			cs.writeResponse(&j.w.resp, &j.req)
-			if !cs.afterResponse(&j.w.resp) {
-				return
+			if j.w.streamed {
+				if !cs.finishStreamed(&j.w) {
+					return
+				}
+			} else {
+				cs.writeResponse(&j.w.resp, &j.req)
+				if !cs.afterResponse(&j.w.resp) {
+					return
+				}
 			}
 			if cs.eof {
 				cs.linger() // the client half-closed: nothing more will come

@@ -2,6 +2,8 @@ package http
 
 import (
 	"io"
+	nethttp "net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,5 +107,96 @@ func TestOffloadedContextCanceledOnDisconnect(t *testing.T) {
 		c.Close()
 		require.Error(t, <-canceled, "context not canceled when the client left")
 		require.Eventually(t, func() bool { return s.Stats().Conns == 0 }, 5*time.Second, 5*time.Millisecond)
+	})
+}
+
+// OffloadedBlocking runs blocking fast handlers side by side: eight of
+// them are inside at once although the stealable pool has two workers.
+func TestOffloadedBlockingRunsConcurrently(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		const n = 8
+		var inside atomic.Int64
+		release := make(chan struct{})
+		h := OffloadedBlocking(testBlockingPool(t, n), HandlerFunc(func(w *ResponseWriter, r *Request) {
+			inside.Add(1)
+			<-release // blocks, e.g. on a database
+			w.WriteString("done")
+		}))
+		s := startServer(t, b, h)
+		results := make(chan string, n)
+		for range n {
+			c, br := rawConn(t, s)
+			go func() {
+				io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+				resp, err := nethttp.ReadResponse(br, nil)
+				if err != nil {
+					results <- err.Error()
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				results <- string(body)
+			}()
+		}
+		require.Eventually(t, func() bool { return inside.Load() == n }, 5*time.Second, 5*time.Millisecond,
+			"%d of %d blocking handlers running at once", inside.Load(), n)
+		close(release)
+		for range n {
+			require.Equal(t, "done", <-results)
+		}
+	})
+}
+
+// An offloaded handler streams with Flush: the first part reaches the
+// client before the handler goes on, the response is chunked, and the
+// connection serves the next request. Inline, Flush is refused.
+func TestOffloadedFlushStreams(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		next := make(chan struct{})
+		flushErr := make(chan error, 1)
+		m := NewRouter()
+		m.Handle("GET /stream", Offloaded(testPool(t), HandlerFunc(func(w *ResponseWriter, r *Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteString("part1;")
+			if err := w.Flush(); err != nil {
+				t.Errorf("Flush: %v", err)
+				return
+			}
+			<-next
+			w.WriteString("part2;")
+			w.Flush()
+			w.WriteString("end")
+		})))
+		m.HandleFunc("GET /inline", func(w *ResponseWriter, r *Request) {
+			flushErr <- w.Flush()
+			w.WriteString("inline")
+		})
+		s := startServer(t, b, m)
+		c, br := rawConn(t, s)
+		io.WriteString(c, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := nethttp.ReadResponse(br, nil)
+		require.NoError(t, err)
+		require.Equal(t, []string{"chunked"}, resp.TransferEncoding)
+		require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+		first := make([]byte, len("part1;"))
+		_, err = io.ReadFull(resp.Body, first)
+		require.NoError(t, err)
+		require.Equal(t, "part1;", string(first))
+		close(next)
+		rest, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, "part2;end", string(rest))
+
+		io.WriteString(c, "GET /inline HTTP/1.1\r\nHost: x\r\n\r\n")
+		_, body := readResponse(t, br, "GET")
+		require.Equal(t, "inline", body)
+		require.ErrorIs(t, <-flushErr, ErrNotOffloaded)
+
+		// HEAD streams no body and no last chunk (next is closed by now).
+		io.WriteString(c, "HEAD /stream HTTP/1.1\r\nHost: x\r\n\r\nGET /inline HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, body = readResponse(t, br, "HEAD")
+		require.Equal(t, 200, resp.StatusCode)
+		require.Empty(t, body)
+		_, body = readResponse(t, br, "GET")
+		require.Equal(t, "inline", body)
 	})
 }

@@ -96,3 +96,44 @@ func ExampleListenAndServe() {
 	// 200 OK Hello, World!
 	// shut down: <nil>
 }
+
+// A Router matches Go 1.22 ServeMux patterns without allocating; its
+// middleware is plain function composition.
+func ExampleRouter() {
+	m := vhttp.NewRouter()
+	m.HandleFunc("GET /users/{id}", func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+		fmt.Fprintf(w, "user %s", r.PathValue("id"))
+	})
+	m.HandleFunc("GET /files/{path...}", func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+		fmt.Fprintf(w, "file %s", r.PathValue("path"))
+	})
+	logged := func(next vhttp.Handler) vhttp.Handler {
+		return vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+			w.Header().Set("X-Served-By", "veloq")
+			next.ServeHTTP(w, r)
+		})
+	}
+	s := vhttp.NewServer(vhttp.Chain(m, logged), vhttp.WithLoops(1))
+	if err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
+		panic(err)
+	}
+	defer s.Shutdown(context.Background())
+
+	for _, req := range []struct{ method, path string }{
+		{"GET", "/users/42"}, {"GET", "/files/a/b.txt"}, {"DELETE", "/users/42"}, {"GET", "/nope"},
+	} {
+		hreq, _ := nethttp.NewRequest(req.method, "http://"+s.Addr().String()+req.path, nil)
+		resp, err := nethttp.DefaultClient.Do(hreq)
+		if err != nil {
+			panic(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Printf("%s %s: %d %q allow=%q\n", req.method, req.path, resp.StatusCode, body, resp.Header.Get("Allow"))
+	}
+	// Output:
+	// GET /users/42: 200 "user 42" allow=""
+	// GET /files/a/b.txt: 200 "file a/b.txt" allow=""
+	// DELETE /users/42: 405 "" allow="GET, HEAD"
+	// GET /nope: 404 "" allow=""
+}

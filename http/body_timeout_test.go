@@ -172,3 +172,29 @@ func TestServerBufferedBodyBudget(t *testing.T) {
 		require.Equal(t, 200, resp.StatusCode)
 	})
 }
+
+// With Expect: 100-continue the client waits for the server: the body
+// timeout starts only when the FromStd handler asks for the body.
+func TestFromStdBodyTimeoutWaitsForContinue(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		read := make(chan struct{})
+		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			<-read // the handler takes its time before reading
+			body, err := io.ReadAll(r.Body)
+			fmt.Fprintf(w, "%s %v", body, err)
+		})
+		s := startServer(t, b, FromStd(h), WithReadBodyTimeout(200*time.Millisecond))
+		c, br := rawConn(t, s)
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+		require.Never(t, func() bool { return s.Stats().Timeouts > 0 }, time.Second, 20*time.Millisecond)
+		close(read)
+		line, err := br.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "HTTP/1.1 100 Continue\r\n", line)
+		br.ReadString('\n')
+		io.WriteString(c, "hello")
+		resp, body := readResponse(t, br, "POST")
+		require.Equal(t, 200, resp.StatusCode)
+		require.Equal(t, "hello <nil>", body)
+	})
+}

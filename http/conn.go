@@ -459,9 +459,20 @@ func (cs *conn) waitingForBody() bool {
 	case phaseBody:
 		return true
 	case phaseStdBody:
-		return cs.std != nil && !cs.std.readPaused
+		x := cs.std
+		return x != nil && !x.readPaused && (!x.expect100 || x.continued)
 	}
 	return false
+}
+
+// restartBodyClock starts the read-body timeout afresh: the server was
+// the one waiting (for a FromStd handler to read, or to ask for the body
+// of an Expect: 100-continue request) and now waits for the client.
+func (cs *conn) restartBodyClock() {
+	cs.bodyAt = cs.now()
+	if rbt := cs.srv.opts.readBodyTimeout; rbt > 0 && cs.phase == phaseStdBody {
+		cs.armAt(cs.bodyAt + int64(rbt))
+	}
 }
 
 // bodyTimeout ends a request whose body stopped arriving for longer than

@@ -389,6 +389,10 @@ type stdExchange struct {
 	// readPaused is set while the loop stopped reading because the
 	// handler did not keep up: the body timeout does not run meanwhile.
 	readPaused bool
+	// continued is set once the handler asked for the body of an
+	// Expect: 100-continue request: until then the client waits for us,
+	// and the body timeout does not run.
+	continued bool
 }
 
 // startStd begins a FromStd request whose head was just parsed (and
@@ -536,7 +540,7 @@ func (x *stdExchange) resumeRead() {
 	if cs := x.cs; cs.std == x {
 		if x.readPaused {
 			x.readPaused = false
-			cs.bodyAt = cs.now() // the wait for the client starts now
+			cs.restartBodyClock()
 		}
 		x.c.ResumeRead()
 	}
@@ -694,6 +698,10 @@ func (p *bodyPipe) Read(b []byte) (int, error) {
 			_ = x.c.Loop().Post(func() {
 				if x.cs.std == x && !x.headSent && !x.bodyDone && !x.c.Closed() {
 					x.c.Write(AppendContinue(nil))
+				}
+				if x.cs.std == x {
+					x.continued = true
+					x.cs.restartBodyClock()
 				}
 			})
 		}

@@ -51,15 +51,20 @@ const (
 //     calls Flush (net/http.Flusher) or writes more than 32 KiB;
 //   - Expect: 100-continue answered when the handler first reads the body;
 //   - a panic answered with 500 if nothing was sent, the connection closed
-//     either way (net/http.ErrAbortHandler is not logged).
+//     either way; panic(net/http.ErrAbortHandler) only closes it, unlogged;
+//   - net/http.Hijacker: the connection leaves the server as a net.Conn
+//     built on the reactor, with the bytes already read readable first
+//     (WebSocket libraries work unchanged);
+//   - what net/http.NewResponseController looks for: read and write
+//     deadlines, EnableFullDuplex and FlushError;
+//   - net/http.ServerContextKey (a *net/http.Server describing this server,
+//     whose RegisterOnShutdown functions run on Shutdown) and
+//     LocalAddrContextKey in the request context.
 //
 // Responses on a keep-alive connection go out in request order: the next
-// request is read when the previous response is complete. The writer also
-// implements net/http.Hijacker: the connection leaves the server as a
-// net.Conn built on the reactor, with the bytes already read readable first
-// and what net/http.NewResponseController looks for: read and write
-// deadlines, EnableFullDuplex and FlushError. The request context carries
-// net/http.ServerContextKey and LocalAddrContextKey.
+// request is read when the previous response is complete. A body that
+// stops arriving fails the handler's Body.Read with [ErrBodyReadTimeout]
+// after the read-body timeout ([WithReadBodyTimeout]).
 //
 // The options choose where the handler runs ([StdOnBlockingPool] bounds
 // the goroutines, [StdOnPool] runs CPU-bound handlers that never block on

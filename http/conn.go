@@ -1,6 +1,10 @@
 package http
 
 import (
+	"context"
+	"log/slog"
+	nethttp "net/http"
+	"runtime/debug"
 	"time"
 
 	vnet "github.com/veloq/veloq/net"
@@ -47,12 +51,21 @@ type conn struct {
 	// head is copied to head meanwhile and parsed again at the end.
 	head      []byte
 	body      []byte
+	bodyHeld  int64 // bytes of body capacity charged to srv.bodyBytes
+	bodyAt    int64 // loop clock when body bytes last arrived
 	remaining int64 // Content-Length bytes still to come
 	chunked   bool
 	sent100   bool
 	eof       bool
 
-	std *stdExchange // the FromStd request in progress
+	std       *stdExchange       // the FromStd request in progress
+	offCancel context.CancelFunc // cancels the offloaded request's context
+	stdCtx    context.Context    // base of FromStd request contexts, made once
+	raddr     string             // the peer's address as net/http shows it
+	// The FromStd writer's head and body buffers, kept for the next
+	// request between exchanges.
+	stdResp *Response
+	stdBuf  []byte
 }
 
 func (cs *conn) now() int64 { return cs.c.Loop().Now().UnixNano() }
@@ -96,6 +109,15 @@ func (cs *conn) onTimer() {
 	case phaseHead:
 		if o.readHeaderTimeout > 0 {
 			deadline = cs.phaseStart + int64(o.readHeaderTimeout)
+		}
+	case phaseBody, phaseStdBody:
+		if o.readBodyTimeout > 0 && cs.waitingForBody() {
+			deadline = cs.bodyAt + int64(o.readBodyTimeout)
+			if now >= deadline {
+				cs.ls.st.timeouts.Add(1)
+				cs.bodyTimeout()
+				return
+			}
 		}
 	case phaseDraining:
 		deadline = cs.phaseStart + int64(o.lingerTimeout)
@@ -178,7 +200,7 @@ func (cs *conn) serveLoop() {
 		}
 		if cs.srv.std != nil {
 			c.Discard(n)
-			cs.startStd(req)
+			cs.startStd(cs.srv.std, req, nil)
 			return
 		}
 		total := n
@@ -187,6 +209,9 @@ func (cs *conn) serveLoop() {
 			cs.dec.Reset()
 			cs.body = cs.body[:0]
 			k, done, err := cs.decode(buf[n:])
+			if err == errBodyBudget {
+				return // answered by appendBody
+			}
 			if err != nil {
 				cs.protoError(err)
 				return
@@ -201,7 +226,13 @@ func (cs *conn) serveLoop() {
 		case req.ContentLength > 0:
 			end := n + int(req.ContentLength) // bounded by MaxBodyBytes
 			if len(buf) < end {
-				cs.body = append(make([]byte, 0, req.ContentLength), buf[n:]...)
+				// The rest of the body is collected as it arrives; the
+				// buffer grows with it rather than reserving ContentLength
+				// for a client that may never send it.
+				cs.body = cs.body[:0]
+				if !cs.appendBody(buf[n:], req.ContentLength) {
+					return
+				}
 				cs.remaining = req.ContentLength - int64(len(buf)-n)
 				cs.enterBody(req, buf[:n])
 				c.Discard(len(buf))
@@ -222,6 +253,10 @@ func (cs *conn) enterBody(req *Request, head []byte) {
 	cs.head = append(cs.head[:0], head...)
 	cs.chunked = req.Chunked
 	cs.phase = phaseBody
+	cs.bodyAt = cs.now()
+	if rbt := cs.srv.opts.readBodyTimeout; rbt > 0 {
+		cs.armAt(cs.bodyAt + int64(rbt))
+	}
 	if req.Expect100 && !cs.sent100 {
 		cs.sent100 = true
 		cs.ls.scratch = AppendContinue(cs.ls.scratch[:0])
@@ -234,7 +269,9 @@ func (cs *conn) decode(in []byte) (consumed int, done bool, err error) {
 	for {
 		k, data, d, e := cs.dec.Next(in[consumed:])
 		consumed += k
-		cs.body = append(cs.body, data...)
+		if !cs.appendBody(data, 0) {
+			return consumed, false, errBodyBudget
+		}
 		switch {
 		case d:
 			return consumed, true, nil
@@ -251,8 +288,14 @@ func (cs *conn) decode(in []byte) (consumed int, done bool, err error) {
 func (cs *conn) readBody() bool {
 	c := cs.c
 	buf, _ := c.Peek(0)
+	if len(buf) > 0 {
+		cs.bodyAt = cs.now()
+	}
 	if cs.chunked {
 		k, done, err := cs.decode(buf)
+		if err == errBodyBudget {
+			return false // answered by appendBody
+		}
 		c.Discard(k)
 		if err != nil {
 			cs.protoError(err)
@@ -263,7 +306,9 @@ func (cs *conn) readBody() bool {
 		}
 	} else {
 		k := min(int64(len(buf)), cs.remaining)
-		cs.body = append(cs.body, buf[:k]...)
+		if !cs.appendBody(buf[:k], int64(len(cs.body))+cs.remaining) {
+			return false
+		}
 		c.Discard(int(k))
 		cs.remaining -= k
 		if cs.remaining > 0 {
@@ -299,9 +344,23 @@ func (cs *conn) serve(req *Request, head []byte, consume int) bool {
 		return false
 	}
 	if w.panicked {
+		w.std, w.hijack = nil, nil
 		cs.c.Discard(consume)
 		cs.endBody()
-		cs.fail(StatusInternalServerError)
+		if w.aborted {
+			cs.linger()
+		} else {
+			cs.fail(StatusInternalServerError)
+		}
+		return false
+	}
+	if sh := w.std; sh != nil {
+		// A FromStd handler below the root: it runs off the loop like
+		// the root one, on the request copied out of the input.
+		w.std = nil
+		cs.startStd(sh, req, w)
+		cs.c.Discard(consume)
+		cs.endBody()
 		return false
 	}
 	if h := w.hijack; h != nil {
@@ -347,16 +406,102 @@ func (cs *conn) recoverHandler(w *ResponseWriter) {
 	if r := recover(); r != nil {
 		w.panicked = true
 		w.job = nil
+		if r == nethttp.ErrAbortHandler {
+			// The handler's way to drop the connection: no 500, no log.
+			w.aborted = true
+			return
+		}
 		cs.ls.st.panics.Add(1)
-		cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", cs.c.RemoteAddr())
+		cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", cs.c.RemoteAddr(), "stack", string(debug.Stack()))
 	}
+}
+
+// appendBody adds data to the body being collected. The buffer grows
+// geometrically up to total (the whole body's length when known, else 0),
+// and the growth is charged to the server-wide budget for buffered bodies;
+// when that is spent the client gets 503 and appendBody reports false.
+func (cs *conn) appendBody(data []byte, total int64) bool {
+	need := len(cs.body) + len(data)
+	if need > cap(cs.body) {
+		newCap := max(2*cap(cs.body), need, bodyMinAlloc)
+		if total > 0 {
+			newCap = min(newCap, max(int(total), need))
+		}
+		if delta := int64(newCap) - cs.bodyHeld; delta > 0 {
+			srv := cs.srv
+			if srv.bodyBytes.Add(delta) > srv.opts.maxBufferedBody {
+				srv.bodyBytes.Add(-delta)
+				cs.ls.st.overBudget.Add(1)
+				cs.srv.opts.logger.Debug("http: buffered request bodies over budget", "remote", cs.c.RemoteAddr(), "budget", srv.opts.maxBufferedBody)
+				cs.endBody()
+				cs.fail(StatusServiceUnavailable)
+				return false
+			}
+			cs.bodyHeld += delta
+		}
+		nb := make([]byte, len(cs.body), newCap)
+		copy(nb, cs.body)
+		cs.body = nb
+	}
+	cs.body = append(cs.body, data...)
+	return true
+}
+
+// bodyMinAlloc is the first allocation for a body that did not arrive with
+// its head, and the largest body buffer a connection keeps between
+// requests.
+const bodyMinAlloc = 4 << 10
+
+// waitingForBody reports whether the connection waits for the client to
+// send more of a request body (and not for a FromStd handler to read it).
+func (cs *conn) waitingForBody() bool {
+	switch cs.phase {
+	case phaseBody:
+		return true
+	case phaseStdBody:
+		x := cs.std
+		return x != nil && !x.readPaused && (!x.expect100 || x.continued)
+	}
+	return false
+}
+
+// restartBodyClock starts the read-body timeout afresh: the server was
+// the one waiting (for a FromStd handler to read, or to ask for the body
+// of an Expect: 100-continue request) and now waits for the client.
+func (cs *conn) restartBodyClock() {
+	cs.bodyAt = cs.now()
+	if rbt := cs.srv.opts.readBodyTimeout; rbt > 0 && cs.phase == phaseStdBody {
+		cs.armAt(cs.bodyAt + int64(rbt))
+	}
+}
+
+// bodyTimeout ends a request whose body stopped arriving for longer than
+// the read-body timeout: a fast handler's request is answered with
+// 408 Request Timeout; a FromStd handler's body read fails with
+// ErrBodyReadTimeout, and the connection closes after its response.
+func (cs *conn) bodyTimeout() {
+	cs.srv.opts.logger.Debug("http: request body timeout", "remote", cs.c.RemoteAddr())
+	if cs.phase == phaseStdBody {
+		x := cs.std
+		cs.phase = phaseBusy
+		x.pipe.closeWrite(ErrBodyReadTimeout)
+		cs.timer.Reset(longPoll)
+		cs.timerAt = cs.now() + int64(longPoll)
+		return
+	}
+	cs.endBody()
+	cs.fail(StatusRequestTimeout)
 }
 
 // endBody forgets the body of the request just answered.
 func (cs *conn) endBody() {
 	cs.sent100 = false
 	cs.remaining = 0
-	if cap(cs.body) > 64<<10 {
+	if cs.bodyHeld > 0 {
+		cs.srv.bodyBytes.Add(-cs.bodyHeld)
+		cs.bodyHeld = 0
+	}
+	if cap(cs.body) > bodyMinAlloc {
 		cs.body = nil
 	} else {
 		cs.body = cs.body[:0]
@@ -414,7 +559,11 @@ func (cs *conn) fail(status int) {
 // closes the connection.
 func (cs *conn) protoError(err error) {
 	cs.ls.st.protoErrors.Add(1)
-	cs.fail(ErrorStatus(err))
+	status := ErrorStatus(err)
+	if l := cs.srv.opts.logger; l.Enabled(context.Background(), slog.LevelDebug) {
+		l.Debug("http: rejected request", "status", status, "reason", err.Error(), "remote", cs.c.RemoteAddr())
+	}
+	cs.fail(status)
 }
 
 // linger closes the connection after its output: it half-closes, then
@@ -442,12 +591,22 @@ func (cs *conn) onEOF() {
 		if cs.std != nil {
 			cs.std.peerGone()
 		}
+		if cs.offCancel != nil {
+			cs.offCancel()
+		}
 	default:
 		cs.c.Close()
 	}
 }
 
 func (cs *conn) onClose(err error) {
+	if cs.offCancel != nil {
+		cs.offCancel()
+	}
+	if cs.bodyHeld > 0 {
+		cs.srv.bodyBytes.Add(-cs.bodyHeld)
+		cs.bodyHeld = 0
+	}
 	if cs.std != nil {
 		cs.std.connClosed(err)
 		cs.std = nil

@@ -8,10 +8,43 @@
 // [NewServer] takes a [Handler], which runs inline on the connection's
 // loop with a [Request] view (body included) and a [ResponseWriter];
 // [Offloaded] (or [WithOffload]) moves a CPU-heavy handler to the
-// stealable pool, and [FromStd] serves any net/http handler there with
-// streamed bodies and net/http semantics. Keep-alive, pipelining,
-// HTTP/1.0, HEAD, chunked bodies, 100-continue, timeouts, a connection
+// stealable pool, [OffloadedBlocking] a blocking one to a blocking pool
+// (an offloaded handler may stream its body with [ResponseWriter.Flush]),
+// and [ResponseWriter.Hijack] hands the connection to a
+// TCP handler after the response (protocol upgrades). A [Router] matches
+// Go 1.22 ServeMux patterns ("GET /users/{id}", "/files/{path...}") with
+// no allocation, answers 404 and 405 (with Allow) and serves HEAD from
+// GET routes; middleware is a func(Handler) Handler, composed with
+// [Chain]. [Request.QueryValue], [Request.FormValue] and [Request.Cookie]
+// read values without allocating ([AppendUnescaped] decodes them), and
+// an offloaded handler's [ResponseWriter.Context] ends when the client
+// leaves. Keep-alive,
+// pipelining, HTTP/1.0, HEAD, chunked bodies, 100-continue, a connection
 // limit and graceful [Server.Shutdown] are handled by the server.
+//
+// [FromStd] serves any net/http handler with net/http semantics: streamed
+// request bodies, Flusher, Hijacker (gorilla/websocket, gobwas/ws and
+// coder/websocket work unchanged), NewResponseController deadlines and
+// the usual context values. Each request runs on a goroutine of its own by
+// default, so handlers that block cost a goroutine and cannot starve the
+// others; [StdOnBlockingPool] bounds those goroutines and [StdOnPool]
+// puts CPU-bound handlers on the stealable pool. A FromStd handler below a
+// fast middleware runs the same way.
+//
+// # Timeouts and memory
+//
+// Every wait on a client is bounded: the head (read-header timeout, 10s),
+// a request body that stops arriving (read-body timeout, 60s, restarted
+// by each arrival: 408, or ErrBodyReadTimeout from a FromStd Body.Read),
+// an idle keep-alive connection (60s) and, when set, a peer that stops
+// reading the response (write timeout). Bodies collected for fast
+// handlers grow as their bytes arrive, never by the announced length, and
+// all connections together hold at most [WithMaxBufferedBodyBytes]
+// (64 MiB; 503 past it); a FromStd body streams through at most 64 KiB
+// per connection, none while its handler waits on a stalled client.
+// [Limits] bound the head (16 KiB, 100 fields, an 8 KiB target) and
+// collected bodies (4 MiB); a streamed body has its own, optional limit
+// ([StdMaxBodyBytes]).
 //
 // The package name shadows net/http on purpose; import it as vhttp where
 // both are needed.

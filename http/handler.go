@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	nethttp "net/http"
+	"runtime/debug"
 	"sync"
 
 	"github.com/veloq/veloq/executor"
@@ -39,15 +41,129 @@ type ResponseWriter struct {
 	head     []byte // the raw request head, for Offloaded
 	job      *offloadJob
 	panicked bool
+	aborted  bool // the panic was net/http.ErrAbortHandler
 	off      bool // running on a pool worker
 	raddr    net.Addr
 	hijack   vnet.Handler // set by Hijack: who gets the connection next
+	std      *stdHandler  // a FromStd handler the chain called, to run next
+	ctx      context.Context
+
+	// Streaming (Flush) by an offloaded handler.
+	req       *Request // the request answered, for the head
+	streamed  bool     // the head went out
+	chunked   bool
+	mustClose bool
+	serr      error // the connection is gone
+}
+
+// ErrNotOffloaded is returned by [ResponseWriter.Flush] in a handler
+// running inline on the loop, whose response can only leave when it
+// returns.
+var ErrNotOffloaded = errors.New("http: Flush is only available to offloaded handlers")
+
+// Flush sends the status, the fields and the body written so far now,
+// for an offloaded handler that produces its body bit by bit (progress,
+// server-sent events, a large export): the response streams from here on,
+// chunked for HTTP/1.1 (delimited by closing the connection for
+// HTTP/1.0), each later Flush sending what was written since, and the
+// handler's return ending it. Flush waits while the client is more than
+// 256 KiB behind, so a slow reader slows the handler instead of filling
+// memory; it fails once the connection is gone. An inline handler gets
+// [ErrNotOffloaded]: it must not block, so it cannot wait for the client.
+func (w *ResponseWriter) Flush() error {
+	if !w.off || w.cs == nil || w.req == nil {
+		return ErrNotOffloaded
+	}
+	if w.serr != nil {
+		return w.serr
+	}
+	cs, c := w.cs, w.cs.c
+	head := !w.streamed
+	body := w.resp.body
+	errc := make(chan error, 1)
+	err := c.Loop().Post(func() {
+		if c.Closed() {
+			errc <- net.ErrClosed
+			return
+		}
+		ls := cs.ls
+		if head {
+			if cs.srv.shutting.Load() {
+				w.req.Close = true
+			}
+			ls.scratch = w.resp.AppendHead(ls.scratch[:0], w.req, cs.date(), -1)
+			c.Write(ls.scratch)
+			w.chunked, w.mustClose = w.resp.Chunked(), w.resp.ShouldClose()
+		}
+		cs.writeChunk(w, body)
+		c.OnDrain(stdOutHigh, func() {
+			if c.Closed() {
+				errc <- net.ErrClosed
+				return
+			}
+			errc <- nil
+		})
+	})
+	if err == nil {
+		err = <-errc
+	}
+	w.streamed = true
+	w.resp.body = body[:0]
+	if err != nil {
+		w.serr = err
+	}
+	return err
+}
+
+// writeChunk writes body as the next part of w's streamed response (on
+// the loop).
+func (cs *conn) writeChunk(w *ResponseWriter, body []byte) {
+	c := cs.c
+	switch {
+	case len(body) == 0 || !w.resp.BodyAllowed():
+	case w.chunked:
+		ls := cs.ls
+		ls.scratch = AppendChunkHeader(ls.scratch[:0], len(body))
+		c.Write(ls.scratch)
+		c.Write(body)
+		c.WriteString("\r\n")
+	default:
+		c.Write(body)
+	}
+}
+
+// finishStreamed ends a response an offloaded handler streamed with Flush
+// (on the loop) and reports whether the next request may be served.
+func (cs *conn) finishStreamed(w *ResponseWriter) bool {
+	cs.writeChunk(w, w.resp.body)
+	if w.chunked && w.resp.BodyAllowed() {
+		cs.c.Write(AppendLastChunk(nil))
+	}
+	cs.ls.st.requests.Add(1)
+	if w.mustClose || !w.chunked && w.resp.BodyAllowed() {
+		cs.linger()
+		return false
+	}
+	cs.enterIdle()
+	return true
+}
+
+// Context returns the request's context. For a handler running off the
+// loop ([Offloaded], [WithOffload]) it is canceled when the client closes,
+// half-closes or resets the connection, so long work can stop early; for
+// an inline handler, which must not block anyway, it is
+// context.Background().
+func (w *ResponseWriter) Context() context.Context {
+	if w.ctx != nil {
+		return w.ctx
+	}
+	return context.Background()
 }
 
 func (w *ResponseWriter) reset(cs *conn, req *Request, head, body []byte) {
 	w.resp.Reset(body)
 	w.cs, w.head = cs, head
-	w.job, w.panicked, w.hijack = nil, false, nil
+	w.job, w.panicked, w.aborted, w.hijack, w.std = nil, false, false, nil, nil
 }
 
 // Hijack takes the connection away from the HTTP server once the handler
@@ -117,11 +233,21 @@ func (w *ResponseWriter) RemoteAddr() net.Addr {
 // the requests pipelined behind it wait, so responses stay in order.
 //
 // Offloaded may be used anywhere in a chain of handlers: the part of the
-// chain before it runs on the loop.
+// chain before it runs on the loop, and the status and fields it set are
+// the offloaded handler's to start from.
 func Offloaded(p *executor.Pool, h Handler) Handler { return &offloadHandler{p: p, h: h} }
+
+// OffloadedBlocking is [Offloaded] on the blocking pool b, for handlers
+// that block (files, a database driver, cgo, a lock): a blocked handler
+// holds one of b's goroutines, never a loop or a stealable worker. When b
+// is saturated the request is answered with 503 Service Unavailable.
+func OffloadedBlocking(b *executor.BlockingPool, h Handler) Handler {
+	return &offloadHandler{b: b, h: h}
+}
 
 type offloadHandler struct {
 	p *executor.Pool
+	b *executor.BlockingPool
 	h Handler
 }
 
@@ -158,8 +284,15 @@ func newOffloadJob(w *ResponseWriter, r *Request, o *offloadHandler) *offloadJob
 		j.req.Body = j.buf[len(w.head):]
 	}
 	j.req.Close = r.Close
+	j.req.params, j.req.nparams = r.params, r.nparams // spans of Path, parsed the same
 	j.w.reset(w.cs, &j.req, nil, j.body)
+	// What the chain before Offloaded set stays in the response.
+	j.w.resp.SetStatus(w.resp.status)
+	for _, f := range w.Header().Fields() {
+		j.w.Header().AddBytes(f.Name, f.Value)
+	}
 	j.w.off = true
+	j.w.req = &j.req
 	j.w.raddr = w.cs.c.RemoteAddr()
 	return j
 }
@@ -173,16 +306,22 @@ func (j *offloadJob) release() {
 	if cap(j.buf) > 64<<10 {
 		j.buf = nil
 	}
-	j.o, j.w.cs, j.w.raddr = nil, nil, nil
+	j.o, j.w.cs, j.w.raddr, j.w.ctx, j.w.req = nil, nil, nil, nil, nil
+	j.w.streamed, j.w.chunked, j.w.mustClose, j.w.serr = false, false, false, nil
 	jobPool.Put(j)
 }
 
 // run runs the handler on a pool worker.
-func (j *offloadJob) run(context.Context) (struct{}, error) {
+func (j *offloadJob) run(ctx context.Context) (struct{}, error) {
+	j.w.ctx = ctx
 	defer func() {
 		if r := recover(); r != nil {
 			j.w.panicked = true
-			j.w.cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", j.w.raddr)
+			if r == nethttp.ErrAbortHandler {
+				j.w.aborted = true
+				return
+			}
+			j.w.cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", j.w.raddr, "stack", string(debug.Stack()))
 		}
 	}()
 	j.o.h.ServeHTTP(&j.w, &j.req)
@@ -190,24 +329,61 @@ func (j *offloadJob) run(context.Context) (struct{}, error) {
 }
 
 // offload hands job to the pool; its response is written back on the loop.
-// The connection's input is held meanwhile (vnet.Offload), so the next
-// request waits for this one.
+// The connection stays in phaseBusy meanwhile: input that arrives waits
+// in the connection (bounded by the reactor's read buffer cap), so the
+// next request waits for this one, while the client's FIN or reset is
+// still seen and cancels the request's context.
 func (cs *conn) offload(j *offloadJob) {
 	cs.ls.st.offloaded.Add(1)
-	vnet.Offload(j.o.p, context.Background(), cs.c, j.run, func(c *vnet.Conn, _ struct{}, err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cs.offCancel = cancel
+	c := cs.c
+	var f *executor.Future[struct{}]
+	if j.o.b != nil {
+		f = executor.SubmitBlocking(j.o.b, ctx, j.run)
+	} else {
+		f = executor.Submit(j.o.p, ctx, j.run)
+	}
+	f.OnLoop(c.Loop(), func(_ struct{}, err error) {
 		defer j.release()
+		cancel()
+		cs.offCancel = nil
 		if c.Closed() {
 			return
 		}
 		switch {
+		case errors.Is(err, context.Canceled): // the client left before it ran
+			cs.linger()
 		case err != nil: // the pool refused the task
 			cs.fail(StatusServiceUnavailable)
+		case j.w.aborted:
+			cs.linger()
+		case j.w.panicked && j.w.streamed:
+			// Part of the response is out: closing is the only way to
+			// say it is incomplete.
+			cs.ls.st.panics.Add(1)
+			cs.linger()
 		case j.w.panicked:
 			cs.ls.st.panics.Add(1)
 			cs.fail(StatusInternalServerError)
 		default:
-			cs.writeResponse(&j.w.resp, &j.req)
-			cs.afterResponse(&j.w.resp)
+			if j.w.streamed {
+				if !cs.finishStreamed(&j.w) {
+					return
+				}
+			} else {
+				cs.writeResponse(&j.w.resp, &j.req)
+				if !cs.afterResponse(&j.w.resp) {
+					return
+				}
+			}
+			if cs.eof {
+				cs.linger() // the client half-closed: nothing more will come
+				return
+			}
+			// Present the input that waited (pipelined requests).
+			c.HoldData()
+			c.ReleaseData()
 		}
 	})
 }

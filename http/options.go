@@ -13,6 +13,13 @@ import (
 const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
+	// DefaultReadBodyTimeout is the longest a request body may pause, as
+	// nginx's client_body_timeout.
+	DefaultReadBodyTimeout = 60 * time.Second
+	// DefaultMaxBufferedBodyBytes bounds the request bodies all the
+	// connections of a server hold while collecting them for fast
+	// handlers.
+	DefaultMaxBufferedBodyBytes = 64 << 20
 	// DefaultLingerTimeout bounds how long a connection closed after an
 	// error keeps draining the peer's input, so the error response is not
 	// destroyed by a reset.
@@ -22,6 +29,8 @@ const (
 type serverOptions struct {
 	limits            Limits
 	readHeaderTimeout time.Duration
+	readBodyTimeout   time.Duration
+	maxBufferedBody   int64
 	idleTimeout       time.Duration
 	writeTimeout      time.Duration
 	lingerTimeout     time.Duration
@@ -44,6 +53,28 @@ func WithLimits(l Limits) Option { return func(o *serverOptions) { o.limits = l 
 // disconnected. A negative d disables it.
 func WithReadHeaderTimeout(d time.Duration) Option {
 	return func(o *serverOptions) { o.readHeaderTimeout = d }
+}
+
+// WithReadBodyTimeout closes a request whose body stops arriving: when
+// the server waits for body bytes and none come for d (default 60s), a
+// fast handler's request is answered with 408 Request Timeout and a
+// FromStd handler's Body.Read fails with [ErrBodyReadTimeout]; either way
+// the connection closes. The clock restarts whenever bytes arrive, and
+// does not run while a FromStd handler is slow to read. A negative d
+// disables it.
+func WithReadBodyTimeout(d time.Duration) Option {
+	return func(o *serverOptions) { o.readBodyTimeout = d }
+}
+
+// WithMaxBufferedBodyBytes bounds the memory all connections together may
+// hold for request bodies being collected for fast handlers (default
+// 64 MiB). Each body buffer grows as its bytes arrive, never reserving the
+// announced Content-Length up front; a request that would take the total
+// past n is answered with 503 Service Unavailable and its connection
+// closed. FromStd bodies stream through a small per-connection pipe and
+// are not counted.
+func WithMaxBufferedBodyBytes(n int64) Option {
+	return func(o *serverOptions) { o.maxBufferedBody = n }
 }
 
 // WithIdleTimeout closes a keep-alive connection that has been waiting
@@ -91,6 +122,12 @@ func WithNetOptions(opts ...vnet.Option) Option {
 func (o *serverOptions) setDefaults() {
 	if o.readHeaderTimeout == 0 {
 		o.readHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if o.readBodyTimeout == 0 {
+		o.readBodyTimeout = DefaultReadBodyTimeout
+	}
+	if o.maxBufferedBody <= 0 {
+		o.maxBufferedBody = DefaultMaxBufferedBodyBytes
 	}
 	if o.idleTimeout == 0 {
 		o.idleTimeout = DefaultIdleTimeout

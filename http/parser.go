@@ -276,7 +276,8 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 				ve--
 			}
 			if p.spans == nil {
-				p.spans = make([]fieldSpan, 0, p.Limits.maxHeaders())
+				// Grown by append past this: most heads are short.
+				p.spans = make([]fieldSpan, 0, min(p.Limits.maxHeaders(), 32))
 			}
 			p.spans = append(p.spans, fieldSpan{int32(p.lineStart), int32(p.nameEnd), int32(vs), int32(ve)})
 			req.Headers = append(req.Headers, HeaderField{

@@ -385,13 +385,13 @@ var invalidCases = []invalidCase{
 	// limits
 	{name: "body too large", in: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4194305\r\n\r\n", status: 413},
 	{name: "body too large, custom", in: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\n", status: 413, limits: Limits{MaxBodyBytes: 10}},
-	{name: "target too long", in: "GET /" + strings.Repeat("a", 4096) + " HTTP/1.1\r\nHost: a\r\n\r\n", status: 414},
+	{name: "target too long", in: "GET /" + strings.Repeat("a", 8192) + " HTTP/1.1\r\nHost: a\r\n\r\n", status: 414},
 	{name: "target too long, custom", in: "GET /12345678 HTTP/1.1\r\nHost: a\r\n\r\n", status: 414, limits: Limits{MaxTargetBytes: 8}},
-	{name: "head too large", in: "GET / HTTP/1.1\r\nHost: a\r\nX-Big: " + strings.Repeat("b", 8192) + "\r\n\r\n", status: 431},
+	{name: "head too large", in: "GET / HTTP/1.1\r\nHost: a\r\nX-Big: " + strings.Repeat("b", 16384) + "\r\n\r\n", status: 431},
 	{name: "head too large, custom", in: "GET / HTTP/1.1\r\nHost: a\r\n\r\n", status: 431, limits: Limits{MaxHeaderBytes: 26}},
-	{name: "too many fields", in: "GET / HTTP/1.1\r\nHost: a\r\n" + strings.Repeat("X-A: b\r\n", 64) + "\r\n", status: 431},
+	{name: "too many fields", in: "GET / HTTP/1.1\r\nHost: a\r\n" + strings.Repeat("X-A: b\r\n", 100) + "\r\n", status: 431},
 	{name: "too many fields, custom", in: "GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\nX-A: c\r\n\r\n", status: 431, limits: Limits{MaxHeaders: 2}},
-	{name: "endless empty lines", in: strings.Repeat("\r\n", 5000), status: 431},
+	{name: "endless empty lines", in: strings.Repeat("\r\n", 9000), status: 431},
 }
 
 func TestParseInvalid(t *testing.T) {

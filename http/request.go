@@ -64,6 +64,10 @@ type Request struct {
 	// runs (Content-Length or decoded chunked); nil when there is none.
 	// The parser does not set it.
 	Body []byte
+
+	// Wildcard values set by a Router (see PathValue).
+	params  [maxPathParams]pathParam
+	nparams int
 }
 
 // Reset clears r, keeping the capacity of Headers.

@@ -3,7 +3,10 @@ package http
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	nethttp "net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -16,6 +19,16 @@ var ErrServerClosed = errors.New("http: server closed")
 // ErrWriteTimeout closes a connection whose peer stopped reading for longer
 // than the write timeout.
 var ErrWriteTimeout = errors.New("http: write timeout")
+
+// ErrBodyReadTimeout is the error a FromStd handler's Body.Read returns
+// when the client sent no body bytes for the read-body timeout (see
+// [WithReadBodyTimeout]). It matches os.ErrDeadlineExceeded, like a
+// net/http read timeout.
+var ErrBodyReadTimeout = fmt.Errorf("http: request body read timeout: %w", os.ErrDeadlineExceeded)
+
+// errBodyBudget stops collecting a body once the server-wide budget for
+// buffered bodies is spent; the client has been answered.
+var errBodyBudget = errors.New("http: buffered bodies over budget")
 
 // ErrHijackUnavailable is returned by ResponseWriter.Hijack when the
 // handler does not run on the connection's loop (an offloaded handler).
@@ -35,14 +48,21 @@ type Server struct {
 	h    Handler
 	std  *stdHandler // the root handler when it comes from FromStd
 	opts serverOptions
+	// limits are the connections' parser limits: opts.limits, with the
+	// FromStd body limit when the root handler streams bodies.
+	limits Limits
+	// stdSrv describes this server to net/http handlers, as the value of
+	// net/http.ServerContextKey; it serves nothing itself.
+	stdSrv *nethttp.Server
 
 	mu     sync.Mutex
 	ns     *vnet.Server
 	loops  []*loopState // by loop ID
 	closed bool
 
-	shutting atomic.Bool
-	active   atomic.Int64
+	shutting  atomic.Bool
+	active    atomic.Int64
+	bodyBytes atomic.Int64 // body buffer capacity held by all connections
 }
 
 // NewServer returns a server for h. It serves nothing until Listen.
@@ -62,6 +82,17 @@ func NewServer(h Handler, opts ...Option) *Server {
 	}
 	s.h = h
 	s.std, _ = h.(*stdHandler)
+	s.limits = s.opts.limits
+	s.stdSrv = &nethttp.Server{
+		ReadHeaderTimeout: max(s.opts.readHeaderTimeout, 0),
+		IdleTimeout:       max(s.opts.idleTimeout, 0),
+		WriteTimeout:      max(s.opts.writeTimeout, 0),
+		MaxHeaderBytes:    s.limits.MaxHeaderBytes,
+	}
+	if s.std != nil {
+		s.limits.MaxBodyBytes = s.std.bodyLimit()
+		s.stdSrv.Handler = s.std.h
+	}
 	return s
 }
 
@@ -75,6 +106,7 @@ func (s *Server) Listen(network, address string) error {
 		return ErrServerClosed
 	}
 	if s.ns == nil {
+		s.stdSrv.Addr = address
 		ns, err := vnet.NewServer(netHandler{s}, s.opts.net...)
 		if err != nil {
 			return err
@@ -133,6 +165,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	ns := s.ns
 	s.mu.Unlock()
 	s.shutting.Store(true)
+	// Runs the functions net/http handlers registered with
+	// RegisterOnShutdown; it has no listener or connection to wait for.
+	_ = s.stdSrv.Shutdown(ctx)
 	if ns == nil {
 		return nil
 	}
@@ -165,6 +200,10 @@ type Stats struct {
 	Panics      uint64 // handler panics
 	Timeouts    uint64 // connections closed by a timeout
 	Hijacked    uint64 // connections handed to another handler by Hijack
+	OverBudget  uint64 // requests refused (503) because buffered bodies were over budget
+	// BufferedBodyBytes is the body buffer capacity all connections hold
+	// now, bounded by WithMaxBufferedBodyBytes.
+	BufferedBodyBytes int64
 }
 
 // Stats returns the server's counters.
@@ -172,7 +211,7 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	loops := s.loops
 	s.mu.Unlock()
-	st := Stats{Conns: s.active.Load()}
+	st := Stats{Conns: s.active.Load(), BufferedBodyBytes: s.bodyBytes.Load()}
 	for _, ls := range loops {
 		st.Accepted += ls.st.accepted.Load()
 		st.Rejected += ls.st.rejected.Load()
@@ -182,6 +221,7 @@ func (s *Server) Stats() Stats {
 		st.Panics += ls.st.panics.Load()
 		st.Timeouts += ls.st.timeouts.Load()
 		st.Hijacked += ls.st.hijacked.Load()
+		st.OverBudget += ls.st.overBudget.Load()
 	}
 	return st
 }
@@ -191,6 +231,7 @@ func (s *Server) Stats() Stats {
 type loopStats struct {
 	accepted, rejected, requests, offloaded atomic.Uint64
 	protoErrors, panics, timeouts, hijacked atomic.Uint64
+	overBudget                              atomic.Uint64
 }
 
 // loopState is what the connections of one loop share. Only that loop
@@ -202,9 +243,11 @@ type loopState struct {
 	w       ResponseWriter
 	body    []byte // the inline writer's body buffer
 	scratch []byte // serialized heads
-	conns   connList
-	st      loopStats
-	_       [64]byte // keep the next loop's counters off this cache line
+	// hdrScratch builds FromStd request headers.
+	hdrScratch []byte
+	conns      connList
+	st         loopStats
+	_          [64]byte // keep the next loop's counters off this cache line
 }
 
 func newLoopState(s *Server) *loopState {
@@ -255,8 +298,8 @@ func (h netHandler) OnOpen(c *vnet.Conn) {
 	ls.st.accepted.Add(1)
 	n := s.active.Add(1)
 	cs := &conn{srv: s, ls: ls, c: c}
-	cs.parser.Limits = s.opts.limits
-	cs.dec.Limits = s.opts.limits
+	cs.parser.Limits = s.limits
+	cs.dec.Limits = s.limits
 	c.SetContext(cs)
 	ls.conns.add(cs)
 	cs.phaseStart = cs.now()

@@ -304,8 +304,8 @@ func TestServerProtocolErrors(t *testing.T) {
 			{"bad chunk", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
 			{"body too large", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n", 413},
 			{"chunked too large", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n", 413},
-			{"URI too long", "GET /" + strings.Repeat("a", 5000) + " HTTP/1.1\r\nHost: x\r\n\r\n", 414},
-			{"header too large", "GET / HTTP/1.1\r\nHost: x\r\nX: " + strings.Repeat("a", 9000) + "\r\n\r\n", 431},
+			{"URI too long", "GET /" + strings.Repeat("a", DefaultMaxTargetBytes) + " HTTP/1.1\r\nHost: x\r\n\r\n", 414},
+			{"header too large", "GET / HTTP/1.1\r\nHost: x\r\nX: " + strings.Repeat("a", DefaultMaxHeaderBytes) + "\r\n\r\n", 431},
 			{"unknown coding", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501},
 			{"HTTP/2.0", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505},
 		}
@@ -463,7 +463,7 @@ func TestServerShutdownFinishesInFlight(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 			io.WriteString(w, "finished")
 		})
-		s := NewServer(FromStd(h, testPool(t)), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+		s := NewServer(FromStd(h), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
 		if err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 			t.Fatal(err)
 		}

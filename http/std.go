@@ -5,11 +5,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	nethttp "net/http"
 	"net/url"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/veloq/veloq/executor"
 	vnet "github.com/veloq/veloq/net"
@@ -29,8 +34,10 @@ const (
 )
 
 // FromStd adapts a net/http handler. As the [Server]'s root handler it
-// runs each request on the stealable pool p (on a new goroutine when p is
-// nil) with net/http semantics:
+// runs each request off the loop, by default on a goroutine of its own, so
+// a handler that blocks (on its request body, a database, an upstream
+// call) costs a goroutine and never holds a loop or a pool worker. It gets
+// net/http semantics:
 //
 //   - a real *net/http.Request: method, URL, protocol, header, Host,
 //     RemoteAddr, ContentLength, TransferEncoding, and a Body that streams
@@ -44,33 +51,121 @@ const (
 //     calls Flush (net/http.Flusher) or writes more than 32 KiB;
 //   - Expect: 100-continue answered when the handler first reads the body;
 //   - a panic answered with 500 if nothing was sent, the connection closed
-//     either way (net/http.ErrAbortHandler is not logged).
+//     either way; panic(net/http.ErrAbortHandler) only closes it, unlogged;
+//   - net/http.Hijacker: the connection leaves the server as a net.Conn
+//     built on the reactor, with the bytes already read readable first
+//     (WebSocket libraries work unchanged);
+//   - what net/http.NewResponseController looks for: read and write
+//     deadlines, EnableFullDuplex and FlushError;
+//   - net/http.ServerContextKey (a *net/http.Server describing this server,
+//     whose RegisterOnShutdown functions run on Shutdown) and
+//     LocalAddrContextKey in the request context.
 //
 // Responses on a keep-alive connection go out in request order: the next
-// request is read when the previous response is complete. Hijacking is not
-// supported.
+// request is read when the previous response is complete. A body that
+// stops arriving fails the handler's Body.Read with [ErrBodyReadTimeout]
+// after the read-body timeout ([WithReadBodyTimeout]).
 //
-// Used below the root (e.g. inside another Handler), the handler runs
-// inline on the loop with the body already read, which blocks the loop
-// for as long as it runs.
-func FromStd(h nethttp.Handler, p *executor.Pool) Handler {
-	return &stdHandler{h: h, pool: p}
+// The options choose where the handler runs ([StdOnBlockingPool] bounds
+// the goroutines, [StdOnPool] runs CPU-bound handlers that never block on
+// the stealable pool) and bound the streamed body ([StdMaxBodyBytes]). A
+// nil option is ignored, so FromStd(h, nil) is the default.
+//
+// Below the root, called on the loop by a fast handler chain (e.g. a
+// middleware that wraps it), it runs off the loop all the same, once the
+// chain returns: the body has then been collected under the server's
+// [Limits], the fields the chain set on its ResponseWriter start the
+// response, and what the chain writes after calling it is dropped. Under
+// [Offloaded] it runs on that pool's worker with the response buffered
+// until it returns (Flush commits only the status and header).
+func FromStd(h nethttp.Handler, opts ...StdOption) Handler {
+	sh := &stdHandler{h: h}
+	for _, o := range opts {
+		if o != nil {
+			o(&sh.cfg)
+		}
+	}
+	return sh
+}
+
+// A StdOption configures a [FromStd] handler.
+type StdOption func(*stdConfig)
+
+type stdConfig struct {
+	pool     *executor.Pool
+	blocking *executor.BlockingPool
+	maxBody  int64 // <= 0: unlimited
+}
+
+// StdMaxBodyBytes bounds a FromStd handler's request body, which streams
+// to the handler through a small buffer rather than being collected: a
+// larger Content-Length, or a chunked body that grows past n, is answered
+// with 413 Content Too Large. n <= 0 means no limit, which is the default,
+// as in net/http (whose handlers bound bodies with http.MaxBytesReader).
+// The server's [Limits.MaxBodyBytes] does not apply to streamed bodies.
+func StdMaxBodyBytes(n int64) StdOption {
+	return func(c *stdConfig) { c.maxBody = n }
+}
+
+// bodyLimit is the MaxBodyBytes the parser and the chunked decoder apply
+// when this handler is the root.
+func (sh *stdHandler) bodyLimit() int64 {
+	if sh.cfg.maxBody > 0 {
+		return sh.cfg.maxBody
+	}
+	return math.MaxInt64
+}
+
+// StdOnPool runs the handler on the stealable pool p instead of on a
+// goroutine of its own. Only for CPU-bound handlers that never block: a
+// handler waiting on its request body, a lock or the network holds one of
+// p's few workers meanwhile, and a handful of slow clients can then stall
+// every request. A nil p means the default.
+func StdOnPool(p *executor.Pool) StdOption {
+	return func(c *stdConfig) { c.pool, c.blocking = p, nil }
+}
+
+// StdOnBlockingPool runs the handler on b, whose goroutines are bounded
+// and reused: blocking is fine there. When b is saturated (all its
+// goroutines busy and its queue full) the request is answered with
+// 503 Service Unavailable. A nil b means the default.
+func StdOnBlockingPool(b *executor.BlockingPool) StdOption {
+	return func(c *stdConfig) { c.blocking, c.pool = b, nil }
 }
 
 // stdHandler is the Handler FromStd returns. The server recognises it as
 // its root handler and drives it through stdExchange.
 type stdHandler struct {
-	h    nethttp.Handler
-	pool *executor.Pool
+	h   nethttp.Handler
+	cfg stdConfig
 }
 
-// ServeHTTP runs the handler inline; see FromStd.
-func (sh *stdHandler) ServeHTTP(w *ResponseWriter, r *Request) {
-	var raddr net.Addr
-	if w.cs != nil || w.raddr != nil {
-		raddr = w.RemoteAddr()
+// spawn starts x's handler where the configuration says.
+func (sh *stdHandler) spawn(x *stdExchange) error {
+	switch {
+	case sh.cfg.pool != nil:
+		return sh.cfg.pool.Spawn(x.run)
+	case sh.cfg.blocking != nil:
+		return sh.cfg.blocking.Submit(x.run)
 	}
-	sreq, err := stdRequest(context.Background(), r, raddr)
+	go x.run()
+	return nil
+}
+
+// ServeHTTP serves a request that reached sh through another handler.
+// On the loop, it arranges for the server to run sh as it runs a root
+// FromStd handler once the chain returns (see FromStd). Elsewhere (under
+// Offloaded, already off the loop) it runs h here with a buffered writer.
+func (sh *stdHandler) ServeHTTP(w *ResponseWriter, r *Request) {
+	if w.cs != nil && !w.off {
+		w.std = sh
+		return
+	}
+	var raddr string
+	if w.cs != nil || w.raddr != nil {
+		raddr = w.RemoteAddr().String()
+	}
+	sreq, err := stdRequest(context.Background(), r, raddr, nil)
 	if err != nil {
 		w.WriteHeader(StatusBadRequest)
 		return
@@ -83,13 +178,21 @@ func (sh *stdHandler) ServeHTTP(w *ResponseWriter, r *Request) {
 	rec.WriteHeader(StatusOK)
 }
 
-// inlineStdWriter is the net/http.ResponseWriter of an inline FromStd
-// handler: it writes through to a ResponseWriter.
+// inlineStdWriter is the net/http.ResponseWriter of a FromStd handler run
+// under Offloaded: it writes through to the offloaded ResponseWriter, which
+// buffers the whole response.
 type inlineStdWriter struct {
 	w      *ResponseWriter
 	header nethttp.Header
 	wrote  bool
 }
+
+var _ nethttp.Flusher = (*inlineStdWriter)(nil)
+
+// Flush implements net/http.Flusher. The response is buffered until the
+// handler returns, so there is nothing to send early: only the header is
+// committed.
+func (rw *inlineStdWriter) Flush() { rw.WriteHeader(StatusOK) }
 
 func (rw *inlineStdWriter) Header() nethttp.Header { return rw.header }
 
@@ -112,17 +215,23 @@ func (rw *inlineStdWriter) Write(p []byte) (int, error) {
 }
 
 // stdRequest builds a net/http request from a parsed head, like
-// net/http's server does.
-func stdRequest(ctx context.Context, r *Request, raddr net.Addr) (*nethttp.Request, error) {
-	sr := &nethttp.Request{
-		Method:        string(r.Method),
-		RequestURI:    string(r.Target),
+// net/http's server does. scratch, if not nil, is a reusable buffer for
+// building the header.
+func stdRequest(ctx context.Context, r *Request, raddr string, scratch *[]byte) (*nethttp.Request, error) {
+	method, _ := internMethod(r.Method)
+	h, strs := stdHeader(r.Headers, scratch, r.Target, r.Host)
+	// A value here and one copy in WithContext: the only Request on the heap
+	// is the one the handler gets.
+	sr := nethttp.Request{
+		Method:        method,
+		RequestURI:    strs[0],
 		ProtoMajor:    1,
 		ProtoMinor:    r.ProtoMinor,
-		Header:        make(nethttp.Header, len(r.Headers)),
+		Header:        h,
 		ContentLength: r.ContentLength,
 		Close:         r.Close,
 		Body:          nethttp.NoBody,
+		RemoteAddr:    raddr,
 	}
 	if r.ProtoMinor == 0 {
 		sr.Proto = "HTTP/1.0"
@@ -136,16 +245,9 @@ func stdRequest(ctx context.Context, r *Request, raddr net.Addr) (*nethttp.Reque
 	} else if sr.URL, err = url.ParseRequestURI(sr.RequestURI); err != nil {
 		return nil, err
 	}
-	for _, f := range r.Headers {
-		k := nethttp.CanonicalHeaderKey(string(f.Name))
-		if k == "Host" {
-			continue
-		}
-		sr.Header[k] = append(sr.Header[k], string(f.Value))
-	}
 	sr.Host = sr.URL.Host
 	if sr.Host == "" {
-		sr.Host = string(r.Host)
+		sr.Host = strs[1]
 	}
 	switch {
 	case r.Chunked:
@@ -155,10 +257,119 @@ func stdRequest(ctx context.Context, r *Request, raddr net.Addr) (*nethttp.Reque
 	case r.ContentLength < 0:
 		sr.ContentLength = 0
 	}
-	if raddr != nil {
-		sr.RemoteAddr = raddr.String()
-	}
 	return sr.WithContext(ctx), nil
+}
+
+// stdHeader builds a request's net/http.Header (without Host, which
+// net/http moves to Request.Host) with three allocations whatever the
+// number of fields: the map, one string holding every canonical name and
+// value, and one backing array for the value slices. Each slice is capped
+// at its length, so a handler appending to one gets a copy. The extra
+// byte slices are returned as strings from the same allocation.
+func stdHeader(fields []HeaderField, scratch *[]byte, extra ...[]byte) (nethttp.Header, [2]string) {
+	var arena []byte
+	if scratch != nil {
+		arena = (*scratch)[:0]
+	}
+	for _, e := range extra {
+		arena = append(arena, e...)
+	}
+	n := 0
+	for _, f := range fields {
+		if equalFold(f.Name, "Host") {
+			continue
+		}
+		n++
+		start := len(arena)
+		arena = append(arena, f.Name...)
+		canonicalizeKey(arena[start:])
+		arena = append(arena, f.Value...)
+	}
+	s := string(arena)
+	if scratch != nil && cap(arena) <= 64<<10 {
+		*scratch = arena[:0]
+	}
+	var strs [2]string
+	off := 0
+	for i, e := range extra[:min(len(extra), 2)] {
+		strs[i] = s[off : off+len(e)]
+		off += len(e)
+	}
+	h := make(nethttp.Header, n)
+	if n == 0 {
+		return h, strs
+	}
+	vals := make([]string, n)
+	i := 0
+	for _, f := range fields {
+		if equalFold(f.Name, "Host") {
+			continue
+		}
+		k := s[off : off+len(f.Name)]
+		off += len(f.Name)
+		v := s[off : off+len(f.Value)]
+		off += len(f.Value)
+		if prev, ok := h[k]; ok {
+			h[k] = append(prev, v)
+			continue
+		}
+		vals[i] = v
+		h[k] = vals[i : i+1 : i+1]
+		i++
+	}
+	return h, strs
+}
+
+// canonicalizeKey rewrites a field name (a token, as the parser checked)
+// in place to the form net/textproto.CanonicalMIMEHeaderKey gives it: the
+// first letter and each letter after a hyphen upper case, the others
+// lower case.
+func canonicalizeKey(k []byte) {
+	upper := true
+	for i, c := range k {
+		if upper && 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		} else if !upper && 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		k[i] = c
+		upper = c == '-'
+	}
+}
+
+// Methods as strings and byte slices, so that the common ones cost no
+// allocation per request.
+var (
+	methodGET     = []byte("GET")
+	methodHEAD    = []byte("HEAD")
+	methodPOST    = []byte("POST")
+	methodPUT     = []byte("PUT")
+	methodDELETE  = []byte("DELETE")
+	methodPATCH   = []byte("PATCH")
+	methodOPTIONS = []byte("OPTIONS")
+)
+
+// internMethod returns m as a string and as a byte slice that outlives
+// the input buffer, shared for the common methods.
+func internMethod(m []byte) (string, []byte) {
+	switch string(m) {
+	case "GET":
+		return "GET", methodGET
+	case "HEAD":
+		return "HEAD", methodHEAD
+	case "POST":
+		return "POST", methodPOST
+	case "PUT":
+		return "PUT", methodPUT
+	case "DELETE":
+		return "DELETE", methodDELETE
+	case "PATCH":
+		return "PATCH", methodPATCH
+	case "OPTIONS":
+		return "OPTIONS", methodOPTIONS
+	}
+	s := string(m)
+	return s, []byte(s)
 }
 
 // stdExchange is one FromStd request in progress. The loop owns the
@@ -180,15 +391,34 @@ type stdExchange struct {
 	bodyDone  bool
 	expect100 bool
 	headSent  bool
+	// readPaused is set while the loop stopped reading because the
+	// handler did not keep up: the body timeout does not run meanwhile.
+	readPaused bool
+	// continued is set once the handler asked for the body of an
+	// Expect: 100-continue request: until then the client waits for us,
+	// and the body timeout does not run.
+	continued bool
 }
 
 // startStd begins a FromStd request whose head was just parsed (and
 // consumed from the input).
-func (cs *conn) startStd(req *Request) {
-	sh := cs.srv.std
+//
+// With a non-nil w, sh is not the root: a fast handler chain called it on
+// the loop through w, the body was collected (req.Body), and the fields
+// the chain set on w are the response's first fields. The request's bytes
+// are copied, so the caller may consume them from the input at once.
+func (cs *conn) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 	c := cs.c
-	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), nethttp.LocalAddrContextKey, c.LocalAddr()))
-	sreq, err := stdRequest(ctx, req, c.RemoteAddr())
+	if cs.stdCtx == nil {
+		// What net/http puts in every request's context.
+		cs.stdCtx = context.WithValue(context.WithValue(context.Background(),
+			nethttp.ServerContextKey, cs.srv.stdSrv), nethttp.LocalAddrContextKey, c.LocalAddr())
+	}
+	if cs.raddr == "" {
+		cs.raddr = c.RemoteAddr().String()
+	}
+	ctx, cancel := context.WithCancel(cs.stdCtx)
+	sreq, err := stdRequest(ctx, req, cs.raddr, &cs.ls.hdrScratch)
 	if err != nil {
 		cancel()
 		cs.ls.st.protoErrors.Add(1)
@@ -196,11 +426,29 @@ func (cs *conn) startStd(req *Request) {
 		return
 	}
 	x := &stdExchange{sh: sh, cs: cs, c: c, cancel: cancel, req: sreq}
-	x.vreq = Request{Method: []byte(sreq.Method), ProtoMajor: 1, ProtoMinor: req.ProtoMinor, Close: req.Close}
-	x.w = stdWriter{x: x, header: make(nethttp.Header), cl: -1}
+	_, mb := internMethod(req.Method)
+	x.vreq = Request{Method: mb, ProtoMajor: 1, ProtoMinor: req.ProtoMinor, Close: req.Close}
+	x.w = stdWriter{x: x, header: make(nethttp.Header), cl: -1, resp: cs.stdResp, buf: cs.stdBuf}
+	cs.stdResp, cs.stdBuf = nil, nil
+	if x.w.resp == nil {
+		x.w.resp = new(Response)
+	}
 	cs.std = x
 	cs.phase = phaseBusy
-	if req.HasBody() {
+	if w != nil {
+		for _, p := range req.params[:req.nparams] {
+			sreq.SetPathValue(p.name, string(req.PathValue(p.name)))
+		}
+		for _, f := range w.Header().Fields() {
+			x.w.header.Add(string(f.Name), string(f.Value))
+		}
+		x.bodyDone = true
+		if len(req.Body) > 0 {
+			x.pipe = &bodyPipe{x: x, buf: bytes.Clone(req.Body), err: io.EOF}
+			x.pipe.cond.L = &x.pipe.mu
+			sreq.Body = x.pipe
+		}
+	} else if req.HasBody() {
 		x.pipe = &bodyPipe{x: x}
 		x.pipe.cond.L = &x.pipe.mu
 		sreq.Body = x.pipe
@@ -213,15 +461,17 @@ func (cs *conn) startStd(req *Request) {
 		x.bodyDone = true
 	}
 	cs.ls.st.offloaded.Add(1)
-	if sh.pool == nil {
-		go x.run()
-	} else if err := sh.pool.Spawn(x.run); err != nil {
+	if err := sh.spawn(x); err != nil {
 		cs.std = nil
 		cancel()
 		cs.fail(StatusServiceUnavailable)
 		return
 	}
 	if cs.phase == phaseStdBody {
+		cs.bodyAt = cs.now()
+		if rbt := cs.srv.opts.readBodyTimeout; rbt > 0 {
+			cs.armAt(cs.bodyAt + int64(rbt))
+		}
 		cs.feedStd()
 	}
 }
@@ -231,6 +481,9 @@ func (cs *conn) feedStd() {
 	x := cs.std
 	c := cs.c
 	buf, _ := c.Peek(0)
+	if len(buf) > 0 {
+		cs.bodyAt = cs.now()
+	}
 	full := false
 	if x.chunked {
 		off := 0
@@ -270,6 +523,7 @@ func (cs *conn) feedStd() {
 		return
 	}
 	if full {
+		x.readPaused = true
 		c.PauseRead() // a no-op if already paused
 	}
 }
@@ -288,7 +542,11 @@ func (x *stdExchange) protocolError(status int) {
 // connection's own read state says whether feedStd paused it: nothing else
 // pauses a FromStd connection, and ResumeRead is a no-op if not paused.
 func (x *stdExchange) resumeRead() {
-	if x.cs.std == x {
+	if cs := x.cs; cs.std == x {
+		if x.readPaused {
+			x.readPaused = false
+			cs.restartBodyClock()
+		}
 		x.c.ResumeRead()
 	}
 }
@@ -317,13 +575,18 @@ func (x *stdExchange) connClosed(err error) {
 func (x *stdExchange) run() {
 	defer func() {
 		if r := recover(); r != nil {
-			if r != nethttp.ErrAbortHandler {
-				x.cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", x.req.RemoteAddr, "uri", x.req.RequestURI)
+			abort := r == nethttp.ErrAbortHandler
+			if !abort {
+				x.cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", x.req.RemoteAddr, "uri", x.req.RequestURI, "stack", string(debug.Stack()))
 			}
-			x.w.panicked()
+			x.w.panicked(abort)
 		}
 	}()
 	x.sh.h.ServeHTTP(&x.w, x.req)
+	if x.w.hijacked {
+		x.cancel() // the connection is the handler's; the request is over
+		return
+	}
 	x.w.finish()
 }
 
@@ -334,6 +597,14 @@ func (x *stdExchange) done(mustClose bool) {
 	x.cancel()
 	if x.pipe != nil {
 		x.pipe.Close()
+	}
+	// The handler has returned (done is posted after it), so the writer's
+	// internal buffers are free for the connection's next request.
+	if cs.stdResp == nil {
+		cs.stdResp, x.w.resp = x.w.resp, nil
+	}
+	if cs.stdBuf == nil && cap(x.w.buf) <= 64<<10 {
+		cs.stdBuf, x.w.buf = x.w.buf[:0], nil
 	}
 	if cs.std != x {
 		return
@@ -367,6 +638,28 @@ type bodyPipe struct {
 	rclosed   bool
 	paused    bool // the loop stopped reading because of this pipe
 	readStart bool
+	deadline  time.Time   // set by SetReadDeadline; zero: none
+	dtimer    *time.Timer // wakes readers at the deadline
+}
+
+// setDeadline makes Reads that would wait past t fail with
+// os.ErrDeadlineExceeded; a zero t removes the deadline.
+func (p *bodyPipe) setDeadline(t time.Time) {
+	p.mu.Lock()
+	p.deadline = t
+	if p.dtimer != nil {
+		p.dtimer.Stop()
+		p.dtimer = nil
+	}
+	if !t.IsZero() {
+		p.dtimer = time.AfterFunc(time.Until(t), func() {
+			p.mu.Lock()
+			p.cond.Broadcast()
+			p.mu.Unlock()
+		})
+	}
+	p.mu.Unlock()
+	p.cond.Broadcast()
 }
 
 // write appends b (loop side) and reports whether the pipe is over its
@@ -411,10 +704,22 @@ func (p *bodyPipe) Read(b []byte) (int, error) {
 				if x.cs.std == x && !x.headSent && !x.bodyDone && !x.c.Closed() {
 					x.c.Write(AppendContinue(nil))
 				}
+				if x.cs.std == x {
+					x.continued = true
+					x.cs.restartBodyClock()
+				}
 			})
 		}
 	}
 	for len(p.buf)-p.r == 0 && p.err == nil && !p.rclosed {
+		if !p.deadline.IsZero() && !time.Now().Before(p.deadline) {
+			p.mu.Unlock()
+			return 0, os.ErrDeadlineExceeded
+		}
+		if cap(p.buf) > bodyMinAlloc {
+			// A handler waiting on a client that stalls holds no buffer.
+			p.buf, p.r = nil, 0
+		}
 		p.cond.Wait()
 	}
 	if p.rclosed {
@@ -445,6 +750,10 @@ func (p *bodyPipe) Read(b []byte) (int, error) {
 // Close implements io.Closer: the rest of the body is discarded.
 func (p *bodyPipe) Close() error {
 	p.mu.Lock()
+	if p.dtimer != nil {
+		p.dtimer.Stop()
+		p.dtimer = nil
+	}
 	p.rclosed = true
 	p.buf, p.r = nil, 0
 	resume := p.paused
@@ -462,34 +771,43 @@ func (p *bodyPipe) Close() error {
 type stdWriter struct {
 	x           *stdExchange
 	header      nethttp.Header
-	snapshot    nethttp.Header
+	noSniff     bool // Content-Type present (even empty) or nosniff
 	status      int
 	wroteHeader bool
 	buf         []byte
 	written     int64
-	cl          int64 // the handler's Content-Length, or -1
-	resp        Response
-	streaming   bool // the head went out: writes are sent as they come
+	cl          int64     // the handler's Content-Length, or -1
+	resp        *Response // the head, filled at WriteHeader
+	streaming   bool      // the head went out: writes are sent as they come
 	chunked     bool
 	mustClose   bool
-	err         error // the connection is gone
+	err         error // the connection is gone, or hijacked
+	hijacked    bool
+	wdeadline   atomic.Int64 // SetWriteDeadline, UnixNano; 0: none
 }
 
 var (
 	_ nethttp.ResponseWriter = (*stdWriter)(nil)
 	_ nethttp.Flusher        = (*stdWriter)(nil)
+	_ interface {
+		SetReadDeadline(time.Time) error
+		SetWriteDeadline(time.Time) error
+		EnableFullDuplex() error
+		FlushError() error
+	} = (*stdWriter)(nil)
 )
 
 // Header implements net/http.ResponseWriter.
 func (w *stdWriter) Header() nethttp.Header { return w.header }
 
 // WriteHeader implements net/http.ResponseWriter. Informational (1xx)
-// statuses are ignored.
+// statuses are ignored, except 101 Switching Protocols, which is final
+// (as in net/http) and is sent by Hijack or when the handler returns.
 func (w *stdWriter) WriteHeader(code int) {
 	if w.wroteHeader {
 		return
 	}
-	if code < 200 || code > 999 {
+	if (code < 200 || code > 999) && code != StatusSwitchingProtocols {
 		if code < 100 || code > 999 {
 			panic(fmt.Sprintf("invalid WriteHeader code %v", code))
 		}
@@ -497,8 +815,19 @@ func (w *stdWriter) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
-	w.snapshot = w.header.Clone()
-	if v := w.snapshot.Get("Content-Length"); v != "" {
+	// The head is fixed now (later header changes have no effect, as in
+	// net/http): copy it into the serializer's own storage.
+	w.resp.Reset(nil)
+	w.resp.SetStatus(code)
+	h := w.resp.Header()
+	for k, vs := range w.header {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	_, hasCT := w.header["Content-Type"]
+	w.noSniff = hasCT || w.header.Get("X-Content-Type-Options") == "nosniff"
+	if v := w.header.Get("Content-Length"); v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
 			w.cl = n
 		}
@@ -542,6 +871,44 @@ func (w *stdWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// SetReadDeadline bounds the wait for request body bytes, for
+// net/http.ResponseController: a Body.Read that would wait past t fails
+// with os.ErrDeadlineExceeded. A zero t removes the deadline.
+func (w *stdWriter) SetReadDeadline(t time.Time) error {
+	if p := w.x.pipe; p != nil {
+		p.setDeadline(t)
+	}
+	return nil
+}
+
+// SetWriteDeadline bounds the wait for the client to take streamed
+// response bytes, for net/http.ResponseController: a Write or Flush still
+// waiting at t fails with os.ErrDeadlineExceeded and the connection is
+// dropped, as a net/http write timeout breaks its connection. A zero t
+// removes the deadline.
+func (w *stdWriter) SetWriteDeadline(t time.Time) error {
+	if t.IsZero() {
+		w.wdeadline.Store(0)
+	} else {
+		w.wdeadline.Store(t.UnixNano())
+	}
+	return nil
+}
+
+// EnableFullDuplex lets the handler read the request body while it
+// writes the response, for net/http.ResponseController. The body pipe
+// always allows that, so there is nothing to switch on.
+func (w *stdWriter) EnableFullDuplex() error { return nil }
+
+// FlushError is Flush reporting the error, for
+// net/http.ResponseController.
+func (w *stdWriter) FlushError() error {
+	if !w.wroteHeader {
+		w.WriteHeader(StatusOK)
+	}
+	return w.send(false)
+}
+
 // WriteString writes s like Write.
 func (w *stdWriter) WriteString(s string) (int, error) { return w.Write([]byte(s)) }
 
@@ -554,19 +921,11 @@ func (w *stdWriter) Flush() {
 	_ = w.send(false)
 }
 
-// prepareHead fills resp from the header snapshot and decides the framing
-// of a streamed response.
+// prepareHead completes the head WriteHeader filled (a sniffed
+// Content-Type) and decides the framing of the response.
 func (w *stdWriter) prepareHead(final bool) int64 {
-	w.resp.Reset(nil)
-	w.resp.SetStatus(w.status)
-	h := w.resp.Header()
-	for k, vs := range w.snapshot {
-		for _, v := range vs {
-			h.Add(k, v)
-		}
-	}
-	if w.bodyAllowed() && !h.Has("Content-Type") && len(w.buf) > 0 && w.snapshot.Get("X-Content-Type-Options") != "nosniff" {
-		h.Set("Content-Type", nethttp.DetectContentType(w.buf))
+	if w.bodyAllowed() && !w.noSniff && len(w.buf) > 0 {
+		w.resp.Header().Set("Content-Type", nethttp.DetectContentType(w.buf))
 	}
 	switch {
 	case !w.bodyAllowed():
@@ -602,6 +961,16 @@ func (w *stdWriter) send(final bool) error {
 		return nil
 	}
 	x := w.x
+	var deadline <-chan time.Time
+	if dl := w.wdeadline.Load(); dl != 0 {
+		d := time.Until(time.Unix(0, dl))
+		if d <= 0 {
+			return w.writeExpired()
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		deadline = t.C
+	}
 	errc := make(chan error, 1)
 	err := x.c.Loop().Post(func() {
 		c := x.c
@@ -610,7 +979,7 @@ func (w *stdWriter) send(final bool) error {
 			return
 		}
 		if head {
-			x.writeHead(&w.resp, cl)
+			x.writeHead(w.resp, cl)
 			w.chunked = w.resp.Chunked()
 			w.mustClose = w.resp.ShouldClose()
 		}
@@ -634,13 +1003,31 @@ func (w *stdWriter) send(final bool) error {
 		})
 	})
 	if err == nil {
-		err = <-errc
+		select {
+		case err = <-errc:
+		case <-deadline:
+			return w.writeExpired()
+		}
 	}
 	w.buf = w.buf[:0]
 	if err != nil {
 		w.err = err
 	}
 	return err
+}
+
+// writeExpired breaks the connection when a write deadline passed: the
+// client has not taken what was sent, and the response cannot complete.
+func (w *stdWriter) writeExpired() error {
+	x := w.x
+	w.err = os.ErrDeadlineExceeded
+	w.buf = w.buf[:0]
+	_ = x.c.Loop().Post(func() {
+		if x.cs.std == x {
+			x.c.Abort(os.ErrDeadlineExceeded)
+		}
+	})
+	return w.err
 }
 
 // writeHead serializes the head on the loop, with the loop's date.
@@ -676,7 +1063,7 @@ func (w *stdWriter) finish() {
 				x.done(true)
 				return
 			}
-			x.writeHead(&w.resp, cl)
+			x.writeHead(w.resp, cl)
 			if len(data) > 0 {
 				x.c.Write(data)
 			}
@@ -712,12 +1099,13 @@ func (x *stdExchange) postDone(mustClose bool) {
 }
 
 // panicked answers a handler's panic: 500 if nothing was sent yet, then
-// the connection closes.
-func (w *stdWriter) panicked() {
+// the connection closes. A panic with net/http.ErrAbortHandler (abort)
+// only closes it, as net/http does.
+func (w *stdWriter) panicked(abort bool) {
 	x := w.x
 	sent := w.streaming
 	err := x.c.Loop().Post(func() {
-		if x.cs.std == x && !x.c.Closed() {
+		if x.cs.std == x && !x.c.Closed() && !abort {
 			x.cs.ls.st.panics.Add(1)
 			if !sent {
 				ls := x.cs.ls

@@ -50,9 +50,42 @@ func stdMux(t testing.TB) *nethttp.ServeMux {
 	return mux
 }
 
+// stdModes are the places a FromStd handler can run.
+func stdModes(t *testing.T) []struct {
+	name string
+	opt  StdOption
+} {
+	return []struct {
+		name string
+		opt  StdOption
+	}{
+		{"goroutine", nil},
+		{"blocking-pool", StdOnBlockingPool(testBlockingPool(t, 8))},
+		{"stealable-pool", StdOnPool(testPool(t))},
+	}
+}
+
+func testBlockingPool(t testing.TB, threads int) *executor.BlockingPool {
+	p := executor.NewBlockingPool(executor.WithMaxThreads(threads), executor.WithBlockingLogger(testLogger(t)))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		p.Shutdown(ctx)
+	})
+	return p
+}
+
 func TestFromStdRouter(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
-		s := startServer(t, b, FromStd(stdMux(t), testPool(t)))
+		for _, m := range stdModes(t) {
+			t.Run(m.name, func(t *testing.T) { testFromStdRouter(t, b, m.opt) })
+		}
+	})
+}
+
+func testFromStdRouter(t *testing.T, b reactor.Backend, opt StdOption) {
+	{
+		s := startServer(t, b, FromStd(stdMux(t), opt))
 		base := "http://" + s.Addr().String()
 		cl := newClient()
 		defer cl.CloseIdleConnections()
@@ -106,7 +139,7 @@ func TestFromStdRouter(t *testing.T) {
 				}
 			}
 		}
-	})
+	}
 }
 
 func TestFromStdFlushStreams(t *testing.T) {
@@ -118,7 +151,7 @@ func TestFromStdFlushStreams(t *testing.T) {
 			<-release
 			io.WriteString(w, "second")
 		})
-		s := startServer(t, b, FromStd(h, testPool(t)))
+		s := startServer(t, b, FromStd(h, nil))
 		c, br := rawConn(t, s)
 		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 		resp, err := nethttp.ReadResponse(br, nil)
@@ -147,7 +180,7 @@ func TestFromStdFlushStreams(t *testing.T) {
 
 func TestFromStdPipelinedInOrder(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
-		s := startServer(t, b, FromStd(stdMux(t), testPool(t)))
+		s := startServer(t, b, FromStd(stdMux(t), nil))
 		c, br := rawConn(t, s)
 		var req strings.Builder
 		for i := range 10 {
@@ -183,7 +216,7 @@ func TestFromStdContextCanceledOnDisconnect(t *testing.T) {
 			case <-time.After(5 * time.Second):
 			}
 		})
-		s := startServer(t, b, FromStd(h, testPool(t)))
+		s := startServer(t, b, FromStd(h, nil))
 		c, _ := rawConn(t, s)
 		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 		<-started
@@ -198,7 +231,7 @@ func TestFromStdContextCanceledOnDisconnect(t *testing.T) {
 
 func TestFromStdExpectContinue(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
-		s := startServer(t, b, FromStd(stdMux(t), testPool(t)))
+		s := startServer(t, b, FromStd(stdMux(t), nil))
 		c, br := rawConn(t, s)
 		io.WriteString(c, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
 		line, err := br.ReadString('\n')
@@ -217,7 +250,7 @@ func TestFromStdExpectContinue(t *testing.T) {
 
 func TestFromStdPanic(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
-		s := startServer(t, b, FromStd(stdMux(t), testPool(t)))
+		s := startServer(t, b, FromStd(stdMux(t), nil))
 		other, obr := rawConn(t, s)
 		io.WriteString(other, "GET /users/7 HTTP/1.1\r\nHost: x\r\n\r\n")
 		readResponse(t, obr, "GET")
@@ -238,7 +271,7 @@ func TestFromStdPanic(t *testing.T) {
 
 func TestFromStdHTTP10(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
-		s := startServer(t, b, FromStd(stdMux(t), testPool(t)))
+		s := startServer(t, b, FromStd(stdMux(t), nil))
 		c, br := rawConn(t, s)
 		io.WriteString(c, "GET /stream HTTP/1.0\r\n\r\n")
 		resp, err := nethttp.ReadResponse(bufio.NewReader(br), &nethttp.Request{Method: "GET"})

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	nethttp "net/http"
 	"os"
 	"strconv"
 	"time"
@@ -22,6 +24,9 @@ type httpConfig struct {
 	logger        *slog.Logger
 	ws            bool // -mode ws: upgrade requests become WebSocket echoes
 	wsCompress    bool // with ws, negotiate permessage-deflate
+	// std serves the net/http handler stdHTTPHandler through FromStd
+	// instead of the fast handler.
+	std bool
 }
 
 // helloBody is what GET / answers.
@@ -60,17 +65,47 @@ func httpHandler(w *vhttp.ResponseWriter, r *vhttp.Request) {
 	}
 }
 
+// stdHTTPHandler is the net/http handler of -mode http-std: the same
+// answers as httpHandler (and as bench/peers/stdhttp for GET /), written
+// against net/http and served through FromStd, to measure the adapter.
+func stdHTTPHandler() nethttp.Handler {
+	hello := []byte(helloBody)
+	mux := nethttp.NewServeMux()
+	mux.HandleFunc("GET /", func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if r.URL.Path != "/" {
+			nethttp.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write(hello)
+	})
+	mux.HandleFunc("POST /echo", func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		h := w.Header()
+		h.Set("X-Method", r.Method)
+		h.Set("X-Path", r.URL.Path)
+		if ct := r.Header.Get("Content-Type"); ct != "" {
+			h.Set("Content-Type", ct)
+		}
+		io.Copy(w, r.Body)
+	})
+	return mux
+}
+
 // runHTTP serves HTTP mode until ctx is done (SIGINT or SIGTERM; main
 // installs the handling before the start line is printed).
 func runHTTP(ctx context.Context, cfg httpConfig) error {
 	var h vhttp.Handler = vhttp.HandlerFunc(httpHandler)
 	desc := "http"
-	if cfg.ws {
+	switch {
+	case cfg.ws:
 		h = wsHandler(websocket.NewUpgrader(websocket.WithCompression(cfg.wsCompress, 0), websocket.WithLogger(cfg.logger)))
 		desc = "websocket echo (and http)"
 		if cfg.wsCompress {
 			desc = "websocket echo with permessage-deflate (and http)"
 		}
+	case cfg.std:
+		h = vhttp.FromStd(stdHTTPHandler())
+		desc = "http (net/http handler via FromStd)"
 	}
 	s := vhttp.NewServer(h,
 		vhttp.WithLoops(cfg.loops), vhttp.WithBackend(cfg.backend), vhttp.WithLogger(cfg.logger),

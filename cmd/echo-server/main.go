@@ -50,7 +50,7 @@ func run(args []string) error {
 	backend := fs.String("backend", "auto", "I/O backend: auto, uring or epoll")
 	pin := fs.Bool("pin", false, "pin each loop to its own CPU")
 	verbose := fs.Bool("v", false, "log at debug level")
-	mode := fs.String("mode", "tcp", "tcp (echo), http (GET / hello, POST /echo) or ws (WebSocket echo on any path, and http)")
+	mode := fs.String("mode", "tcp", "tcp (echo), http (GET / hello, POST /echo), http-std (the same as a net/http handler through FromStd) or ws (WebSocket echo on any path, and http)")
 	wsCompress := fs.Bool("ws-compress", false, "with -mode ws, negotiate permessage-deflate when clients offer it")
 	work := fs.Int("work", 0, "CPU cost per echoed message: rounds of hashing over it")
 	offload := fs.Bool("offload", false, "with -work, hash on the work-stealing pool instead of the loop")
@@ -82,12 +82,12 @@ func run(args []string) error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
-	if *mode == "http" || *mode == "ws" {
+	if *mode == "http" || *mode == "http-std" || *mode == "ws" {
 		return runHTTP(ctx, httpConfig{addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, logger: logger,
-			ws: *mode == "ws", wsCompress: *wsCompress})
+			std: *mode == "http-std", ws: *mode == "ws", wsCompress: *wsCompress})
 	}
 	if *mode != "tcp" {
-		return fmt.Errorf("-mode must be tcp, http or ws, not %q", *mode)
+		return fmt.Errorf("-mode must be tcp, http, http-std or ws, not %q", *mode)
 	}
 	var h vnet.Handler = &vnet.HandlerFuncs{Data: func(c *vnet.Conn) {
 		in, _ := c.Next(-1)

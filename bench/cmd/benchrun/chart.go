@@ -50,6 +50,7 @@ var serverColors = map[string]string{
 	"veloq-epoll":   "#60a5fa",
 	"veloq-inline":  "#1d4ed8",
 	"veloq-offload": "#7c3aed",
+	"veloq-fromstd": "#0891b2",
 	"stdlib":        "#6b7280",
 	"netpoll":       "#d97706",
 	"hertz":         "#dc2626",

@@ -62,6 +62,11 @@ var allServers = []Server{
 		What: "veloq `cmd/echo-server`, one loop, io_uring backend", Args: veloqArgs("uring", false)},
 	{Name: "veloq-epoll", Backend: "epoll", Modes: []string{modeEcho, modeHTTP},
 		What: "veloq `cmd/echo-server`, one loop, epoll backend", Args: veloqArgs("epoll", false)},
+	{Name: "veloq-fromstd", Backend: "uring", Modes: []string{modeHTTP},
+		What: "veloq `echo-server -mode http-std`: the stdlib peer's net/http handler through `FromStd`, one loop, io_uring",
+		Args: func(_ Scenario, addr, _ string) ([]string, error) {
+			return []string{"echo-server", "-addr", addr, "-loops", "1", "-backend", "uring", "-mode", "http-std"}, nil
+		}},
 	{Name: "stdlib", Modes: []string{modeEcho, modeHTTP, modeHeavy},
 		What: "Go standard library: goroutine per connection (`peers/stdecho`); `net/http` for HTTP (`peers/stdhttp`)",
 		Args: func(sc Scenario, addr, _ string) ([]string, error) {

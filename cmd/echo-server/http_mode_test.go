@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"io"
+	nethttp "net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	vhttp "github.com/veloq/veloq/http"
+	"github.com/veloq/veloq/internal/backendtest"
+	"github.com/veloq/veloq/reactor"
+)
+
+// -mode http-std answers like -mode http: the hello on GET /, the echo on
+// POST /echo, 404 elsewhere.
+func TestHTTPStdHandler(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+		s := vhttp.NewServer(vhttp.FromStd(stdHTTPHandler()), vhttp.WithBackend(b), vhttp.WithLoops(1))
+		require.NoError(t, s.Listen("tcp", "127.0.0.1:0"))
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			require.NoError(t, s.Shutdown(ctx))
+		}()
+		cl := &nethttp.Client{Timeout: 5 * time.Second}
+		defer cl.CloseIdleConnections()
+		base := "http://" + s.Addr().String()
+
+		resp, err := cl.Get(base + "/")
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, 200, resp.StatusCode)
+		require.Equal(t, helloBody, string(body))
+		require.Equal(t, "text/plain", resp.Header.Get("Content-Type"))
+
+		resp, err = cl.Post(base+"/echo", "application/x-test", strings.NewReader("payload"))
+		require.NoError(t, err)
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, "payload", string(body))
+		require.Equal(t, "POST", resp.Header.Get("X-Method"))
+		require.Equal(t, "application/x-test", resp.Header.Get("Content-Type"))
+
+		resp, err = cl.Get(base + "/nope")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, 404, resp.StatusCode)
+	})
+}

@@ -1,0 +1,146 @@
+package http
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	nethttp "net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/veloq/veloq/reactor"
+)
+
+// A net/http handler hijacks the connection through FromStd: the bytes
+// the client sent after the request are read first, the conn echoes a
+// large stream both ways (backpressure on both sides), deadlines work,
+// and the server forgets the connection.
+func TestFromStdHijack(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		handlerErr := make(chan error, 1)
+		deadlineErr := make(chan error, 1)
+		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			conn, brw, err := w.(nethttp.Hijacker).Hijack()
+			if err != nil {
+				handlerErr <- err
+				return
+			}
+			if _, err := w.Write([]byte("x")); !errors.Is(err, nethttp.ErrHijacked) {
+				handlerErr <- errors.New("Write after Hijack did not fail with ErrHijacked")
+				conn.Close()
+				return
+			}
+			go func() {
+				defer conn.Close()
+				brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: upper\r\nConnection: Upgrade\r\n\r\n")
+				brw.Flush()
+				// First a read deadline that passes with nothing to read.
+				line, err := brw.ReadString('\n')
+				if err != nil || line != "wait\n" {
+					handlerErr <- errors.New("first line: " + line)
+					return
+				}
+				conn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+				_, err = brw.ReadByte()
+				deadlineErr <- err
+				conn.SetReadDeadline(time.Time{})
+				// Then echo upper-cased until the client half-closes.
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := brw.Read(buf)
+					if n > 0 {
+						if _, werr := conn.Write(bytes.ToUpper(buf[:n])); werr != nil {
+							handlerErr <- werr
+							return
+						}
+					}
+					if err == io.EOF {
+						handlerErr <- nil
+						return
+					}
+					if err != nil {
+						handlerErr <- err
+						return
+					}
+				}
+			}()
+		})
+		s := startServer(t, b, FromStd(h))
+		c, err := net.Dial("tcp", s.Addr().String())
+		require.NoError(t, err)
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		// The first line arrives with the request: it must reach the
+		// hijacked connection, not the HTTP parser.
+		io.WriteString(c, "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: upper\r\nConnection: Upgrade\r\n\r\nwait\n")
+		br := bufio.NewReader(c)
+		resp, err := nethttp.ReadResponse(br, nil)
+		require.NoError(t, err)
+		require.Equal(t, 101, resp.StatusCode)
+		require.ErrorIs(t, <-deadlineErr, os.ErrDeadlineExceeded)
+		require.Eventually(t, func() bool { st := s.Stats(); return st.Hijacked == 1 && st.Conns == 0 }, 5*time.Second, 5*time.Millisecond)
+
+		const size = 4 << 20
+		payload := bytes.Repeat([]byte("abcdefghijklmnop"), size/16)
+		go func() {
+			c.Write(payload)
+			c.(*net.TCPConn).CloseWrite()
+		}()
+		got, err := io.ReadAll(br)
+		require.NoError(t, err)
+		require.Equal(t, len(payload), len(got))
+		require.True(t, bytes.Equal(bytes.ToUpper(payload), got))
+		require.NoError(t, <-handlerErr)
+	})
+}
+
+// Hijack after a head was written sends that head first; a second Hijack
+// fails with ErrHijacked. Shutdown still closes a hijacked connection
+// when its context ends.
+func TestFromStdHijackAfterHead(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		second := make(chan error, 1)
+		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			w.Header().Set("Upgrade", "raw")
+			w.Header().Set("Connection", "Upgrade")
+			w.WriteHeader(StatusSwitchingProtocols)
+			conn, _, err := w.(nethttp.Hijacker).Hijack()
+			if err != nil {
+				second <- err
+				return
+			}
+			_, _, err = w.(nethttp.Hijacker).Hijack()
+			second <- err
+			io.WriteString(conn, "raw bytes")
+			// conn is left open: the server's shutdown closes it.
+		})
+		s := NewServer(FromStd(h), WithBackend(b), WithLoops(1), WithLogger(testLogger(t)))
+		require.NoError(t, s.Listen("tcp", "127.0.0.1:0"))
+		c, br := rawConn(t, s)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := nethttp.ReadResponse(br, nil)
+		require.NoError(t, err)
+		require.Equal(t, 101, resp.StatusCode)
+		require.Equal(t, "raw", resp.Header.Get("Upgrade"))
+		require.ErrorIs(t, <-second, nethttp.ErrHijacked)
+		raw := make([]byte, len("raw bytes"))
+		_, err = io.ReadFull(br, raw)
+		require.NoError(t, err)
+		require.Equal(t, "raw bytes", string(raw))
+
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		s.Shutdown(ctx)
+		rest, err := io.ReadAll(br)
+		if err != nil && !strings.Contains(err.Error(), "reset") {
+			t.Fatalf("hijacked connection not closed by Shutdown: %v (read %q)", err, rest)
+		}
+	})
+}

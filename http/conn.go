@@ -40,7 +40,7 @@ type conn struct {
 	parser     Parser
 	dec        ChunkedDecoder
 	phase      phase
-	phaseStart int64 // loop clock (UnixNano) when the phase began
+	phaseStart int64 // loop clock (Loop.Clock) when the phase began
 
 	timer       *reactor.Timer
 	timerAt     int64
@@ -68,7 +68,8 @@ type conn struct {
 	stdBuf  []byte
 }
 
-func (cs *conn) now() int64 { return cs.c.Loop().Now().UnixNano() }
+// now is the loop clock in nanoseconds; deadlines are kept on it.
+func (cs *conn) now() int64 { return cs.c.Loop().Clock() }
 
 // date returns the Date header value for the loop's current time.
 func (cs *conn) date() []byte { return cs.ls.dates.Bytes(cs.c.Loop().Now()) }

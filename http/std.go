@@ -376,14 +376,14 @@ func internMethod(m []byte) (string, []byte) {
 // fields marked "loop"; the handler's goroutine owns the writer; they meet
 // in the body pipe and in closures posted to the loop.
 type stdExchange struct {
-	sh     *stdHandler
-	cs     *conn
-	c      *vnet.Conn
-	cancel context.CancelFunc
-	req    *nethttp.Request
-	vreq   Request // method, version and Close, for serializing the head
-	pipe   *bodyPipe
-	w      stdWriter
+	sh   *stdHandler
+	cs   *conn
+	c    *vnet.Conn
+	ctx  reqContext // the request's context, canceled by cancel
+	req  *nethttp.Request
+	vreq Request // method, version and Close, for serializing the head
+	pipe *bodyPipe
+	w    stdWriter
 
 	// loop
 	chunked   bool
@@ -417,15 +417,15 @@ func (cs *conn) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 	if cs.raddr == "" {
 		cs.raddr = c.RemoteAddr().String()
 	}
-	ctx, cancel := context.WithCancel(cs.stdCtx)
-	sreq, err := stdRequest(ctx, req, cs.raddr, &cs.ls.hdrScratch)
+	x := &stdExchange{sh: sh, cs: cs, c: c}
+	x.ctx.Context = cs.stdCtx
+	sreq, err := stdRequest(&x.ctx, req, cs.raddr, &cs.ls.hdrScratch)
 	if err != nil {
-		cancel()
 		cs.ls.st.protoErrors.Add(1)
 		cs.fail(StatusBadRequest)
 		return
 	}
-	x := &stdExchange{sh: sh, cs: cs, c: c, cancel: cancel, req: sreq}
+	x.req = sreq
 	_, mb := internMethod(req.Method)
 	x.vreq = Request{Method: mb, ProtoMajor: 1, ProtoMinor: req.ProtoMinor, Close: req.Close}
 	x.w = stdWriter{x: x, header: make(nethttp.Header), cl: -1, resp: cs.stdResp, buf: cs.stdBuf}
@@ -463,7 +463,7 @@ func (cs *conn) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 	cs.ls.st.offloaded.Add(1)
 	if err := sh.spawn(x); err != nil {
 		cs.std = nil
-		cancel()
+		x.cancel()
 		cs.fail(StatusServiceUnavailable)
 		return
 	}
@@ -475,6 +475,93 @@ func (cs *conn) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 		cs.feedStd()
 	}
 }
+
+// cancel ends the request's context.
+func (x *stdExchange) cancel() { x.ctx.cancel() }
+
+// reqContext is a FromStd request's context, part of its exchange so that
+// it costs no allocation of its own (context.WithCancel costs two). Values
+// and the absent deadline come from the connection's base context, which
+// is never canceled; Done's channel is made only if someone asks for it.
+// It implements AfterFunc, which the context package uses to propagate
+// cancellation to derived contexts without a goroutine each.
+type reqContext struct {
+	context.Context
+	mu     sync.Mutex
+	done   chan struct{}
+	err    error
+	afters map[*afterFn]struct{}
+}
+
+type afterFn struct{ f func() }
+
+// Done implements context.Context.
+func (c *reqContext) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+		if c.err != nil {
+			close(c.done)
+		}
+	}
+	return c.done
+}
+
+// Err implements context.Context.
+func (c *reqContext) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// AfterFunc arranges for f to run in its own goroutine once c is
+// canceled (at once if it is), like context.AfterFunc; stop unregisters f
+// and reports whether it did so before f was started.
+func (c *reqContext) AfterFunc(f func()) (stop func() bool) {
+	a := &afterFn{f: f}
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		go f()
+		return func() bool { return false }
+	}
+	if c.afters == nil {
+		c.afters = make(map[*afterFn]struct{})
+	}
+	c.afters[a] = struct{}{}
+	c.mu.Unlock()
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if _, ok := c.afters[a]; !ok {
+			return false
+		}
+		delete(c.afters, a)
+		return true
+	}
+}
+
+func (c *reqContext) cancel() {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = context.Canceled
+	if c.done != nil {
+		close(c.done)
+	}
+	afters := c.afters
+	c.afters = nil
+	c.mu.Unlock()
+	for a := range afters {
+		go a.f()
+	}
+}
+
+// String makes the context print as a request context.
+func (c *reqContext) String() string { return "veloq/http.FromStd request context" }
 
 // feedStd moves request body bytes from the input into the pipe.
 func (cs *conn) feedStd() {

@@ -129,3 +129,44 @@ func TestFromStdResponseControllerDeadlines(t *testing.T) {
 			"the write-deadline connection was not dropped")
 	})
 }
+
+// Contexts derived from a FromStd request's context, and functions
+// registered with context.AfterFunc, see the client leave; the context
+// is canceled when the handler returns, too.
+func TestFromStdDerivedContextsCanceled(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		started := make(chan struct{})
+		derived := make(chan error, 1)
+		after := make(chan struct{})
+		returnedc := make(chan context.Context, 1)
+		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			if r.URL.Path == "/quick" {
+				returnedc <- r.Context()
+				return
+			}
+			ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+			defer cancel()
+			context.AfterFunc(r.Context(), func() { close(after) })
+			close(started)
+			<-ctx.Done()
+			derived <- ctx.Err()
+		})
+		s := startServer(t, b, FromStd(h))
+		c, br := rawConn(t, s)
+		io.WriteString(c, "GET /quick HTTP/1.1\r\nHost: x\r\n\r\n")
+		readResponse(t, br, "GET")
+		returned := <-returnedc
+		require.Eventually(t, func() bool { return returned.Err() == context.Canceled }, 5*time.Second, 5*time.Millisecond,
+			"context not canceled after the handler returned")
+
+		io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+		<-started
+		c.Close()
+		require.ErrorIs(t, <-derived, context.Canceled)
+		select {
+		case <-after:
+		case <-time.After(5 * time.Second):
+			t.Fatal("AfterFunc not run")
+		}
+	})
+}

@@ -144,3 +144,62 @@ func TestFromStdHijackAfterHead(t *testing.T) {
 		}
 	})
 }
+
+// A hijacked connection's write deadline bounds a Write waiting on a
+// client that does not read, and CloseWrite half-closes it.
+func TestFromStdHijackWriteDeadlineAndCloseWrite(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		writeErr := make(chan error, 1)
+		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			conn, _, err := w.(nethttp.Hijacker).Hijack()
+			if err != nil {
+				writeErr <- err
+				return
+			}
+			defer conn.Close()
+			if r.URL.Path == "/half" {
+				io.WriteString(conn, "bye")
+				if err := conn.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
+					writeErr <- err
+					return
+				}
+				// Half-closed: reading still works.
+				got, err := io.ReadAll(conn)
+				if err == nil && string(got) != "after" {
+					err = errors.New("read after CloseWrite: " + string(got))
+				}
+				writeErr <- err
+				return
+			}
+			conn.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+			chunk := make([]byte, 64<<10)
+			for range 4096 { // far more than the socket buffers hold
+				if _, err := conn.Write(chunk); err != nil {
+					writeErr <- err
+					return
+				}
+			}
+			writeErr <- nil
+		})
+		s := startServer(t, b, FromStd(h))
+
+		c, _ := rawConn(t, s)
+		io.WriteString(c, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n") // then never read
+		select {
+		case err := <-writeErr:
+			require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		case <-time.After(10 * time.Second):
+			t.Fatal("write deadline never hit")
+		}
+		c.Close()
+
+		c, br := rawConn(t, s)
+		io.WriteString(c, "GET /half HTTP/1.1\r\nHost: x\r\n\r\n")
+		got, err := io.ReadAll(br) // EOF after the bytes while the server still reads
+		require.NoError(t, err)
+		require.Equal(t, "bye", string(got))
+		io.WriteString(c, "after")
+		c.(*net.TCPConn).CloseWrite()
+		require.NoError(t, <-writeErr)
+	})
+}

@@ -19,7 +19,7 @@ func ExampleServer() {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintf(w, "%s %s, %d body bytes", r.Method, r.Path, len(r.Body))
 	}), vhttp.WithLoops(1), vhttp.WithReadHeaderTimeout(5*time.Second))
-	if err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
+	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}
 	defer s.Shutdown(context.Background())
@@ -43,7 +43,7 @@ func ExampleFromStd() {
 		fmt.Fprintf(w, "user %s", r.PathValue("id"))
 	})
 	s := vhttp.NewServer(vhttp.FromStd(mux), vhttp.WithLoops(1))
-	if err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
+	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}
 	defer s.Shutdown(context.Background())
@@ -75,7 +75,7 @@ func ExampleListenAndServe() {
 	ln.Close()
 
 	served := make(chan error, 1)
-	go func() { served <- vhttp.ListenAndServe(ctx, "tcp", addr, h, vhttp.WithLoops(1)) }()
+	go func() { served <- vhttp.ListenAndServe(ctx, "tcp", addr, h, 5*time.Second, vhttp.WithLoops(1)) }()
 	var resp *nethttp.Response
 	for range 100 { // until the server listens
 		if resp, err = nethttp.Get("http://" + addr + "/"); err == nil {
@@ -114,7 +114,7 @@ func ExampleRouter() {
 		})
 	}
 	s := vhttp.NewServer(vhttp.Chain(m, logged), vhttp.WithLoops(1))
-	if err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
+	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}
 	defer s.Shutdown(context.Background())

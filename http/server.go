@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	vnet "github.com/veloq/veloq/net"
 )
@@ -97,19 +98,20 @@ func NewServer(h Handler, opts ...Option) *Server {
 }
 
 // Listen starts serving on network ("tcp", "tcp4", "tcp6" or "unix") and
-// address; it returns once connections are accepted. It may be called
-// more than once to serve several addresses.
-func (s *Server) Listen(network, address string) error {
+// address, and returns the address it listens on (with the port chosen,
+// for ":0") once connections are accepted, as net.Server.Listen does. It
+// may be called more than once to serve several addresses.
+func (s *Server) Listen(network, address string) (net.Addr, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return ErrServerClosed
+		return nil, ErrServerClosed
 	}
 	if s.ns == nil {
 		s.stdSrv.Addr = address
 		ns, err := vnet.NewServer(netHandler{s}, s.opts.net...)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		loops := ns.Loops()
 		s.loops = make([]*loopState, len(loops))
@@ -118,19 +120,22 @@ func (s *Server) Listen(network, address string) error {
 		}
 		s.ns = ns
 	}
-	_, err := s.ns.Listen(network, address)
-	return err
+	return s.ns.Listen(network, address)
 }
 
 // ListenAndServe serves h on address until ctx is done, then shuts the
-// server down, waiting for the requests in progress to finish.
-func ListenAndServe(ctx context.Context, network, address string, h Handler, opts ...Option) error {
+// server down gracefully, giving the requests in progress up to grace to
+// finish (as net.ListenAndServe does); past it the remaining connections
+// are cut and context.DeadlineExceeded is returned.
+func ListenAndServe(ctx context.Context, network, address string, h Handler, grace time.Duration, opts ...Option) error {
 	s := NewServer(h, opts...)
-	if err := s.Listen(network, address); err != nil {
+	if _, err := s.Listen(network, address); err != nil {
 		return err
 	}
 	<-ctx.Done()
-	return s.Shutdown(context.Background())
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	return s.Shutdown(sctx)
 }
 
 // Addr returns the first listening address, or nil.

@@ -70,7 +70,7 @@ func benchFastPath(b *testing.B, be reactor.Backend, depth int) {
 
 func benchServe(b *testing.B, be reactor.Backend, depth int, h Handler) {
 	s := NewServer(h, WithBackend(be), WithLoops(1), WithLogger(testLogger(b)))
-	if err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
+	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()

@@ -43,7 +43,7 @@ func startServer(t testing.TB, b reactor.Backend, h Handler, opts ...Option) *Se
 	t.Helper()
 	opts = append([]Option{WithBackend(b), WithLoops(2), WithLogger(testLogger(t))}, opts...)
 	s := NewServer(h, opts...)
-	if err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
+	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -464,7 +464,7 @@ func TestServerShutdownFinishesInFlight(t *testing.T) {
 			io.WriteString(w, "finished")
 		})
 		s := NewServer(FromStd(h), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
-		if err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
+		if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 			t.Fatal(err)
 		}
 		idle, ibr := rawConn(t, s) // an idle keep-alive connection is closed at once

@@ -57,7 +57,9 @@ func TestFromStdContextValues(t *testing.T) {
 			fmt.Fprintf(w, "%v %v", addr, srv.ReadHeaderTimeout)
 		})
 		s := NewServer(FromStd(h), WithBackend(b), WithLoops(1), WithLogger(testLogger(t)), WithReadHeaderTimeout(3*time.Second))
-		require.NoError(t, s.Listen("tcp", "127.0.0.1:0"))
+		if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
 		c, br := rawConn(t, s)
 		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 		_, body := readResponse(t, br, "GET")

@@ -122,7 +122,9 @@ func TestFromStdHijackAfterHead(t *testing.T) {
 			// conn is left open: the server's shutdown closes it.
 		})
 		s := NewServer(FromStd(h), WithBackend(b), WithLoops(1), WithLogger(testLogger(t)))
-		require.NoError(t, s.Listen("tcp", "127.0.0.1:0"))
+		if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
 		c, br := rawConn(t, s)
 		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 		resp, err := nethttp.ReadResponse(br, nil)

@@ -91,7 +91,9 @@ func TestWebSocketThroughFromStd(t *testing.T) {
 				mux.Handle("GET /ws", srv.h)
 				mux.HandleFunc("GET /plain", func(w nethttp.ResponseWriter, r *nethttp.Request) { fmt.Fprint(w, "plain") })
 				s := vhttp.NewServer(vhttp.FromStd(mux), vhttp.WithBackend(b), vhttp.WithLoops(2))
-				require.NoError(t, s.Listen("tcp", "127.0.0.1:0"))
+				if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
+					t.Fatal(err)
+				}
 				t.Cleanup(func() {
 					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 					defer cancel()

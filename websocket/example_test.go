@@ -30,7 +30,7 @@ func Example() {
 		}
 		w.WriteString("Hello, World!")
 	}), vhttp.WithLoops(1))
-	if err := srv.Listen("tcp", "127.0.0.1:0"); err != nil {
+	if _, err := srv.Listen("tcp", "127.0.0.1:0"); err != nil {
 		log.Fatal(err)
 	}
 	defer srv.Shutdown(context.Background())

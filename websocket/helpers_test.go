@@ -94,7 +94,9 @@ func startWS(t testing.TB, b reactor.Backend, h Handler, opts ...Option) (*vhttp
 		}
 		u.Upgrade(w, r, h)
 	}), vhttp.WithBackend(b), vhttp.WithLoops(2), vhttp.WithLogger(testLogger(t)))
-	require.NoError(t, srv.Listen("tcp", "127.0.0.1:0"))
+	if _, err := srv.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -107,7 +109,9 @@ func startWS(t testing.TB, b reactor.Backend, h Handler, opts ...Option) (*vhttp
 func vhttpServer(t testing.TB, b reactor.Backend, f vhttp.HandlerFunc) *vhttp.Server {
 	t.Helper()
 	srv := vhttp.NewServer(f, vhttp.WithBackend(b), vhttp.WithLoops(2), vhttp.WithLogger(testLogger(t)))
-	require.NoError(t, srv.Listen("tcp", "127.0.0.1:0"))
+	if _, err := srv.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -110,7 +110,7 @@ func runHTTP(ctx context.Context, cfg httpConfig) error {
 	s := vhttp.NewServer(h,
 		vhttp.WithLoops(cfg.loops), vhttp.WithBackend(cfg.backend), vhttp.WithLogger(cfg.logger),
 		vhttp.WithNetOptions(vnet.WithPin(cfg.pin)))
-	if err := s.Listen(cfg.network, cfg.addr); err != nil {
+	if _, err := s.Listen(cfg.network, cfg.addr); err != nil {
 		return err
 	}
 	fmt.Printf("echo-server: %s on %s, backend %s, %d loops, pid %d\n",

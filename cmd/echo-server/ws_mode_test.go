@@ -114,7 +114,9 @@ func checkWSMode(t *testing.T, addr string) {
 func TestWSModeHandler(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
 		s := vhttp.NewServer(wsHandler(websocket.NewUpgrader()), vhttp.WithBackend(b), vhttp.WithLoops(2))
-		require.NoError(t, s.Listen("tcp", "127.0.0.1:0"))
+		if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
 		defer func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

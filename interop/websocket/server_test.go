@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/internal/backendtest"
 	"github.com/veloq/veloq/reactor"
@@ -37,7 +35,9 @@ func start(t *testing.T, b reactor.Backend) (url, addr string) {
 	srv := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		u.Upgrade(w, r, echo)
 	}), vhttp.WithBackend(b), vhttp.WithLoops(2))
-	require.NoError(t, srv.Listen("tcp", "127.0.0.1:0"))
+	if _, err := srv.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -96,13 +96,7 @@ func (w *ResponseWriter) Flush() error {
 			w.chunked, w.mustClose = w.resp.Chunked(), w.resp.ShouldClose()
 		}
 		cs.writeChunk(w, body)
-		c.OnDrain(stdOutHigh, func() {
-			if c.Closed() {
-				errc <- net.ErrClosed
-				return
-			}
-			errc <- nil
-		})
+		signalDrained(c, errc)
 	})
 	if err == nil {
 		err = <-errc

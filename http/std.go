@@ -1081,13 +1081,7 @@ func (w *stdWriter) send(final bool) error {
 		default:
 			c.Write(data)
 		}
-		c.OnDrain(stdOutHigh, func() {
-			if c.Closed() {
-				errc <- net.ErrClosed
-				return
-			}
-			errc <- nil
-		})
+		signalDrained(c, errc)
 	})
 	if err == nil {
 		select {
@@ -1205,4 +1199,17 @@ func (w *stdWriter) panicked(abort bool) {
 	if err != nil {
 		x.cancel()
 	}
+}
+
+// signalDrained sends nil on errc once c's pending output is down to
+// stdOutHigh, or net.ErrClosed if c closes first: a streaming writer off
+// the loop waits on it before producing more.
+func signalDrained(c *vnet.Conn, errc chan<- error) {
+	c.OnDrain(stdOutHigh, func() {
+		if c.Closed() {
+			errc <- net.ErrClosed
+			return
+		}
+		errc <- nil
+	})
 }

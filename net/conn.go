@@ -237,7 +237,7 @@ func (c *Conn) write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	c.out.write(p)
+	c.out.write(c.loop, p)
 	c.loop.wrote(c)
 	return len(p), nil
 }
@@ -257,7 +257,7 @@ func (c *Conn) writev(bufs [][]byte) (int, error) {
 	n := 0
 	for _, b := range bufs {
 		n += len(b)
-		c.out.write(b)
+		c.out.write(c.loop, b)
 	}
 	if n > 0 {
 		c.loop.wrote(c)
@@ -276,7 +276,7 @@ func (c *Conn) WriteString(s string) (int, error) {
 	if len(s) == 0 {
 		return 0, nil
 	}
-	c.out.writeString(s)
+	c.out.writeString(c.loop, s)
 	c.loop.wrote(c)
 	return len(s), nil
 }

@@ -20,7 +20,6 @@ import (
 func (l *Loop) newConn(fd int, network string, h Handler) *Conn {
 	c := &Conn{loop: l, fd: fd, h: h, network: network, lastActive: l.now,
 		lowWater: l.cfg.WriteLowWater, highWater: l.cfg.WriteHighWater}
-	c.out.cache, c.out.recycle = l.cache, l.recycleHeld
 	if n := len(l.free); n > 0 {
 		c.slot = l.free[n-1]
 		l.free = l.free[:n-1]
@@ -347,7 +346,7 @@ func (l *Loop) wrote(c *Conn) {
 
 // onSent records that the kernel took n bytes of c's output.
 func (l *Loop) onSent(c *Conn, n int) {
-	c.out.ack(n)
+	c.out.ack(l, n)
 	c.lastActive = l.now
 	l.ctr.bytesOut += uint64(n)
 	l.afterWrite(c)
@@ -461,7 +460,7 @@ func (l *Loop) finalize(c *Conn) {
 	c.closeTimer.Stop()
 	c.dialTimer.Stop()
 	l.dropInput(c)
-	c.out.reset()
+	c.out.reset(l)
 	l.forget(c)
 	l.stats.closed.Add(1)
 	if c.connecting {

@@ -61,7 +61,7 @@ func (c *Conn) ForwardTo(dst *Conn, n int) (int, error) {
 		l.wrote(dst)
 		return n, nil
 	}
-	dst.out.write(c.view[:n])
+	dst.out.write(l, c.view[:n])
 	c.view = c.view[n:]
 	l.wrote(dst)
 	return n, nil

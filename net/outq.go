@@ -19,10 +19,6 @@ type outQueue struct {
 	head  int
 	bytes int // pending bytes over all segments
 	held  int // segments that are receive buffers (bid >= 0)
-	cache *bufpool.Cache
-	// recycle gives a held receive buffer back once its bytes are sent
-	// (or dropped).
-	recycle func(bid uint16)
 }
 
 // outSeg is one segment: b[off:] is still to be sent.
@@ -43,13 +39,18 @@ const (
 // len returns the pending bytes.
 func (q *outQueue) len() int { return q.bytes }
 
+// The methods that take or release memory are given the owning loop: its
+// buffer cache supplies and takes back the segments, and a sent receive
+// buffer goes back through it to the backend (Loop.recycleHeld). Every
+// connection of a loop shares them, so the queue does not keep them.
+
 // write appends a copy of p.
-func (q *outQueue) write(p []byte) { appendOut(q, p) }
+func (q *outQueue) write(l *Loop, p []byte) { appendOut(q, l.cache, p) }
 
 // writeString is write for a string, without converting it.
-func (q *outQueue) writeString(s string) { appendOut(q, s) }
+func (q *outQueue) writeString(l *Loop, s string) { appendOut(q, l.cache, s) }
 
-func appendOut[T string | []byte](q *outQueue, p T) {
+func appendOut[T string | []byte](q *outQueue, cache *bufpool.Cache, p T) {
 	q.bytes += len(p)
 	if n := len(q.segs); n > q.head {
 		t := &q.segs[n-1]
@@ -60,7 +61,7 @@ func appendOut[T string | []byte](q *outQueue, p T) {
 		}
 	}
 	for len(p) > 0 {
-		b := q.cache.Get(min(max(len(p), minSeg), maxSeg))[:0]
+		b := cache.Get(min(max(len(p), minSeg), maxSeg))[:0]
 		k := min(len(p), cap(b))
 		b = append(b, p[:k]...)
 		p = p[k:]
@@ -88,7 +89,7 @@ func (q *outQueue) peek() []byte {
 
 // ack consumes n sent bytes from the front, releasing the segments they
 // complete.
-func (q *outQueue) ack(n int) {
+func (q *outQueue) ack(l *Loop, n int) {
 	q.bytes -= n
 	for n > 0 {
 		s := &q.segs[q.head]
@@ -98,7 +99,7 @@ func (q *outQueue) ack(n int) {
 			return
 		}
 		n -= left
-		q.release(s)
+		q.release(l, s)
 		q.head++
 	}
 	// A fully sent tail segment with room is kept for the next writes
@@ -115,20 +116,20 @@ func (q *outQueue) ack(n int) {
 	}
 }
 
-func (q *outQueue) release(s *outSeg) {
+func (q *outQueue) release(l *Loop, s *outSeg) {
 	if s.bid >= 0 {
 		q.held--
-		q.recycle(uint16(s.bid))
+		l.recycleHeld(uint16(s.bid))
 	} else {
-		q.cache.Put(s.b)
+		l.cache.Put(s.b)
 	}
 	*s = outSeg{}
 }
 
 // reset drops everything pending. The kernel must hold none of it.
-func (q *outQueue) reset() {
+func (q *outQueue) reset(l *Loop) {
 	for i := q.head; i < len(q.segs); i++ {
-		q.release(&q.segs[i])
+		q.release(l, &q.segs[i])
 	}
 	q.segs = nil
 	q.head, q.bytes = 0, 0

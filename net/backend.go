@@ -66,8 +66,10 @@ type backend interface {
 // sink receives a backend's reports; the loop is the only implementation.
 // A report may re-enter the backend (a handler writes, closes, pauses).
 type sink interface {
-	// accepted: listener idx accepted fd, now the loop's.
-	accepted(idx uint32, fd int)
+	// accepted: listener idx accepted fd, now the loop's; peer is the
+	// address the accept reported, or nil where it reports none (an
+	// io_uring multishot accept).
+	accepted(idx uint32, fd int, peer unix.Sockaddr)
 	// acceptFailed: listener idx failed to accept. retry false means the
 	// error is transient and accepting goes on; true means the loop backs
 	// off and will call listen again, so the backend stops accepting.

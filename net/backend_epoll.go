@@ -264,7 +264,7 @@ func (b *epollBackend) accept(idx uint32) {
 		if !ln.added || ln.backOff {
 			return
 		}
-		fd, _, err := unix.Accept4(ln.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		fd, peer, err := unix.Accept4(ln.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 		if err != nil {
 			if err == unix.EAGAIN {
 				return
@@ -275,7 +275,7 @@ func (b *epollBackend) accept(idx uint32) {
 			}
 			continue
 		}
-		b.ev.accepted(idx, fd)
+		b.ev.accepted(idx, fd, peer)
 	}
 	b.retry = append(b.retry, eretry{idx, b.lns[idx].gen, retryAccept})
 }

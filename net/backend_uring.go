@@ -419,7 +419,7 @@ func (b *uringBackend) accepted(idx, gen uint32, cqe *uring.CQE) {
 		}
 		return
 	case res >= 0:
-		b.ev.accepted(idx, int(res))
+		b.ev.accepted(idx, int(res), nil)
 		ln = &b.lns[idx] // reports may grow the table
 	case -res != int32(unix.ECANCELED) && !ln.backOff:
 		backOff := b.ev.acceptFailed(idx, os.NewSyscallError("accept", cqe.Err()))

@@ -36,10 +36,17 @@ func (l *Loop) newConn(fd int, network string, h Handler) *Conn {
 // kernel still has them: the peer's is gone (ENOTCONN) once a reset
 // arrives, and OnClose, which runs after the fd is closed, must still
 // report both. The local address is the listener's unless that is a
-// wildcard, so most servers pay one getpeername per connection. The fields
-// never change afterwards, so the getters are safe from any goroutine.
-func (l *Loop) captureAddrs(c *Conn, listenAddr net.Addr) {
-	c.raddr, _ = sock.PeerAddr(c.fd)
+// wildcard, and the peer's comes from the accept where the backend had it
+// (epoll's accept4), so most servers pay at most one getpeername per
+// connection. The fields never change afterwards, so the getters are safe
+// from any goroutine.
+func (l *Loop) captureAddrs(c *Conn, peer unix.Sockaddr, listenAddr net.Addr) {
+	if peer != nil {
+		c.raddr = sock.ToNet(peer)
+	}
+	if c.raddr == nil {
+		c.raddr, _ = sock.PeerAddr(c.fd)
+	}
 	if a, ok := listenAddr.(*net.TCPAddr); ok && !a.IP.IsUnspecified() {
 		c.laddr = listenAddr
 	} else if c.network == "unix" {
@@ -64,7 +71,7 @@ func (l *Loop) configure(c *Conn) {
 // register adopts an accepted fd: table slot, socket options, reading,
 // idle timer, OnOpen. counted says the connection was already added to
 // NumConns at handoff.
-func (l *Loop) register(fd int, ln *listener, counted bool) {
+func (l *Loop) register(fd int, peer unix.Sockaddr, ln *listener, counted bool) {
 	if counted {
 		l.nconn.Add(-1) // newConn counts it again
 	}
@@ -74,7 +81,7 @@ func (l *Loop) register(fd int, ln *listener, counted bool) {
 	}
 	c := l.newConn(fd, ln.network, ln.h)
 	l.stats.accepted.Add(1)
-	l.captureAddrs(c, ln.addr)
+	l.captureAddrs(c, peer, ln.addr)
 	l.configure(c)
 	if err := l.be.open(c.slot, fd, &c.out, nil); err != nil {
 		l.log.Warn("veloq: registering connection", "err", err)

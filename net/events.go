@@ -1,5 +1,7 @@
 package net
 
+import "golang.org/x/sys/unix"
+
 // The loop's implementation of sink: each report of the backend, mapped
 // from a slot to its connection (or listener) and handed to the code that
 // owns the state it changes. Nothing here reaches back into the backend
@@ -15,9 +17,9 @@ func (l *Loop) tick() {
 	l.reports++
 }
 
-func (l *Loop) accepted(idx uint32, fd int) {
+func (l *Loop) accepted(idx uint32, fd int, peer unix.Sockaddr) {
 	l.tick()
-	l.onAccept(l.listeners[idx], fd)
+	l.onAccept(l.listeners[idx], fd, peer)
 }
 
 func (l *Loop) acceptFailed(idx uint32, err error) bool {

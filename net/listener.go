@@ -114,7 +114,7 @@ func (l *Loop) closedListener(ln *listener) {
 }
 
 // onAccept places a newly accepted fd.
-func (l *Loop) onAccept(ln *listener, fd int) {
+func (l *Loop) onAccept(ln *listener, fd int, peer unix.Sockaddr) {
 	ln.backoff = 0
 	if ln.closing || l.stopping {
 		unix.Close(fd)
@@ -125,13 +125,13 @@ func (l *Loop) onAccept(ln *listener, fd int) {
 		target = ln.dispatch()
 	}
 	if target == l {
-		l.register(fd, ln, false)
+		l.register(fd, peer, ln, false)
 		return
 	}
 	// Count the connection on its target now, so least-connections
 	// placement sees it before the target loop gets to it.
 	target.nconn.Add(1)
-	if err := target.Post(func() { target.register(fd, ln, true) }); err != nil {
+	if err := target.Post(func() { target.register(fd, peer, ln, true) }); err != nil {
 		target.nconn.Add(-1)
 		unix.Close(fd)
 	}

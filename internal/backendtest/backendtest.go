@@ -43,6 +43,3 @@ func Run[B Backend](t *testing.T, f func(t *testing.T, b B)) {
 		})
 	}
 }
-
-// Usable reports whether b can run here (for benchmarks, which skip).
-func Usable[B Backend](b B) bool { return b.Available() == nil }

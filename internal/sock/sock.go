@@ -121,10 +121,19 @@ func Listen(a Addr, reusePort bool, backlog int) (int, net.Addr, error) {
 // without SO_REUSEPORT, which fails with EADDRINUSE if anything listens
 // there, SO_REUSEPORT or not. A listener that will set SO_REUSEPORT calls
 // it first, so that it does not silently share the port with another
-// server. Port 0 needs no probe.
+// server. Port 0 needs no probe: the kernel picks a free port.
 func ProbeBind(a Addr) error {
-	if a.Family == unix.AF_UNIX {
-		return nil
+	switch sa := a.SA.(type) {
+	case *unix.SockaddrInet4:
+		if sa.Port == 0 {
+			return nil
+		}
+	case *unix.SockaddrInet6:
+		if sa.Port == 0 {
+			return nil
+		}
+	default:
+		return nil // unix sockets: the path is the address, bind refuses a taken one
 	}
 	fd, err := unix.Socket(a.Family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -241,12 +250,10 @@ func PeerAddr(fd int) (net.Addr, error) {
 	switch raw.Addr.Family {
 	case unix.AF_INET:
 		p := (*unix.RawSockaddrInet4)(unsafe.Pointer(&raw)) // the family says which form the kernel wrote
-		port := int(p.Port>>8 | p.Port<<8)
-		return net.TCPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom4(p.Addr), uint16(port))), nil
+		return ToNet(&unix.SockaddrInet4{Port: int(htons(p.Port)), Addr: p.Addr}), nil
 	case unix.AF_INET6:
 		p := (*unix.RawSockaddrInet6)(unsafe.Pointer(&raw)) // as above
-		port := int(p.Port>>8 | p.Port<<8)
-		return net.TCPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom16(p.Addr), uint16(port))), nil
+		return ToNet(&unix.SockaddrInet6{Port: int(htons(p.Port)), Addr: p.Addr}), nil
 	}
 	return nil, os.NewSyscallError("getpeername", err)
 }

@@ -22,14 +22,19 @@ type pathParam struct {
 func (r *Request) PathValue(name string) []byte {
 	for _, p := range r.params[:r.nparams] {
 		if p.name == name {
-			path := r.Path
-			if len(path) == 0 {
-				path = rootPath
-			}
-			return path[p.start:p.end:p.end]
+			return r.paramValue(p)
 		}
 	}
 	return nil
+}
+
+// paramValue is the value of wildcard p in r.Path.
+func (r *Request) paramValue(p pathParam) []byte {
+	path := r.Path
+	if len(path) == 0 {
+		path = rootPath
+	}
+	return path[p.start:p.end:p.end]
 }
 
 var rootPath = []byte("/")
@@ -104,7 +109,7 @@ func (m *Router) Handle(pattern string, h Handler) {
 		method, path = "", pattern
 	}
 	path = strings.TrimLeft(path, " ")
-	if method != "" && !isTokenString(method) {
+	if method != "" && !validToken([]byte(method)) {
 		panic(fmt.Sprintf("http: bad method in pattern %q", pattern))
 	}
 	if !strings.HasPrefix(path, "/") {
@@ -199,14 +204,6 @@ func isIdent(s string) bool {
 	return true
 }
 
-func isTokenString(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !isToken(s[i]) {
-			return false
-		}
-	}
-	return true
-}
 
 func (n *rnode) literal(seg string) *rnode {
 	for _, c := range n.lit {

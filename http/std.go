@@ -437,7 +437,7 @@ func (cs *conn) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 	cs.phase = phaseBusy
 	if w != nil {
 		for _, p := range req.params[:req.nparams] {
-			sreq.SetPathValue(p.name, string(req.PathValue(p.name)))
+			sreq.SetPathValue(p.name, string(req.paramValue(p)))
 		}
 		for _, f := range w.Header().Fields() {
 			x.w.header.Add(string(f.Name), string(f.Value))

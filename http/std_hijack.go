@@ -14,12 +14,10 @@ import (
 )
 
 // hijackInCap is how much input a hijacked connection buffers for its
-// reader before the loop stops reading from the client; hijackOutHigh is
-// the pending output above which its Write waits for the client.
-const (
-	hijackInCap   = 64 << 10
-	hijackOutHigh = 256 << 10
-)
+// reader before the loop stops reading from the client. Its Write waits
+// for the client above stdOutHigh of pending output, as a FromStd
+// response writer does (signalDrained).
+const hijackInCap = 64 << 10
 
 var _ nethttp.Hijacker = (*stdWriter)(nil)
 
@@ -233,13 +231,7 @@ func (hc *hijackedConn) Write(b []byte) (int, error) {
 			return
 		}
 		c.Write(p)
-		c.OnDrain(hijackOutHigh, func() {
-			if c.Closed() {
-				errc <- net.ErrClosed
-				return
-			}
-			errc <- nil
-		})
+		signalDrained(c, errc)
 	})
 	if err != nil {
 		return 0, net.ErrClosed

@@ -204,7 +204,6 @@ func isIdent(s string) bool {
 	return true
 }
 
-
 func (n *rnode) literal(seg string) *rnode {
 	for _, c := range n.lit {
 		if c.seg == seg {

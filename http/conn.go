@@ -8,7 +8,6 @@ import (
 	"time"
 
 	vnet "github.com/veloq/veloq/net"
-	"github.com/veloq/veloq/reactor"
 )
 
 // phase is where a connection is in its request cycle. It decides which
@@ -42,7 +41,7 @@ type conn struct {
 	phase      phase
 	phaseStart int64 // loop clock (Loop.Clock) when the phase began
 
-	timer       *reactor.Timer
+	timer       *vnet.Timer
 	timerAt     int64
 	lastPending int
 	progressAt  int64

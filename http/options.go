@@ -6,7 +6,6 @@ import (
 
 	"github.com/veloq/veloq/executor"
 	vnet "github.com/veloq/veloq/net"
-	"github.com/veloq/veloq/reactor"
 )
 
 // Default server settings.
@@ -111,7 +110,7 @@ func WithLogger(l *slog.Logger) Option {
 func WithLoops(n int) Option { return WithNetOptions(vnet.WithLoops(n)) }
 
 // WithBackend chooses the I/O backend (see [vnet.WithBackend]).
-func WithBackend(b reactor.Backend) Option { return WithNetOptions(vnet.WithBackend(b)) }
+func WithBackend(b vnet.Backend) Option { return WithNetOptions(vnet.WithBackend(b)) }
 
 // WithNetOptions passes options through to the TCP server underneath
 // (loops, backend, pinning, balancing, buffer sizes...).

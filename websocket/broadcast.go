@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // A PreparedMessage is a message encoded once as a complete server frame
@@ -70,7 +70,7 @@ func Broadcast(conns []*Conn, typ MessageType, p []byte) error {
 // BroadcastPrepared is Broadcast for a message already prepared.
 func BroadcastPrepared(conns []*Conn, pm *PreparedMessage) error {
 	type batch struct {
-		loop  *reactor.Loop
+		loop  *vnet.Loop
 		conns []*Conn
 	}
 	var batches []batch
@@ -117,7 +117,7 @@ type Group struct {
 // groupLoop holds a group's members on one loop; only that loop reads or
 // writes set.
 type groupLoop struct {
-	loop *reactor.Loop
+	loop *vnet.Loop
 	set  map[*Conn]struct{}
 }
 
@@ -125,7 +125,7 @@ type groupLoop struct {
 func NewGroup() *Group { return &Group{} }
 
 // part returns the group's member set for l, creating it.
-func (g *Group) part(l *reactor.Loop) *groupLoop {
+func (g *Group) part(l *vnet.Loop) *groupLoop {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, p := range g.loops {

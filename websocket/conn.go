@@ -8,7 +8,6 @@ import (
 
 	"github.com/veloq/veloq/bufpool"
 	vnet "github.com/veloq/veloq/net"
-	"github.com/veloq/veloq/reactor"
 )
 
 // A MessageType is the type of a data message.
@@ -91,8 +90,8 @@ type Conn struct {
 	msg         []byte // the fragmented message being assembled (pooled)
 	subprotocol string
 	ctx         any
-	keepAlive   *reactor.Timer
-	closeTimer  *reactor.Timer
+	keepAlive   *vnet.Timer
+	closeTimer  *vnet.Timer
 	err         error // reported to OnClose
 	state       uint8
 	deflate     bool
@@ -104,7 +103,7 @@ type Conn struct {
 func (c *Conn) NetConn() *vnet.Conn { return c.nc }
 
 // Loop returns the connection's loop. Safe from any goroutine.
-func (c *Conn) Loop() *reactor.Loop { return c.nc.Loop() }
+func (c *Conn) Loop() *vnet.Loop { return c.nc.Loop() }
 
 // RemoteAddr returns the peer's address.
 func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
@@ -388,13 +387,17 @@ func (c *Conn) stopKeepAlive() {
 }
 
 // loopHandler is a Conn seen by the reactor: the same memory, a type
-// whose methods are the reactor.Handler the HTTP server hands the
+// whose methods are the vnet.Handler the HTTP server hands the
 // connection to, kept off Conn's own method set. Converting between the
 // two pointer types is free (same underlying struct).
 type loopHandler Conn
 
 func (l *loopHandler) OnOpen(nc *vnet.Conn) {
 	c := (*Conn)(l)
+	// Counted here, not when Upgrade returns: OnOpen pairs one to one with
+	// OnClose, which a handler that panics after Upgrade never reaches.
+	c.u.stats.upgrades.Add(1)
+	c.u.stats.open.Add(1)
 	c.startKeepAlive()
 	c.h.OnOpen(c)
 }
@@ -430,7 +433,7 @@ func (l *loopHandler) OnClose(nc *vnet.Conn, err error) {
 	if c.err == nil && (c.state != stateClosed || err != nil) {
 		// The TCP connection ended without a close handshake finishing.
 		if err == nil {
-			err = reactor.ErrClosed
+			err = vnet.ErrClosed
 		}
 		c.err = fmt.Errorf("%w: %w", ErrAbnormalClosure, err)
 	}
@@ -452,4 +455,4 @@ func (l *loopHandler) OnClose(nc *vnet.Conn, err error) {
 }
 
 // Keep the compiler honest about the conversion above.
-var _ reactor.Handler = (*loopHandler)(nil)
+var _ vnet.Handler = (*loopHandler)(nil)

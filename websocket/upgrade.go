@@ -63,8 +63,6 @@ func (u *Upgrader) Upgrade(w *vhttp.ResponseWriter, r *vhttp.Request, h Handler)
 		u.cfg.logger.Debug("websocket: handshake refused", "remote", w.RemoteAddr(), "err", err)
 		return err
 	}
-	u.stats.upgrades.Add(1)
-	u.stats.open.Add(1)
 	return nil
 }
 

@@ -42,12 +42,8 @@ func (pm *PreparedMessage) Frame() []byte { return pm.frame }
 // WritePrepared sends pm on c, with WriteMessage's errors (ErrClosed,
 // ErrOutputFull). Call it on the loop.
 func (c *Conn) WritePrepared(pm *PreparedMessage) error {
-	if c.Closed() {
-		return ErrClosed
-	}
-	if c.nc.OutputBuffered()+len(pm.frame) > c.u.cfg.maxPendingOutput {
-		c.u.stats.outputFull.Add(1)
-		return ErrOutputFull
+	if err := c.admit(len(pm.frame)); err != nil {
+		return err
 	}
 	_, err := c.nc.Write(pm.frame)
 	return err

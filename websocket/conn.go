@@ -147,12 +147,8 @@ func (c *Conn) WriteMessage(typ MessageType, p []byte) error {
 	if typ != TextMessage && typ != BinaryMessage {
 		return fmt.Errorf("websocket: WriteMessage with message type %d", typ)
 	}
-	if c.Closed() {
-		return ErrClosed
-	}
-	if c.nc.OutputBuffered()+len(p) > c.u.cfg.maxPendingOutput {
-		c.u.stats.outputFull.Add(1)
-		return ErrOutputFull
+	if err := c.admit(len(p)); err != nil {
+		return err
 	}
 	if c.deflate && len(p) >= c.u.cfg.compressMin {
 		buf := c.u.pool.Get(len(p)/2 + 64)[:0]
@@ -165,9 +161,34 @@ func (c *Conn) WriteMessage(typ MessageType, p []byte) error {
 }
 
 // WriteText sends s as a text message, like WriteMessage(TextMessage,
-// []byte(s)) (the conversion may copy s).
+// []byte(s)). Uncompressed, s is copied once, into the output.
 func (c *Conn) WriteText(s string) error {
-	return c.WriteMessage(TextMessage, []byte(s))
+	if c.deflate && len(s) >= c.u.cfg.compressMin {
+		return c.WriteMessage(TextMessage, []byte(s))
+	}
+	if err := c.admit(len(s)); err != nil {
+		return err
+	}
+	var hdr [MaxHeaderLen]byte
+	h := Header{Fin: true, Opcode: OpText, Length: int64(len(s))}
+	if _, err := c.nc.Write(hdr[:PutHeader(hdr[:], &h)]); err != nil {
+		return err
+	}
+	_, err := c.nc.WriteString(s)
+	return err
+}
+
+// admit checks that a message of n bytes may be queued: the connection is
+// open and its pending output stays within WithMaxPendingOutput.
+func (c *Conn) admit(n int) error {
+	if c.Closed() {
+		return ErrClosed
+	}
+	if c.nc.OutputBuffered()+n > c.u.cfg.maxPendingOutput {
+		c.u.stats.outputFull.Add(1)
+		return ErrOutputFull
+	}
+	return nil
 }
 
 // Ping sends a ping with payload p (at most 125 bytes). The peer's pong

@@ -115,13 +115,15 @@ type Group struct {
 type groupLoop struct {
 	loop *vnet.Loop
 	set  map[*Conn]struct{}
+	n    atomic.Int32 // len(set), for broadcasters on other goroutines
 }
 
 // NewGroup returns an empty group.
 func NewGroup() *Group { return &Group{} }
 
-// part returns the group's member set for l, creating it.
-func (g *Group) part(l *vnet.Loop) *groupLoop {
+// part returns the group's member set for l, creating it if create is
+// set (else nil when l has none).
+func (g *Group) part(l *vnet.Loop, create bool) *groupLoop {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, p := range g.loops {
@@ -129,16 +131,38 @@ func (g *Group) part(l *vnet.Loop) *groupLoop {
 			return p
 		}
 	}
+	if !create {
+		return nil
+	}
 	p := &groupLoop{loop: l, set: make(map[*Conn]struct{})}
 	g.loops = append(g.loops, p)
 	return p
 }
 
+// forEachLoop posts fn to every loop that has members, with that loop's
+// part, and returns the first error a post met.
+func (g *Group) forEachLoop(fn func(p *groupLoop)) error {
+	g.mu.Lock()
+	parts := g.loops[:len(g.loops):len(g.loops)]
+	g.mu.Unlock()
+	var firstErr error
+	for _, p := range parts {
+		if p.n.Load() == 0 {
+			continue // nothing to send there: no post, no wake-up
+		}
+		if err := p.loop.Post(func() { fn(p) }); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
 // Add puts c in the group. Call it on c's loop.
 func (g *Group) Add(c *Conn) {
-	p := g.part(c.Loop())
+	p := g.part(c.Loop(), true)
 	if _, ok := p.set[c]; !ok {
 		p.set[c] = struct{}{}
+		p.n.Add(1)
 		g.members.Add(1)
 	}
 }
@@ -146,9 +170,13 @@ func (g *Group) Add(c *Conn) {
 // Remove takes c out of the group. Call it on c's loop; OnClose is the
 // usual place.
 func (g *Group) Remove(c *Conn) {
-	p := g.part(c.Loop())
+	p := g.part(c.Loop(), false)
+	if p == nil {
+		return
+	}
 	if _, ok := p.set[c]; ok {
 		delete(p.set, c)
+		p.n.Add(-1)
 		g.members.Add(-1)
 	}
 }
@@ -168,25 +196,18 @@ func (g *Group) Broadcast(typ MessageType, p []byte) error {
 
 // BroadcastPrepared is Broadcast for a message already prepared.
 func (g *Group) BroadcastPrepared(pm *PreparedMessage) error {
-	g.mu.Lock()
-	parts := g.loops[:len(g.loops):len(g.loops)]
-	g.mu.Unlock()
-	var firstErr error
-	for _, p := range parts {
-		err := p.loop.Post(func() {
-			for c := range p.set {
-				if c.WritePrepared(pm) == nil {
-					g.sent.Add(1)
-				} else {
-					g.skipped.Add(1)
-				}
+	return g.forEachLoop(func(p *groupLoop) {
+		var sent, skipped uint64 // one update of the shared counters per loop
+		for c := range p.set {
+			if c.WritePrepared(pm) == nil {
+				sent++
+			} else {
+				skipped++
 			}
-		})
-		if err != nil && firstErr == nil {
-			firstErr = err
 		}
-	}
-	return firstErr
+		g.sent.Add(sent)
+		g.skipped.Add(skipped)
+	})
 }
 
 // CloseAll starts the close handshake on every member with code and
@@ -198,21 +219,11 @@ func (g *Group) CloseAll(code StatusCode, reason string) error {
 	if !code.Valid() {
 		return ErrInvalidCloseCode
 	}
-	g.mu.Lock()
-	parts := g.loops[:len(g.loops):len(g.loops)]
-	g.mu.Unlock()
-	var firstErr error
-	for _, p := range parts {
-		err := p.loop.Post(func() {
-			for c := range p.set {
-				c.Close(code, reason)
-			}
-		})
-		if err != nil && firstErr == nil {
-			firstErr = err
+	return g.forEachLoop(func(p *groupLoop) {
+		for c := range p.set {
+			c.Close(code, reason)
 		}
-	}
-	return firstErr
+	})
 }
 
 // GroupStats counts a group's deliveries.

@@ -124,31 +124,6 @@ func run(args []string, out io.Writer) error {
 	return runLoad(c, out)
 }
 
-// raiseNofile makes sure this process may hold need file descriptors,
-// raising the hard limit too when allowed (root).
-func raiseNofile(need uint64) error {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return err
-	}
-	if lim.Cur >= need {
-		return nil
-	}
-	want := lim
-	want.Cur = need
-	if want.Max < need {
-		want.Max = need
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err == nil {
-		return nil
-	}
-	if lim.Max > lim.Cur {
-		lim.Cur = lim.Max
-		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
-	}
-	return fmt.Errorf("RLIMIT_NOFILE is %d, need %d: raise it (ulimit -n) or run as root", lim.Cur, need)
-}
-
 // The pattern every message is cut from: message n of connection i is
 // pattern[(i+n)%256 : (i+n)%256+size], so consecutive messages differ and a
 // lost, duplicated or reordered echo shows as a mismatch.
@@ -168,15 +143,15 @@ func message(pattern []byte, conn, n, size int) []byte {
 // dialAll opens n connections with at most parallel connects in flight; ping,
 // if not nil, runs on each new connection. The result has a nil entry for
 // every connection that failed.
-func dialAll(ctx context.Context, c config, n int, ping func(i int, conn net.Conn) error) ([]net.Conn, *errCounter) {
+func dialAll(ctx context.Context, c config, n int, ping func(i int, conn net.Conn) error) ([]net.Conn, *result.ErrCount) {
 	conns := make([]net.Conn, n)
-	errs := &errCounter{}
+	errs := &result.ErrCount{}
 	sem := make(chan struct{}, c.dialParallel)
 	var wg sync.WaitGroup
 	d := net.Dialer{Timeout: c.dialTimeout}
 	for i := range n {
 		if ctx.Err() != nil {
-			errs.add(fmt.Errorf("dial: %w", ctx.Err()))
+			errs.Add(fmt.Errorf("dial: %w", ctx.Err()))
 			continue
 		}
 		sem <- struct{}{}
@@ -184,13 +159,13 @@ func dialAll(ctx context.Context, c config, n int, ping func(i int, conn net.Con
 			defer func() { <-sem }()
 			conn, err := d.DialContext(ctx, "tcp", c.addr)
 			if err != nil {
-				errs.add(fmt.Errorf("dial: %w", err))
+				errs.Add(fmt.Errorf("dial: %w", err))
 				return
 			}
 			if ping != nil {
 				if err := ping(i, conn); err != nil {
 					conn.Close()
-					errs.add(err)
+					errs.Add(err)
 					return
 				}
 			}
@@ -199,30 +174,6 @@ func dialAll(ctx context.Context, c config, n int, ping func(i int, conn net.Con
 	}
 	wg.Wait()
 	return conns, errs
-}
-
-type errCounter struct {
-	n     atomic.Int64
-	mu    sync.Mutex
-	first error
-}
-
-func (e *errCounter) add(err error) {
-	e.n.Add(1)
-	e.mu.Lock()
-	if e.first == nil {
-		e.first = err
-	}
-	e.mu.Unlock()
-}
-
-func (e *errCounter) firstString() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.first == nil {
-		return ""
-	}
-	return e.first.Error()
 }
 
 const (
@@ -241,7 +192,7 @@ type worker struct {
 	size    int
 	pattern []byte
 	phase   *atomic.Int32
-	errs    *errCounter
+	errs    *result.ErrCount
 
 	hist       *hdr.Histogram
 	requests   int64
@@ -253,12 +204,12 @@ func (w *worker) fail(err error) {
 	if w.phase.Load() == phaseStop && errors.Is(err, os.ErrDeadlineExceeded) {
 		err = fmt.Errorf("conn %d: no echo within 5 s after the window closed: %w", w.id, err)
 	}
-	w.errs.add(fmt.Errorf("conn %d: %w", w.id, err))
+	w.errs.Add(fmt.Errorf("conn %d: %w", w.id, err))
 }
 
 func (w *worker) mismatch(n int) {
 	w.mismatches++
-	w.errs.add(fmt.Errorf("conn %d: message %d: echoed bytes differ from those sent", w.id, n))
+	w.errs.Add(fmt.Errorf("conn %d: message %d: echoed bytes differ from those sent", w.id, n))
 }
 
 // runSerial drives one message at a time: write, read it back, repeat.
@@ -415,7 +366,7 @@ func (w *worker) runPipelined(depth int) {
 }
 
 func runLoad(c config, out io.Writer) error {
-	if err := raiseNofile(uint64(c.conns) + 64); err != nil {
+	if err := proc.RaiseNofile(uint64(c.conns) + 64); err != nil {
 		return err
 	}
 	// One bound for everything: dials, warmup, window, drain.
@@ -425,7 +376,7 @@ func runLoad(c config, out io.Writer) error {
 	// Churn workers dial their own connections; the others share one set
 	// opened up front.
 	var conns []net.Conn
-	errs := &errCounter{}
+	errs := &result.ErrCount{}
 	if c.churn {
 		conns = make([]net.Conn, c.conns)
 	} else {
@@ -440,9 +391,9 @@ func runLoad(c config, out io.Writer) error {
 				phase: &phase, errs: errs, hist: newHist()})
 		}
 	}
-	dialErrors := errs.n.Load()
+	dialErrors := errs.N()
 	if len(workers) == 0 {
-		return fmt.Errorf("no connection to %s could be opened (%d failures; first: %s)", c.addr, dialErrors, errs.firstString())
+		return fmt.Errorf("no connection to %s could be opened (%d failures; first: %s)", c.addr, dialErrors, errs.First())
 	}
 
 	start := time.Now()
@@ -497,7 +448,7 @@ func runLoad(c config, out io.Writer) error {
 	r := result.Load{
 		Tool: "tcpload", Addr: c.addr, Conns: c.conns, ConnsOK: len(workers), Size: c.size, Churn: c.churn,
 		Pipeline: c.pipeline, WarmupS: c.warmup.Seconds(), WindowS: window,
-		Errors: errs.n.Load(), DialErrors: dialErrors, FirstError: errs.firstString(),
+		Errors: errs.N(), DialErrors: dialErrors, FirstError: errs.First(),
 	}
 	for _, w := range workers {
 		total.Merge(w.hist)
@@ -560,7 +511,7 @@ func runIdle(c config, out io.Writer) error {
 	if c.idle > 200000 {
 		return fmt.Errorf("-idle %d: want at most 200000", c.idle)
 	}
-	if err := raiseNofile(uint64(c.idle) + 64); err != nil {
+	if err := proc.RaiseNofile(uint64(c.idle) + 64); err != nil {
 		return err
 	}
 	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -607,8 +558,8 @@ func runIdle(c config, out io.Writer) error {
 			conn.Close()
 		}
 	}
-	r.Errors = errs.n.Load()
-	r.FirstError = errs.firstString()
+	r.Errors = errs.N()
+	r.FirstError = errs.First()
 	if c.json {
 		return json.NewEncoder(out).Encode(r)
 	}

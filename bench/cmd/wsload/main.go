@@ -173,19 +173,24 @@ func dial(ctx context.Context, addr, path string) (*client, error) {
 	return c, nil
 }
 
-// echo sends msg as one masked binary frame and checks the echo.
+// echo sends msg as one masked binary frame and checks the echo. msg and
+// the client's mask never change during a run, so the masked frame is
+// built once and then resent as it is: the load generator's CPU goes to
+// the exchange, not to re-masking.
 func (c *client) echo(msg []byte, got []byte) error {
-	h := websocket.Header{Fin: true, Opcode: websocket.OpBinary, Masked: true, Mask: c.mask, Length: int64(len(msg))}
-	c.wbuf = websocket.AppendHeader(c.wbuf[:0], &h)
-	n := len(c.wbuf)
-	c.wbuf = append(c.wbuf, msg...)
-	websocket.MaskBytes(c.mask, 0, c.wbuf[n:])
+	if c.wbuf == nil {
+		h := websocket.Header{Fin: true, Opcode: websocket.OpBinary, Masked: true, Mask: c.mask, Length: int64(len(msg))}
+		c.wbuf = websocket.AppendHeader(nil, &h)
+		k := len(c.wbuf)
+		c.wbuf = append(c.wbuf, msg...)
+		websocket.MaskBytes(c.mask, 0, c.wbuf[k:])
+	}
 	if _, err := c.conn.Write(c.wbuf); err != nil {
 		return err
 	}
 	// The echo may come back in fragments (gorilla writes a message in
 	// frames of its write buffer's size): read frames up to the final one.
-	n = 0
+	n := 0
 	for first := true; ; first = false {
 		var hb [10]byte
 		if _, err := io.ReadFull(c.br, hb[:2]); err != nil {
@@ -229,34 +234,10 @@ func (c *client) echo(msg []byte, got []byte) error {
 	return nil
 }
 
-type errCounter struct {
-	n     atomic.Int64
-	mu    sync.Mutex
-	first error
-}
-
-func (e *errCounter) add(err error) {
-	e.n.Add(1)
-	e.mu.Lock()
-	if e.first == nil {
-		e.first = err
-	}
-	e.mu.Unlock()
-}
-
-func (e *errCounter) firstString() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.first == nil {
-		return ""
-	}
-	return e.first.Error()
-}
-
 // dialAll upgrades n connections, dialParallel at a time.
-func dialAll(ctx context.Context, c config, n int) ([]*client, *errCounter) {
+func dialAll(ctx context.Context, c config, n int) ([]*client, *result.ErrCount) {
 	clients := make([]*client, n)
-	errs := &errCounter{}
+	errs := &result.ErrCount{}
 	sem := make(chan struct{}, c.dialParallel)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -265,7 +246,7 @@ func dialAll(ctx context.Context, c config, n int) ([]*client, *errCounter) {
 			defer func() { <-sem }()
 			cl, err := dial(ctx, c.addr, c.path)
 			if err != nil {
-				errs.add(err)
+				errs.Add(err)
 				return
 			}
 			clients[i] = cl
@@ -284,7 +265,7 @@ func pattern(size int) []byte {
 }
 
 func runIdle(c config, out io.Writer) error {
-	if err := raiseNofile(uint64(c.idle) + 64); err != nil {
+	if err := proc.RaiseNofile(uint64(c.idle) + 64); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.hold+2*time.Minute)
@@ -305,7 +286,7 @@ func runIdle(c config, out io.Writer) error {
 		}
 		cl.conn.SetDeadline(time.Now().Add(10 * time.Second))
 		if err := cl.echo(msg, got); err != nil {
-			errs.add(err)
+			errs.Add(err)
 			continue
 		}
 		cl.conn.SetDeadline(time.Time{})
@@ -329,7 +310,7 @@ func runIdle(c config, out io.Writer) error {
 			cl.conn.Close()
 		}
 	}
-	r.Errors, r.FirstError = errs.n.Load(), errs.firstString()
+	r.Errors, r.FirstError = errs.N(), errs.First()
 	if c.json {
 		return json.NewEncoder(out).Encode(r)
 	}
@@ -339,7 +320,7 @@ func runIdle(c config, out io.Writer) error {
 }
 
 func runLoad(c config, out io.Writer) error {
-	if err := raiseNofile(uint64(c.conns) + 64); err != nil {
+	if err := proc.RaiseNofile(uint64(c.conns) + 64); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.warmup+c.duration+time.Minute)
@@ -352,7 +333,7 @@ func runLoad(c config, out io.Writer) error {
 		}
 	}
 	if len(live) == 0 {
-		return fmt.Errorf("no connection to %s could be upgraded (first error: %s)", c.addr, errs.firstString())
+		return fmt.Errorf("no connection to %s could be upgraded (first error: %s)", c.addr, errs.First())
 	}
 	var measuring, stop atomic.Bool
 	hists := make([]*hdr.Histogram, len(live))
@@ -363,11 +344,12 @@ func runLoad(c config, out io.Writer) error {
 		hists[i] = hdr.New(100, 60e9, 3)
 		wg.Go(func() {
 			got := make([]byte, c.size)
+			// One deadline bounds the whole run (warmup, window, drain).
+			cl.conn.SetDeadline(time.Now().Add(c.warmup + c.duration + 10*time.Second))
 			for !stop.Load() {
-				cl.conn.SetDeadline(time.Now().Add(5 * time.Second))
 				t0 := time.Now()
 				if err := cl.echo(msg, got); err != nil {
-					errs.add(err)
+					errs.Add(err)
 					return
 				}
 				if measuring.Load() {
@@ -407,7 +389,7 @@ func runLoad(c config, out io.Writer) error {
 	us := func(q float64) float64 { return float64(all.ValueAtQuantile(q)) / 1e3 }
 	r := result.Load{Tool: "wsload", Addr: c.addr, Conns: c.conns, ConnsOK: len(live), Size: c.size, Pipeline: 1,
 		WarmupS: c.warmup.Seconds(), WindowS: window, Requests: n, RPS: float64(n) / window,
-		BytesSent: n * int64(c.size), BytesRecv: n * int64(c.size), Errors: errs.n.Load(), FirstError: errs.firstString(),
+		BytesSent: n * int64(c.size), BytesRecv: n * int64(c.size), Errors: errs.N(), FirstError: errs.First(),
 		Latency: result.Latency{P50: us(50), P90: us(90), P99: us(99), P999: us(99.9), Max: float64(all.Max()) / 1e3, Mean: all.Mean() / 1e3}}
 	r.ClientCPUS = proc.CPUBetween(self0, self1)
 	r.ClientCPUUtil = r.ClientCPUS / window
@@ -425,24 +407,5 @@ func runLoad(c config, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "wsload: %d conns x %d B: %.0f msg/s, p50 %.0f us, p99 %.0f us, server CPU %.2f (%.0f msg per server CPU-s), errors %d %s\n",
 		len(live), c.size, r.RPS, r.Latency.P50, r.Latency.P99, r.ServerCPUUtil, r.ReqPerServerCPUS, r.Errors, r.FirstError)
-	return nil
-}
-
-// raiseNofile makes sure this process may hold need file descriptors.
-func raiseNofile(need uint64) error {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return err
-	}
-	if lim.Cur >= need {
-		return nil
-	}
-	lim.Cur = need
-	if lim.Max < need {
-		lim.Max = need
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return fmt.Errorf("need %d open files: %w (raise ulimit -n)", need, err)
-	}
 	return nil
 }

@@ -406,14 +406,21 @@ func (cs *conn) recoverHandler(w *ResponseWriter) {
 	if r := recover(); r != nil {
 		w.panicked = true
 		w.job = nil
-		if r == nethttp.ErrAbortHandler {
-			// The handler's way to drop the connection: no 500, no log.
-			w.aborted = true
-			return
+		if w.aborted = cs.srv.handlerPanicked(r, "remote", cs.c.RemoteAddr()); !w.aborted {
+			cs.ls.st.panics.Add(1)
 		}
-		cs.ls.st.panics.Add(1)
-		cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", cs.c.RemoteAddr(), "stack", string(debug.Stack()))
 	}
+}
+
+// handlerPanicked logs a handler's recovered panic r with its stack and
+// attrs, and reports whether it was net/http.ErrAbortHandler instead: the
+// handler's way to drop the connection, with no 500 and no log.
+func (s *Server) handlerPanicked(r any, attrs ...any) (aborted bool) {
+	if r == nethttp.ErrAbortHandler {
+		return true
+	}
+	s.opts.logger.Error("http: handler panicked", append(attrs, "panic", r, "stack", string(debug.Stack()))...)
+	return false
 }
 
 // appendBody adds data to the body being collected. The buffer grows

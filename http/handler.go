@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	nethttp "net/http"
-	"runtime/debug"
 	"sync"
 
 	"github.com/veloq/veloq/executor"
@@ -311,11 +309,7 @@ func (j *offloadJob) run(ctx context.Context) (struct{}, error) {
 	defer func() {
 		if r := recover(); r != nil {
 			j.w.panicked = true
-			if r == nethttp.ErrAbortHandler {
-				j.w.aborted = true
-				return
-			}
-			j.w.cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", j.w.raddr, "stack", string(debug.Stack()))
+			j.w.aborted = j.w.cs.srv.handlerPanicked(r, "remote", j.w.raddr)
 		}
 	}()
 	j.o.h.ServeHTTP(&j.w, &j.req)

@@ -10,7 +10,6 @@ import (
 	nethttp "net/http"
 	"net/url"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -662,11 +661,7 @@ func (x *stdExchange) connClosed(err error) {
 func (x *stdExchange) run() {
 	defer func() {
 		if r := recover(); r != nil {
-			abort := r == nethttp.ErrAbortHandler
-			if !abort {
-				x.cs.srv.opts.logger.Error("http: handler panicked", "panic", r, "remote", x.req.RemoteAddr, "uri", x.req.RequestURI, "stack", string(debug.Stack()))
-			}
-			x.w.panicked(abort)
+			x.w.panicked(x.cs.srv.handlerPanicked(r, "remote", x.req.RemoteAddr, "uri", x.req.RequestURI))
 		}
 	}()
 	x.sh.h.ServeHTTP(&x.w, x.req)

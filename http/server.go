@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/veloq/veloq/bufpool"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -55,6 +56,10 @@ type Server struct {
 	// stdSrv describes this server to net/http handlers, as the value of
 	// net/http.ServerContextKey; it serves nothing itself.
 	stdSrv *nethttp.Server
+	// pipeBufs lends FromStd body pipes their buffers: a pipe gives its
+	// buffer back whenever its reader waits (a stalled upload holds none)
+	// and takes one again when bytes arrive, with no allocation.
+	pipeBufs *bufpool.Pool
 
 	mu     sync.Mutex
 	ns     *vnet.Server
@@ -68,7 +73,7 @@ type Server struct {
 
 // NewServer returns a server for h. It serves nothing until Listen.
 func NewServer(h Handler, opts ...Option) *Server {
-	s := &Server{}
+	s := &Server{pipeBufs: bufpool.NewPool()}
 	for _, opt := range opts {
 		opt(&s.opts)
 	}

@@ -756,6 +756,9 @@ func (p *bodyPipe) write(b []byte) bool {
 		n := copy(p.buf, p.buf[p.r:])
 		p.buf, p.r = p.buf[:n], 0
 	}
+	if p.buf == nil {
+		p.buf = p.x.cs.srv.pipeBufs.Get(max(len(b), bodyMinAlloc))[:0]
+	}
 	p.buf = append(p.buf, b...)
 	p.cond.Signal()
 	if len(p.buf) > stdPipeCap {
@@ -798,8 +801,10 @@ func (p *bodyPipe) Read(b []byte) (int, error) {
 			p.mu.Unlock()
 			return 0, os.ErrDeadlineExceeded
 		}
-		if cap(p.buf) > bodyMinAlloc {
-			// A handler waiting on a client that stalls holds no buffer.
+		if p.buf != nil {
+			// A handler waiting on a client that stalls holds no buffer;
+			// the next write borrows one again from the pool.
+			p.x.cs.srv.pipeBufs.Put(p.buf)
 			p.buf, p.r = nil, 0
 		}
 		p.cond.Wait()

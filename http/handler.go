@@ -370,8 +370,7 @@ func (cs *conn) offload(j *offloadJob) {
 				return
 			}
 			// Present the input that waited (pipelined requests).
-			c.HoldData()
-			c.ReleaseData()
+			c.Redeliver()
 		}
 	})
 }

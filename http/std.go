@@ -703,8 +703,7 @@ func (x *stdExchange) done(mustClose bool) {
 	}
 	cs.enterIdle()
 	// Present the input that waited (pipelined requests) again.
-	x.c.HoldData()
-	x.c.ReleaseData()
+	x.c.Redeliver()
 }
 
 // bodyPipe carries a request body from the loop to the handler. The loop

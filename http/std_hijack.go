@@ -68,8 +68,7 @@ func (w *stdWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		if x.readPaused {
 			c.ResumeRead()
 		} else {
-			c.HoldData()
-			c.ReleaseData()
+			c.Redeliver()
 		}
 		errc <- nil
 	})

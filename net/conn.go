@@ -415,6 +415,17 @@ func (c *Conn) ReleaseData() {
 	}
 }
 
+// Redeliver presents the input the connection has buffered (and then a
+// FIN kept with it) to the handler again, from a deferred task, without
+// waiting for more bytes: for a handler that left input unconsumed while
+// it was busy (a request answered off the loop) and is ready for it now,
+// or a new handler after SetHandler. Nothing happens while delivery is
+// held (PauseRead, HoldData, backpressure): lifting the hold presents it.
+func (c *Conn) Redeliver() {
+	c.mustOnLoop()
+	c.loop.clearHold(c, 0)
+}
+
 // Abort closes the connection now: pending output is dropped and OnClose
 // runs with err. Use it when waiting for a graceful Close would be wrong,
 // such as a peer that stopped reading past a write deadline.

@@ -52,7 +52,6 @@ func New(backends []string, opts ...Option) (*Proxy, error) {
 		return nil, fmt.Errorf("proxy: at most %d backends, got %d", maxBackends, len(backends))
 	}
 	p := &Proxy{opts: defaultOptions(), backends: make([]backendAddr, len(backends))}
-	p.dialLog.every, p.noBackendLog.every, p.localLog.every = time.Second, time.Second, time.Second
 	for _, o := range opts {
 		o(&p.opts)
 	}
@@ -157,22 +156,21 @@ func (pr *pair) dial() {
 		pr.tried |= 1 << i
 		pr.backIdx = i
 		b, err := c.Loop().Dial("tcp", p.backends[i].addr, pr, p.opts.dialTimeout)
-		if err == nil {
-			b.SetWriteWaterMarks(0, 0) // as for the client (OnOpen)
-		}
-		if err != nil && isLocal(err) {
-			// No socket for the dial: this process is out of descriptors or
-			// memory. Every backend would fail alike and none is to blame.
-			pr.sh.localFailures.Add(1)
-			p.localLog.log(p.opts.logger, slog.LevelWarn, "proxy: closing client: no socket for a backend connection",
-				"err", err)
-			c.Abort(err)
-			return
-		}
 		if err != nil {
+			if isLocal(err) {
+				// No socket for the dial: this process is out of descriptors
+				// or memory. Every backend would fail alike and none is to
+				// blame.
+				pr.sh.localFailures.Add(1)
+				p.localLog.log(p.opts.logger, slog.LevelWarn, "proxy: closing client: no socket for a backend connection",
+					"err", err)
+				c.Abort(err)
+				return
+			}
 			pr.dialFailed(err) // synchronous failure
 			continue
 		}
+		b.SetWriteWaterMarks(0, 0) // as for the client (OnOpen)
 		pr.backend = b
 		return
 	}

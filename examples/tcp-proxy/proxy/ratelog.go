@@ -7,12 +7,14 @@ import (
 	"time"
 )
 
-// rateLog lets one kind of log line through at most once per interval,
+// logEvery is the interval at which a rateLog lets a line through.
+const logEvery = time.Second
+
+// rateLog lets one kind of log line through at most once per logEvery,
 // from any loop, and says in the next line it lets through how many it
 // held back. Under a burst of failures (every client of a full fd table)
 // the log stays readable and its cost bounded.
 type rateLog struct {
-	every   time.Duration
 	next    atomic.Int64  // unix nanoseconds before which lines are dropped
 	dropped atomic.Uint64 // lines dropped since the last one written
 }
@@ -20,7 +22,7 @@ type rateLog struct {
 func (r *rateLog) log(l *slog.Logger, level slog.Level, msg string, args ...any) {
 	now := time.Now().UnixNano()
 	next := r.next.Load()
-	if now < next || !r.next.CompareAndSwap(next, now+int64(r.every)) {
+	if now < next || !r.next.CompareAndSwap(next, now+int64(logEvery)) {
 		r.dropped.Add(1)
 		return
 	}

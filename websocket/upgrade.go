@@ -99,13 +99,13 @@ func (u *Upgrader) upgrade(w *vhttp.ResponseWriter, r *vhttp.Request, h Handler)
 		w.WriteString("websocket: origin not allowed\n")
 		return ErrOriginRejected
 	}
-	nc := w.Conn()
-	if nc == nil {
+	// Hijack only records who takes the connection when the handler
+	// returns; it refuses exactly when the handler is not on the loop.
+	c := &Conn{nc: w.Conn(), h: h, u: u}
+	if err := w.Hijack((*loopHandler)(c)); err != nil {
 		w.WriteHeader(vhttp.StatusInternalServerError)
-		return fmt.Errorf("%w: Upgrade needs a handler running on the loop, not an offloaded one", ErrBadHandshake)
+		return fmt.Errorf("%w: Upgrade needs a handler running on the loop, not an offloaded one: %w", ErrBadHandshake, err)
 	}
-
-	c := &Conn{nc: nc, h: h, u: u}
 	c.subprotocol = u.selectSubprotocol(r)
 	if u.cfg.compression && acceptDeflate(r) {
 		c.deflate = true
@@ -125,13 +125,6 @@ func (u *Upgrader) upgrade(w *vhttp.ResponseWriter, r *vhttp.Request, h Handler)
 		hd.Set("Sec-WebSocket-Extensions", deflateResponse)
 	}
 	w.WriteHeader(vhttp.StatusSwitchingProtocols)
-	if err := w.Hijack((*loopHandler)(c)); err != nil {
-		w.WriteHeader(vhttp.StatusInternalServerError)
-		for _, f := range []string{"Upgrade", "Connection", "Sec-WebSocket-Accept", "Sec-WebSocket-Protocol", "Sec-WebSocket-Extensions"} {
-			hd.Del(f)
-		}
-		return fmt.Errorf("websocket: %w", err)
-	}
 	return nil
 }
 

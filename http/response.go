@@ -17,6 +17,46 @@ const DefaultServerName = "veloq"
 type ResponseHeader struct {
 	fields []HeaderField
 	arena  []byte
+	// special has a bit for each field name the serializer treats apart
+	// (Date, Server, Connection, Content-Length, Transfer-Encoding) that
+	// is present, so a response without them is written in one pass.
+	special uint8
+}
+
+// Bits of ResponseHeader.special.
+const (
+	hasDate = 1 << iota
+	hasServer
+	hasConnection
+	hasFraming // Content-Length or Transfer-Encoding, which are dropped
+)
+
+// specialName returns the special bit of a field name, 0 for the others.
+// The length picks the one candidate to compare.
+func specialName[S string | []byte](name S) uint8 {
+	switch len(name) {
+	case 4:
+		if equalFoldBoth([]byte("date"), name) {
+			return hasDate
+		}
+	case 6:
+		if equalFoldBoth([]byte("server"), name) {
+			return hasServer
+		}
+	case 10:
+		if equalFoldBoth([]byte("connection"), name) {
+			return hasConnection
+		}
+	case 14:
+		if equalFoldBoth([]byte("content-length"), name) {
+			return hasFraming
+		}
+	case 17:
+		if equalFoldBoth([]byte("transfer-encoding"), name) {
+			return hasFraming
+		}
+	}
+	return 0
 }
 
 // Reset removes all fields, keeping the memory.
@@ -24,6 +64,7 @@ func (h *ResponseHeader) Reset() {
 	clear(h.fields)
 	h.fields = h.fields[:0]
 	h.arena = h.arena[:0]
+	h.special = 0
 }
 
 // Add appends a field.
@@ -76,24 +117,22 @@ func (h *ResponseHeader) index(name string) int {
 
 func delField[S string | []byte](h *ResponseHeader, name S) {
 	j := 0
+	var special uint8
 	for i := range h.fields {
 		if !equalFoldBoth(h.fields[i].Name, name) {
 			h.fields[j] = h.fields[i]
+			special |= specialName(h.fields[i].Name)
 			j++
 		}
 	}
 	clear(h.fields[j:])
 	h.fields = h.fields[:j]
+	h.special = special
 }
 
 func addField[S string | []byte](h *ResponseHeader, name, value S) {
 	if len(name) == 0 {
 		return
-	}
-	for i := 0; i < len(name); i++ {
-		if !isToken(name[i]) {
-			return
-		}
 	}
 	if h.fields == nil {
 		h.fields = make([]HeaderField, 0, 16)
@@ -104,15 +143,22 @@ func addField[S string | []byte](h *ResponseHeader, name, value S) {
 	start := len(h.arena)
 	h.arena = append(h.arena, name...)
 	mid := len(h.arena)
-	for i := 0; i < len(value); i++ {
-		c := value[i]
-		if c < ' ' && c != '\t' || c == 0x7f {
-			c = ' '
-		}
-		h.arena = append(h.arena, c)
+	if tokenLen(h.arena[start:mid]) != len(name) {
+		h.arena = h.arena[:start]
+		return
 	}
+	h.arena = append(h.arena, value...)
 	end := len(h.arena)
-	v := trimOWS(h.arena[mid:end])
+	// Control characters other than HTAB become spaces, so a value cannot
+	// end the field line. valueLen skips the clean prefix a word at a time.
+	v := h.arena[mid:end]
+	for i := valueLen(v); i < len(v); i++ {
+		if charClass[v[i]]&cValue == 0 {
+			v[i] = ' '
+		}
+	}
+	v = trimOWS(v)
+	h.special |= specialName(name)
 	h.fields = append(h.fields, HeaderField{
 		Name:  h.arena[start:mid:mid],
 		Value: v[:len(v):len(v)],
@@ -240,7 +286,11 @@ func (r *Response) AppendHead(dst []byte, req *Request, date []byte, contentLeng
 	r.chunked = false
 	r.bodyAllowed = !noBody && !isHead
 	var userClose, userKeepAlive bool
+	special := r.header.special
 	for i := range r.header.fields {
+		if special&hasConnection == 0 {
+			break
+		}
 		f := &r.header.fields[i]
 		if !equalFold(f.Name, "connection") {
 			continue
@@ -266,23 +316,23 @@ func (r *Response) AppendHead(dst []byte, req *Request, date []byte, contentLeng
 	}
 
 	dst = AppendStatusLine(dst, 1, status)
-	if len(date) > 0 && !r.header.Has("Date") {
+	if len(date) > 0 && special&hasDate == 0 {
 		dst = append(dst, "Date: "...)
 		dst = append(dst, date...)
 		dst = append(dst, '\r', '\n')
 	}
-	if !r.header.Has("Server") {
+	if special&hasServer == 0 {
 		dst = append(dst, "Server: "+DefaultServerName+"\r\n"...)
 	}
 	for i := range r.header.fields {
 		f := &r.header.fields[i]
-		switch len(f.Name) {
-		case 4, 6:
-			if len(f.Value) == 0 && (equalFold(f.Name, "date") || equalFold(f.Name, "server")) {
-				continue
-			}
-		case 14, 17:
-			if equalFold(f.Name, "content-length") || equalFold(f.Name, "transfer-encoding") {
+		if special&(hasDate|hasServer|hasFraming) != 0 {
+			switch specialName(f.Name) {
+			case hasDate, hasServer:
+				if len(f.Value) == 0 {
+					continue
+				}
+			case hasFraming:
 				continue
 			}
 		}

@@ -210,6 +210,42 @@ func TestResponseAppendTo(t *testing.T) {
 			want: "HTTP/1.1 204 No Content\r\nServer: custom\r\n\r\n",
 		},
 		{
+			// Fields set and removed again leave the defaults in place.
+			name: "overrides removed",
+			req:  get11,
+			setup: func(r *Response) {
+				h := r.Header()
+				h.Set("Server", "custom")
+				h.Set("date", "")
+				h.Set("Connection", "close")
+				h.Set("Content-Length", "99")
+				h.Add("X-A", "1")
+				h.Del("SERVER")
+				h.Del("Date")
+				h.Del("connection")
+				h.Del("content-length")
+			},
+			want: "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\n" +
+				"X-A: 1\r\nContent-Length: 0\r\n\r\n",
+			allowed: true,
+		},
+		{
+			// A value cannot end its line; a name that is not a token is
+			// dropped.
+			name: "control characters",
+			req:  get11,
+			setup: func(r *Response) {
+				h := r.Header()
+				h.Set("X-Split", "a\r\nSet-Cookie: x=1\x7f\tb  ")
+				h.AddBytes([]byte("X-Long"), []byte("0123456789abcdef\n0123456789"))
+				h.Add("Bad Name", "v")
+				h.Add("Bad\r\nName", "v")
+			},
+			want: "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\n" +
+				"X-Split: a  Set-Cookie: x=1 \tb\r\nX-Long: 0123456789abcdef 0123456789\r\nContent-Length: 0\r\n\r\n",
+			allowed: true,
+		},
+		{
 			name:    "304",
 			req:     get11,
 			setup:   func(r *Response) { r.SetStatus(304); r.Header().Add("ETag", `"x"`) },

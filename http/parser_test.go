@@ -6,8 +6,12 @@ import (
 	"errors"
 	"fmt"
 	nethttp "net/http"
+	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
 )
 
 // describe renders every observable field of req, for comparisons.
@@ -616,6 +620,50 @@ func TestRequestReuse(t *testing.T) {
 	expect(t, "close", req.Close, false)
 	expect(t, "query", req.Query == nil, true)
 	expect(t, "headers", len(req.Headers), 1)
+}
+
+// TestParseResetsEveryField fills every field of a Request with junk and
+// parses into it: the result must equal a parse into a zero Request. fill
+// assigns the fields one by one, so a field added to Request without a
+// line there fails here.
+func TestParseResetsEveryField(t *testing.T) {
+	in := []byte("GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
+	var p Parser
+	var want Request
+	if _, err := p.Parse(in, &want); err != nil {
+		t.Fatal(err)
+	}
+	var got Request
+	v := reflect.ValueOf(&got).Elem()
+	junk := []byte("junk")
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		if !f.CanSet() {
+			// Unexported: reflect refuses to set it, so the test writes
+			// through its address; the field is addressable (got is a
+			// variable) and the value set has the field's own type.
+			f = reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+		}
+		switch f.Kind() {
+		case reflect.Slice:
+			if f.Type() == reflect.TypeOf(junk) {
+				f.Set(reflect.ValueOf(junk))
+			}
+		case reflect.Int, reflect.Int64:
+			f.SetInt(7)
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Array:
+			// the router's parameters: emptied through nparams
+		default:
+			t.Fatalf("field %s of kind %s: teach this test to fill it", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	if _, err := p.Parse(in, &got); err != nil {
+		t.Fatal(err)
+	}
+	got.params = want.params
+	require.Equal(t, want, got)
 }
 
 func TestParseManyHeadersGrows(t *testing.T) {

@@ -1,6 +1,9 @@
 package http
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // Character classes used by the parsers. The table is computed once at
 // package initialisation and never modified afterwards.
@@ -132,45 +135,45 @@ func specialTarget(x uint64) uint64 {
 // (VCHAR, obs-text, SP, HTAB).
 func valueLen(b []byte) int {
 	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		if specialValue(binary.LittleEndian.Uint64(b[i:])) != 0 {
-			break
+	for i+8 <= len(b) {
+		if m := specialValue(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			// The lowest flagged lane is exact (a borrow only runs upward
+			// from a flagged lane): a byte that ends the value, or an HTAB
+			// inside it, after which the words go on.
+			i += bits.TrailingZeros64(m) >> 3
+			if b[i] != '\t' {
+				return i
+			}
+			i -= 7
 		}
+		i += 8
 	}
-	for _, c := range b[i:] {
-		if charClass[c]&cValue == 0 {
-			break
-		}
-		i++
-	}
-	return i
+	return i + classLen(b[i:], cValue)
 }
 
 // targetLen returns the length of the prefix of b made of VCHARs.
 func targetLen(b []byte) int {
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
-		if specialTarget(binary.LittleEndian.Uint64(b[i:])) != 0 {
-			break
+		if m := specialTarget(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			// The lowest flagged lane is exact: a borrow or carry only
+			// runs upward from a flagged lane.
+			return i + bits.TrailingZeros64(m)>>3
 		}
 	}
-	for _, c := range b[i:] {
-		if charClass[c]&cTarget == 0 {
-			break
-		}
-		i++
-	}
-	return i
+	return i + classLen(b[i:], cTarget)
 }
 
 // tokenLen returns the length of the prefix of b made of tchars.
-func tokenLen(b []byte) int {
-	i := 0
-	for _, c := range b {
-		if charClass[c]&cToken == 0 {
-			break
+func tokenLen(b []byte) int { return classLen(b, cToken) }
+
+// classLen returns the length of the prefix of b whose bytes are all in
+// class, a byte at a time.
+func classLen(b []byte, class uint8) int {
+	for i, c := range b {
+		if charClass[c]&class == 0 {
+			return i
 		}
-		i++
 	}
-	return i
+	return len(b)
 }

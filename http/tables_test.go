@@ -26,7 +26,7 @@ func TestScanHelpers(t *testing.T) {
 	}
 	for _, f := range funcs {
 		// Every byte value in every lane, after clean and after high bytes.
-		for _, fill := range []byte{'a', 0xff, '~', '!'} {
+		for _, fill := range []byte{'a', 0xff, '~', '!', '\t', 0x7f} {
 			buf := make([]byte, 19)
 			for c := 0; c < 256; c++ {
 				for pos := range buf {

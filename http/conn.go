@@ -71,7 +71,18 @@ type conn struct {
 func (cs *conn) now() int64 { return cs.c.Loop().Clock() }
 
 // date returns the Date header value for the loop's current time.
-func (cs *conn) date() []byte { return cs.ls.dates.Bytes(cs.c.Loop().Now()) }
+func (cs *conn) date() []byte {
+	ls, l := cs.ls, cs.c.Loop()
+	if l.Clock() < ls.dateUntil {
+		return ls.date
+	}
+	// A new wall-clock second, or the first request: until the loop clock
+	// passes the end of this second, the cached text stands.
+	now := l.Now()
+	ls.date = ls.dates.Bytes(now)
+	ls.dateUntil = l.Clock() + int64(time.Second) - int64(now.Nanosecond())
+	return ls.date
+}
 
 func (s *Server) firstTimeout() time.Duration {
 	if s.opts.idleTimeout > 0 {
@@ -526,17 +537,22 @@ func (cs *conn) writeResponse(resp *Response, req *Request) {
 	ls := cs.ls
 	body := resp.Body()
 	ls.scratch = resp.AppendHead(ls.scratch[:0], req, cs.date(), int64(len(body)))
-	cs.c.Write(ls.scratch)
-	if resp.BodyAllowed() {
-		cs.c.Write(body)
+	if !resp.BodyAllowed() || len(body) == 0 {
+		cs.c.Write(ls.scratch)
+		return
 	}
+	// One call queues both: the output queue copies them into the same
+	// segment, and the connection's bookkeeping runs once.
+	ls.iov[0], ls.iov[1] = ls.scratch, body
+	cs.c.Writev(ls.iov[:])
+	ls.iov[0], ls.iov[1] = nil, nil
 }
 
 // afterResponse moves on after a response was written: to the next
 // request, or to closing. It reports whether the next request may be
 // served.
 func (cs *conn) afterResponse(resp *Response) bool {
-	cs.ls.st.requests.Add(1)
+	cs.ls.countServed(cs.c.Loop())
 	if resp.ShouldClose() {
 		cs.linger()
 		return false

@@ -247,21 +247,44 @@ type loopStats struct {
 // loopState is what the connections of one loop share. Only that loop
 // touches it (except the counters).
 type loopState struct {
-	srv     *Server
-	dates   DateCache
-	req     Request
-	w       ResponseWriter
-	body    []byte // the inline writer's body buffer
-	scratch []byte // serialized heads
+	srv   *Server
+	dates DateCache
+	// date is the Date header's value for the current second, which ends
+	// when the loop clock (Loop.Clock) reaches dateUntil.
+	date      []byte
+	dateUntil int64
+	req       Request
+	w         ResponseWriter
+	body      []byte // the inline writer's body buffer
+	scratch   []byte // serialized heads
+	iov       [2][]byte
 	// hdrScratch builds FromStd request headers.
 	hdrScratch []byte
 	conns      connList
-	st         loopStats
-	_          [64]byte // keep the next loop's counters off this cache line
+	// served counts the inline requests answered in this loop iteration;
+	// publish adds them to st.requests once, after the batch, instead of
+	// one atomic add per request.
+	served  uint64
+	publish func()
+	st      loopStats
+	_       [64]byte // keep the next loop's counters off this cache line
 }
 
 func newLoopState(s *Server) *loopState {
-	return &loopState{srv: s, body: make([]byte, 0, 4<<10), scratch: make([]byte, 0, 1<<10)}
+	ls := &loopState{srv: s, body: make([]byte, 0, 4<<10), scratch: make([]byte, 0, 1<<10)}
+	ls.publish = func() {
+		ls.st.requests.Add(ls.served)
+		ls.served = 0
+	}
+	return ls
+}
+
+// countServed counts an inline request answered on loop l.
+func (ls *loopState) countServed(l *vnet.Loop) {
+	if ls.served == 0 {
+		l.Defer(ls.publish)
+	}
+	ls.served++
 }
 
 // closeIdle closes the connections waiting for a request; the others close

@@ -62,13 +62,43 @@ func BenchmarkServerFromStd(b *testing.B) {
 }
 
 func benchFastPath(b *testing.B, be reactor.Backend, depth int) {
-	benchServe(b, be, depth, HandlerFunc(func(w *ResponseWriter, r *Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		w.WriteString("Hello, World!")
-	}))
+	benchServe(b, be, depth, HandlerFunc(helloHandler))
+}
+
+func helloHandler(w *ResponseWriter, r *Request) {
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteString("Hello, World!")
+}
+
+// BenchmarkServerRouter is BenchmarkServerFastPath through a Router with
+// a dozen routes, the request matching one with two wildcards.
+func BenchmarkServerRouter(b *testing.B) {
+	m := NewRouter()
+	for _, p := range []string{"/", "/users", "/users/{id}", "/users/{id}/posts", "/static/{path...}",
+		"/api/v1/items", "/api/v1/items/{item}", "/health", "/metrics", "/login", "/logout"} {
+		m.HandleFunc("GET "+p, helloHandler)
+	}
+	m.HandleFunc("GET /users/{id}/posts/{post}", func(w *ResponseWriter, r *Request) {
+		if len(r.PathValue("id")) == 0 || len(r.PathValue("post")) == 0 {
+			panic("no wildcard values")
+		}
+		helloHandler(w, r)
+	})
+	for _, be := range []reactor.Backend{reactor.BackendEpoll, reactor.BackendUring} {
+		b.Run(string(be), func(b *testing.B) {
+			if be == reactor.BackendUring && reactor.ProbeUring() != nil {
+				b.Skip("io_uring unavailable")
+			}
+			benchServeTarget(b, be, 16, m, "/users/42/posts/7")
+		})
+	}
 }
 
 func benchServe(b *testing.B, be reactor.Backend, depth int, h Handler) {
+	benchServeTarget(b, be, depth, h, "/")
+}
+
+func benchServeTarget(b *testing.B, be reactor.Backend, depth int, h Handler, target string) {
 	s := NewServer(h, WithBackend(be), WithLoops(1), WithLogger(testLogger(b)))
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		b.Fatal(err)
@@ -80,7 +110,7 @@ func benchServe(b *testing.B, be reactor.Backend, depth int, h Handler) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(time.Minute))
-	one := []byte("GET / HTTP/1.1\r\nHost: localhost\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n")
+	one := []byte("GET " + target + " HTTP/1.1\r\nHost: localhost\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n")
 	req := bytes.Repeat(one, depth)
 
 	// Learn a response's length (the Date is fixed-width).

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"github.com/veloq/veloq/internal/backendtest"
 	"github.com/veloq/veloq/reactor"
 )
@@ -118,6 +119,29 @@ func expectClosed(t testing.TB, c net.Conn, br *bufio.Reader) {
 	if len(rest) > 0 {
 		t.Fatalf("unexpected bytes before close: %q", rest)
 	}
+}
+
+// TestServerDate checks the Date header against the wall clock, and that
+// it moves on with it: the server caches the text for a second of its
+// loop's clock.
+func TestServerDate(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		s := startServer(t, b, HandlerFunc(testHandler))
+		cl := newClient()
+		defer cl.CloseIdleConnections()
+		date := func() time.Time {
+			resp, err := cl.Get("http://" + s.Addr().String() + "/")
+			require.NoError(t, err)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			d, err := nethttp.ParseTime(resp.Header.Get("Date"))
+			require.NoError(t, err)
+			require.WithinDuration(t, time.Now(), d, 2*time.Second)
+			return d
+		}
+		first := date()
+		require.Eventually(t, func() bool { return date().After(first) }, 5*time.Second, 50*time.Millisecond)
+	})
 }
 
 func TestServerRoundTrip(t *testing.T) {

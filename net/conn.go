@@ -230,6 +230,24 @@ func (c *Conn) Write(p []byte) (int, error) {
 	return c.write(p)
 }
 
+// AvailableBuffer returns an empty buffer whose capacity is free space in
+// the connection's output queue itself (at least 512 bytes), like
+// bufio.Writer's: append a message to it and pass the result to Write at
+// once, and Write queues those bytes where they are instead of copying
+// them. Any other use stays correct but gains nothing: a result that
+// outgrew the capacity, or that was not the next thing written, is copied
+// like any other slice (and what another Write put there first may have
+// overwritten it, so do not write in between).
+//
+// It returns nil off the loop or once the connection is closed. Call it on
+// c's loop.
+func (c *Conn) AvailableBuffer() []byte {
+	if c.offLoop() || c.state != connOpen || c.wrShut {
+		return nil
+	}
+	return c.out.avail(c.loop)
+}
+
 func (c *Conn) write(p []byte) (int, error) {
 	if c.state != connOpen || c.wrShut {
 		return 0, ErrClosed

@@ -19,6 +19,9 @@ type outQueue struct {
 	head  int
 	bytes int // pending bytes over all segments
 	held  int // segments that are receive buffers (bid >= 0)
+	// spare is a segment lent by avail and not yet queued: a write of
+	// bytes built in it queues it as the new tail.
+	spare []byte
 }
 
 // outSeg is one segment: b[off:] is still to be sent.
@@ -44,8 +47,59 @@ func (q *outQueue) len() int { return q.bytes }
 // buffer goes back through it to the backend (Loop.recycleHeld). Every
 // connection of a loop shares them, so the queue does not keep them.
 
-// write appends a copy of p.
-func (q *outQueue) write(l *Loop, p []byte) { appendOut(q, l.cache, p) }
+// minAvail is the least free space avail offers at the tail; with less,
+// it lends a fresh segment instead.
+const minAvail = 512
+
+// write appends p: in place when p was built in the space avail returned,
+// else as a copy.
+func (q *outQueue) write(l *Loop, p []byte) {
+	if !q.adopt(p) {
+		appendOut(q, l.cache, p)
+	}
+}
+
+// avail returns an empty slice whose capacity is free space at the end of
+// the queue: the tail segment's spare room, or a spare segment of at
+// least minSeg bytes. Bytes appended to it and passed to write at once are
+// queued without a copy (see adopt).
+func (q *outQueue) avail(l *Loop) []byte {
+	if n := len(q.segs); n > q.head {
+		if t := &q.segs[n-1]; t.bid < 0 && cap(t.b)-len(t.b) >= minAvail {
+			return t.b[len(t.b):len(t.b)]
+		}
+	}
+	if q.spare == nil {
+		q.spare = l.cache.Get(minSeg)
+	}
+	return q.spare[:0]
+}
+
+// adopt queues p without copying it if p starts where avail's space does
+// and fits in it (an append that outgrew the space moved to a new array,
+// which fails the check), and reports whether it did. Comparing element
+// addresses is exact: p[0] and the free space's first byte are the same
+// byte only if p lies in that array at that offset.
+func (q *outQueue) adopt(p []byte) bool {
+	if len(p) == 0 {
+		return false
+	}
+	if n := len(q.segs); n > q.head {
+		t := &q.segs[n-1]
+		if k := len(t.b); t.bid < 0 && len(p) <= cap(t.b)-k && &t.b[:k+1][k] == &p[0] {
+			t.b = t.b[:k+len(p)]
+			q.bytes += len(p)
+			return true
+		}
+	}
+	if len(p) <= cap(q.spare) && &q.spare[:1][0] == &p[0] {
+		q.segs = append(q.segs, outSeg{b: q.spare[:len(p)], bid: -1})
+		q.spare = nil
+		q.bytes += len(p)
+		return true
+	}
+	return false
+}
 
 // writeString is write for a string, without converting it.
 func (q *outQueue) writeString(l *Loop, s string) { appendOut(q, l.cache, s) }
@@ -133,4 +187,8 @@ func (q *outQueue) reset(l *Loop) {
 	}
 	q.segs = nil
 	q.head, q.bytes = 0, 0
+	if q.spare != nil {
+		l.cache.Put(q.spare)
+		q.spare = nil
+	}
 }

@@ -534,15 +534,25 @@ func (cs *conn) writeResponse(resp *Response, req *Request) {
 	if cs.srv.shutting.Load() {
 		req.Close = true
 	}
-	ls := cs.ls
 	body := resp.Body()
-	ls.scratch = resp.AppendHead(ls.scratch[:0], req, cs.date(), int64(len(body)))
+	date := cs.date()
+	// Built in the output queue's own free space when it surely fits, so
+	// the response is not copied there afterwards.
+	if buf := cs.c.AvailableBuffer(); cap(buf) >= resp.headBound(date)+len(body) {
+		buf = resp.AppendHead(buf, req, date, int64(len(body)))
+		if resp.BodyAllowed() {
+			buf = append(buf, body...)
+		}
+		cs.c.Write(buf)
+		return
+	}
+	ls := cs.ls
+	ls.scratch = resp.AppendHead(ls.scratch[:0], req, date, int64(len(body)))
 	if !resp.BodyAllowed() || len(body) == 0 {
 		cs.c.Write(ls.scratch)
 		return
 	}
-	// One call queues both: the output queue copies them into the same
-	// segment, and the connection's bookkeeping runs once.
+	// One call queues both: the connection's bookkeeping runs once.
 	ls.iov[0], ls.iov[1] = ls.scratch, body
 	cs.c.Writev(ls.iov[:])
 	ls.iov[0], ls.iov[1] = nil, nil

@@ -360,6 +360,19 @@ func (r *Response) AppendHead(dst []byte, req *Request, date []byte, contentLeng
 	return append(dst, '\r', '\n')
 }
 
+// headBound is at least the length of the head AppendHead writes with
+// date: the handler's fields with their separators, the longest status
+// line, and every field AppendHead may add (Server, Content-Length,
+// Transfer-Encoding, Connection, the final CRLF).
+func (r *Response) headBound(date []byte) int {
+	const fixed = 64 + // status line: "HTTP/1.1 NNN " and the longest reason phrase
+		len("Server: "+DefaultServerName+"\r\n") +
+		len("Content-Length: 18446744073709551615\r\n") +
+		len("Transfer-Encoding: chunked\r\n") +
+		len("Connection: keep-alive\r\n") + 2
+	return fixed + len("Date: \r\n") + len(date) + len(r.header.arena) + 4*len(r.header.fields)
+}
+
 // AppendError appends a complete plain-text response for status, meant
 // for a [ProtocolError] (see [ErrorStatus]): the connection is to be
 // closed afterwards, and the response says so. date may be empty.

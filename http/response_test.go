@@ -373,3 +373,30 @@ func TestResponseAllocs(t *testing.T) {
 		t.Errorf("Response allocates %v times", allocs)
 	}
 }
+
+// TestResponseHeadBound: the head AppendHead writes never exceeds
+// headBound, the room the server reserves to build it in place, for any
+// status, framing and connection handling.
+func TestResponseHeadBound(t *testing.T) {
+	date := []byte("Sun, 06 Nov 1994 08:49:37 GMT")
+	reqs := []*Request{nil,
+		parseRequest(t, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"),
+		parseRequest(t, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"),
+		parseRequest(t, "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+	}
+	var r Response
+	for status := 0; status <= 1000; status++ {
+		for _, req := range reqs {
+			for _, cl := range []int64{-1, 0, 1<<63 - 1} {
+				r.Reset(nil)
+				r.SetStatus(status)
+				r.Header().Add("X", "")
+				r.Header().Add("Content-Type", "text/plain")
+				head := r.AppendHead(nil, req, date, cl)
+				if len(head) > r.headBound(date) {
+					t.Fatalf("status %d, length %d: head of %d bytes over the bound %d", status, cl, len(head), r.headBound(date))
+				}
+			}
+		}
+	}
+}

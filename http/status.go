@@ -208,6 +208,9 @@ func StatusText(code int) string {
 // 100..999 is written as 500. An unknown status gets an empty reason
 // phrase, which RFC 9112 §4 allows.
 func AppendStatusLine(dst []byte, minor int, status int) []byte {
+	if status == StatusOK && minor != 0 {
+		return append(dst, "HTTP/1.1 200 OK\r\n"...) // most answers: one copy
+	}
 	if status < 100 || status > 999 {
 		status = StatusInternalServerError
 	}

@@ -15,8 +15,12 @@ const DefaultServerName = "veloq"
 // (other than HTAB) in values are replaced with spaces, so a handler
 // cannot split a response.
 type ResponseHeader struct {
-	fields []HeaderField
+	// fields locate each field's name and value in arena: offsets rather
+	// than slices, a third of the size and nothing for the garbage
+	// collector to trace, so adding a field is a small copy.
+	fields []fieldSpan
 	arena  []byte
+	view   []HeaderField // what Fields returned last, rebuilt each call
 	// special has a bit for each field name the serializer treats apart
 	// (Date, Server, Connection, Content-Length, Transfer-Encoding) that
 	// is present, so a response without them is written in one pass.
@@ -61,7 +65,6 @@ func specialName[S string | []byte](name S) uint8 {
 
 // Reset removes all fields, keeping the memory.
 func (h *ResponseHeader) Reset() {
-	clear(h.fields)
 	h.fields = h.fields[:0]
 	h.arena = h.arena[:0]
 	h.special = 0
@@ -91,7 +94,7 @@ func (h *ResponseHeader) Del(name string) { delField(h, name) }
 // Get returns the value of the first field named name, or nil.
 func (h *ResponseHeader) Get(name string) []byte {
 	if i := h.index(name); i >= 0 {
-		return h.fields[i].Value
+		return h.value(i)
 	}
 	return nil
 }
@@ -103,12 +106,32 @@ func (h *ResponseHeader) Has(name string) bool { return h.index(name) >= 0 }
 func (h *ResponseHeader) Len() int { return len(h.fields) }
 
 // Fields returns the fields in order. The slice and the bytes are owned by
-// h: read them, do not modify or keep them.
-func (h *ResponseHeader) Fields() []HeaderField { return h.fields }
+// h: read them, do not modify or keep them; the slice is valid until the
+// next call.
+func (h *ResponseHeader) Fields() []HeaderField {
+	clear(h.view)
+	h.view = h.view[:0]
+	for i := range h.fields {
+		h.view = append(h.view, HeaderField{Name: h.name(i), Value: h.value(i)})
+	}
+	return h.view
+}
+
+// name and value return field i's name and value, capped so that an append
+// to them cannot write into the arena.
+func (h *ResponseHeader) name(i int) []byte {
+	f := h.fields[i]
+	return h.arena[f.ns:f.ne:f.ne]
+}
+
+func (h *ResponseHeader) value(i int) []byte {
+	f := h.fields[i]
+	return h.arena[f.vs:f.ve:f.ve]
+}
 
 func (h *ResponseHeader) index(name string) int {
 	for i := range h.fields {
-		if equalFold(h.fields[i].Name, name) {
+		if equalFold(h.name(i), name) {
 			return i
 		}
 	}
@@ -119,13 +142,12 @@ func delField[S string | []byte](h *ResponseHeader, name S) {
 	j := 0
 	var special uint8
 	for i := range h.fields {
-		if !equalFoldBoth(h.fields[i].Name, name) {
+		if n := h.name(i); !equalFoldBoth(n, name) {
 			h.fields[j] = h.fields[i]
-			special |= specialName(h.fields[i].Name)
+			special |= specialName(n)
 			j++
 		}
 	}
-	clear(h.fields[j:])
 	h.fields = h.fields[:j]
 	h.special = special
 }
@@ -135,7 +157,7 @@ func addField[S string | []byte](h *ResponseHeader, name, value S) {
 		return
 	}
 	if h.fields == nil {
-		h.fields = make([]HeaderField, 0, 16)
+		h.fields = make([]fieldSpan, 0, 16)
 		h.arena = make([]byte, 0, 512)
 	}
 	// Views taken before the arena grows keep pointing at the old array,
@@ -149,6 +171,10 @@ func addField[S string | []byte](h *ResponseHeader, name, value S) {
 	}
 	h.arena = append(h.arena, value...)
 	end := len(h.arena)
+	if end > maxArena {
+		h.arena = h.arena[:start] // offsets are int32; no real header gets here
+		return
+	}
 	// Control characters other than HTAB become spaces, so a value cannot
 	// end the field line. valueLen skips the clean prefix a word at a time.
 	v := h.arena[mid:end]
@@ -157,13 +183,19 @@ func addField[S string | []byte](h *ResponseHeader, name, value S) {
 			v[i] = ' '
 		}
 	}
-	v = trimOWS(v)
+	vs, ve := mid, end
+	for vs < ve && (h.arena[vs] == ' ' || h.arena[vs] == '\t') {
+		vs++
+	}
+	for ve > vs && (h.arena[ve-1] == ' ' || h.arena[ve-1] == '\t') {
+		ve--
+	}
 	h.special |= specialName(name)
-	h.fields = append(h.fields, HeaderField{
-		Name:  h.arena[start:mid:mid],
-		Value: v[:len(v):len(v)],
-	})
+	h.fields = append(h.fields, fieldSpan{int32(start), int32(mid), int32(vs), int32(ve)})
 }
+
+// maxArena bounds a ResponseHeader's bytes, so that offsets fit in int32.
+const maxArena = 1<<31 - 1
 
 func equalFoldBoth[S string | []byte](b []byte, s S) bool {
 	if len(b) != len(s) {
@@ -291,11 +323,10 @@ func (r *Response) AppendHead(dst []byte, req *Request, date []byte, contentLeng
 		if special&hasConnection == 0 {
 			break
 		}
-		f := &r.header.fields[i]
-		if !equalFold(f.Name, "connection") {
+		if !equalFold(r.header.name(i), "connection") {
 			continue
 		}
-		for list := f.Value; len(list) > 0; {
+		for list := r.header.value(i); len(list) > 0; {
 			var o []byte
 			o, list = nextListElem(list)
 			switch {
@@ -324,21 +355,21 @@ func (r *Response) AppendHead(dst []byte, req *Request, date []byte, contentLeng
 	if special&hasServer == 0 {
 		dst = append(dst, "Server: "+DefaultServerName+"\r\n"...)
 	}
-	for i := range r.header.fields {
-		f := &r.header.fields[i]
+	arena := r.header.arena
+	for _, f := range r.header.fields {
 		if special&(hasDate|hasServer|hasFraming) != 0 {
-			switch specialName(f.Name) {
+			switch specialName(arena[f.ns:f.ne]) {
 			case hasDate, hasServer:
-				if len(f.Value) == 0 {
+				if f.vs == f.ve {
 					continue
 				}
 			case hasFraming:
 				continue
 			}
 		}
-		dst = append(dst, f.Name...)
+		dst = append(dst, arena[f.ns:f.ne]...)
 		dst = append(dst, ':', ' ')
-		dst = append(dst, f.Value...)
+		dst = append(dst, arena[f.vs:f.ve]...)
 		dst = append(dst, '\r', '\n')
 	}
 	if !noBody {

@@ -41,14 +41,24 @@ type Parser struct {
 	targetEnd int
 	lineStart int // start of the current field line
 	nameEnd   int // offset of the colon in the current field line
-	spans     []fieldSpan
+	// spans holds the fields of a head that is still incomplete, from
+	// earlier calls. The fields being scanned are recorded in the
+	// Request's scratch spans, so a connection whose heads arrive whole
+	// (nearly all) never allocates here.
+	spans []fieldSpan
 }
+
+// maxKeptSpans is the most span capacity a Parser keeps between heads.
+const maxKeptSpans = 16
 
 // Reset discards any partial progress. Parse calls it itself after a
 // complete head or an error; call it only to abandon a partial head.
 func (p *Parser) Reset() {
 	p.state = stStart
 	p.scan = 0
+	if cap(p.spans) > maxKeptSpans {
+		p.spans = nil // a long split head: free it with the head
+	}
 	p.spans = p.spans[:0]
 }
 
@@ -87,12 +97,14 @@ func (p *Parser) Parse(buf []byte, req *Request) (n int, err error) {
 		req.Headers = make([]HeaderField, 0, need)
 	}
 	req.Headers = req.Headers[:from]
+	req.spans = append(req.spans[:0], p.spans...)
 	n, err = p.scanHead(b, req)
 	if err == ErrNeedMore {
 		if len(buf) > maxHead {
 			p.Reset()
 			return 0, errHeadTooLarge
 		}
+		p.spans = append(p.spans, req.spans[from:]...)
 		return 0, err
 	}
 	if err == nil {
@@ -279,7 +291,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			if b[i+1] != '\n' {
 				return 0, errBareCR
 			}
-			if len(p.spans) >= p.Limits.maxHeaders() {
+			if len(req.spans) >= p.Limits.maxHeaders() {
 				return 0, errTooManyHeaders
 			}
 			vs, ve := p.nameEnd+1, i
@@ -289,11 +301,11 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			for ve > vs && (b[ve-1] == ' ' || b[ve-1] == '\t') {
 				ve--
 			}
-			if p.spans == nil {
+			if req.spans == nil {
 				// Grown by append past this: most heads are short.
-				p.spans = make([]fieldSpan, 0, min(p.Limits.maxHeaders(), 32))
+				req.spans = make([]fieldSpan, 0, min(p.Limits.maxHeaders(), 32))
 			}
-			p.spans = append(p.spans, fieldSpan{int32(p.lineStart), int32(p.nameEnd), int32(vs), int32(ve)})
+			req.spans = append(req.spans, fieldSpan{int32(p.lineStart), int32(p.nameEnd), int32(vs), int32(ve)})
 			req.Headers = append(req.Headers, HeaderField{
 				Name:  b[p.lineStart:p.nameEnd:p.nameEnd],
 				Value: b[vs:ve:ve],
@@ -309,7 +321,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 // parsed by earlier calls and are rebuilt from their spans.
 func (p *Parser) fill(b []byte, req *Request, from int) error {
 	hdrs := req.Headers
-	for i, s := range p.spans[:from] {
+	for i, s := range req.spans[:from] {
 		hdrs[i] = HeaderField{Name: b[s.ns:s.ne:s.ne], Value: b[s.vs:s.ve:s.ve]}
 	}
 	// Field by field rather than a composite literal: that would clear the

@@ -699,6 +699,18 @@ func TestParseAllocs(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("incremental Parse allocates %v times", allocs)
 	}
+	// A connection's Parser holds no memory of its own for heads that
+	// arrive whole: a fresh one per head, with the loop's Request,
+	// allocates nothing.
+	allocs = testing.AllocsPerRun(100, func() {
+		var fresh Parser
+		if _, err := fresh.Parse(buf, &req); err != nil || cap(fresh.spans) != 0 {
+			t.Fatal(err, cap(fresh.spans))
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a fresh Parser allocates %v times", allocs)
+	}
 }
 
 func TestParseResumeWithOtherRequest(t *testing.T) {

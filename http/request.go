@@ -68,12 +68,17 @@ type Request struct {
 	// Wildcard values set by a Router (see PathValue).
 	params  [maxPathParams]pathParam
 	nparams int
+
+	// spans is the Parser's scratch: where each field of the head being
+	// parsed lies, kept with the Request (one per loop in the server)
+	// rather than with each connection's Parser.
+	spans []fieldSpan
 }
 
 // Reset clears r, keeping the capacity of Headers.
 func (r *Request) Reset() {
-	h := r.Headers[:0]
-	*r = Request{Headers: h, ContentLength: -1}
+	h, s := r.Headers[:0], r.spans[:0]
+	*r = Request{Headers: h, ContentLength: -1, spans: s}
 }
 
 // Lookup returns the value of the first field named name (compared case

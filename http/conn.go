@@ -402,6 +402,7 @@ func (cs *conn) handOver(h vnet.Handler) {
 	c := cs.c
 	c.SetContext(nil)
 	c.SetHandler(h)
+	ls.recycle(cs) // nothing refers to cs any more; not to be used below
 	h.OnOpen(c)
 	if !c.Closed() && c.Buffered() > 0 {
 		h.OnData(c)

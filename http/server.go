@@ -266,6 +266,7 @@ type loopState struct {
 	// one atomic add per request.
 	served  uint64
 	publish func()
+	spare   []*conn // records of hijacked connections, for reuse
 	st      loopStats
 	_       [64]byte // keep the next loop's counters off this cache line
 }
@@ -277,6 +278,32 @@ func newLoopState(s *Server) *loopState {
 		ls.served = 0
 	}
 	return ls
+}
+
+// maxSpareConns bounds the conn records a loop keeps for reuse.
+const maxSpareConns = 64
+
+// newConn returns a zeroed conn record, reusing one a hijacked connection
+// left: a WebSocket server's connections all pass through one, and
+// without reuse each would leave its record as garbage.
+func (ls *loopState) newConn() *conn {
+	if n := len(ls.spare); n > 0 {
+		cs := ls.spare[n-1]
+		ls.spare[n-1] = nil
+		ls.spare = ls.spare[:n-1]
+		return cs
+	}
+	return new(conn)
+}
+
+// recycle keeps cs for newConn. Only a record nothing else refers to may
+// come here: one handed over by Hijack (no timer, no offloaded work, no
+// FromStd exchange).
+func (ls *loopState) recycle(cs *conn) {
+	if len(ls.spare) < maxSpareConns {
+		*cs = conn{}
+		ls.spare = append(ls.spare, cs)
+	}
 }
 
 // countServed counts an inline request answered on loop l.
@@ -330,7 +357,8 @@ func (h netHandler) OnOpen(c *vnet.Conn) {
 	ls := s.loops[c.Loop().ID()]
 	ls.st.accepted.Add(1)
 	n := s.active.Add(1)
-	cs := &conn{srv: s, ls: ls, c: c}
+	cs := ls.newConn()
+	cs.srv, cs.ls, cs.c = s, ls, c
 	cs.parser.Limits = s.limits
 	cs.dec.Limits = s.limits
 	c.SetContext(cs)

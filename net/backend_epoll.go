@@ -291,7 +291,7 @@ func (b *epollBackend) unlisten(idx uint32) {
 
 func (b *epollBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr) error {
 	for int(slot) >= len(b.conns) {
-		b.conns = append(b.conns, econn{fd: -1})
+		b.conns = growTable(b.conns, econn{fd: -1})
 	}
 	e := &b.conns[slot]
 	*e = econn{fd: fd, gen: (e.gen + 1) & 0xffffff, q: q}

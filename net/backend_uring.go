@@ -479,7 +479,7 @@ func (b *uringBackend) unlisten(idx uint32) {
 
 func (b *uringBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr) error {
 	for int(slot) >= len(b.conns) {
-		b.conns = append(b.conns, uconn{fd: -1})
+		b.conns = growTable(b.conns, uconn{fd: -1})
 	}
 	u := &b.conns[slot]
 	*u = uconn{fd: fd, gen: (u.gen + 1) & 0xffffff, q: q, oneshot: true}

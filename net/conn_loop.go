@@ -16,6 +16,20 @@ import (
 	"github.com/veloq/veloq/internal/sock"
 )
 
+// growTable appends v to a table indexed by slot, doubling its capacity
+// when full. append grows a large slice by about a quarter each time, and
+// for a table that only grows the arrays it leaves behind add up to several
+// times the final one: garbage that, while connections pour in, inflates
+// the heap the collector lets grow.
+func growTable[T any](s []T, v T) []T {
+	if len(s) == cap(s) {
+		ns := make([]T, len(s), max(2*cap(s), 16))
+		copy(ns, s)
+		s = ns
+	}
+	return append(s, v)
+}
+
 // newConn puts fd into the connection table.
 func (l *Loop) newConn(fd int, network string, h Handler) *Conn {
 	c := &Conn{loop: l, fd: fd, h: h, network: network, lastActive: l.now,
@@ -26,7 +40,7 @@ func (l *Loop) newConn(fd int, network string, h Handler) *Conn {
 		l.conns[c.slot] = c
 	} else {
 		c.slot = uint32(len(l.conns))
-		l.conns = append(l.conns, c)
+		l.conns = growTable(l.conns, c)
 	}
 	l.nconn.Add(1)
 	return c

@@ -2,6 +2,7 @@ package net
 
 import (
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -69,7 +70,7 @@ type sink interface {
 	// accepted: listener idx accepted fd, now the loop's; peer is the
 	// address the accept reported, or nil where it reports none (an
 	// io_uring multishot accept).
-	accepted(idx uint32, fd int, peer unix.Sockaddr)
+	accepted(idx uint32, fd int, peer net.Addr)
 	// acceptFailed: listener idx failed to accept. retry false means the
 	// error is transient and accepting goes on; true means the loop backs
 	// off and will call listen again, so the backend stops accepting.

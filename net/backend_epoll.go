@@ -264,7 +264,7 @@ func (b *epollBackend) accept(idx uint32) {
 		if !ln.added || ln.backOff {
 			return
 		}
-		fd, peer, err := unix.Accept4(ln.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		fd, peer, err := sock.Accept(ln.fd)
 		if err != nil {
 			if err == unix.EAGAIN {
 				return

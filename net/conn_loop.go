@@ -54,10 +54,8 @@ func (l *Loop) newConn(fd int, network string, h Handler) *Conn {
 // (epoll's accept4), so most servers pay at most one getpeername per
 // connection. The fields never change afterwards, so the getters are safe
 // from any goroutine.
-func (l *Loop) captureAddrs(c *Conn, peer unix.Sockaddr, listenAddr net.Addr) {
-	if peer != nil {
-		c.raddr = sock.ToNet(peer)
-	}
+func (l *Loop) captureAddrs(c *Conn, peer net.Addr, listenAddr net.Addr) {
+	c.raddr = peer
 	if c.raddr == nil {
 		c.raddr, _ = sock.PeerAddr(c.fd)
 	}
@@ -85,7 +83,7 @@ func (l *Loop) configure(c *Conn) {
 // register adopts an accepted fd: table slot, socket options, reading,
 // idle timer, OnOpen. counted says the connection was already added to
 // NumConns at handoff.
-func (l *Loop) register(fd int, peer unix.Sockaddr, ln *listener, counted bool) {
+func (l *Loop) register(fd int, peer net.Addr, ln *listener, counted bool) {
 	if counted {
 		l.nconn.Add(-1) // newConn counts it again
 	}

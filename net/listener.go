@@ -114,7 +114,7 @@ func (l *Loop) closedListener(ln *listener) {
 }
 
 // onAccept places a newly accepted fd.
-func (l *Loop) onAccept(ln *listener, fd int, peer unix.Sockaddr) {
+func (l *Loop) onAccept(ln *listener, fd int, peer net.Addr) {
 	ln.backoff = 0
 	if ln.closing || l.stopping {
 		unix.Close(fd)

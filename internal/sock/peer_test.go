@@ -2,6 +2,7 @@ package sock
 
 import (
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,4 +44,66 @@ func TestPeerAddrAfterReset(t *testing.T) {
 			assert.Equal(t, want, got.String())
 		})
 	}
+}
+
+// Accept and PeerAddr report the peer as the standard library's client
+// sees itself, for every address family the loops serve.
+func TestAcceptAndPeerAddr(t *testing.T) {
+	for _, tc := range []struct{ network, addr string }{
+		{"tcp", "127.0.0.1:0"},
+		{"tcp", "[::1]:0"},
+		{"unix", t.TempDir() + "/s"},
+		{"unix", "@veloq-sock-test"},
+	} {
+		t.Run(tc.network+" "+tc.addr, func(t *testing.T) {
+			ln, err := net.Listen(tc.network, tc.addr)
+			if err != nil {
+				t.Skipf("cannot listen on %s: %v", tc.addr, err)
+			}
+			defer ln.Close()
+			var lfd int
+			rc, err := ln.(syscallConner).SyscallConn()
+			require.NoError(t, err)
+			require.NoError(t, rc.Control(func(f uintptr) { lfd = int(f) }))
+
+			var c net.Conn
+			if tc.network == "unix" {
+				// Bind the client too, so the peer has a name to report.
+				d := net.Dialer{LocalAddr: &net.UnixAddr{Name: tc.addr + "c", Net: "unix"}}
+				c, err = d.Dial("unix", tc.addr)
+			} else {
+				c, err = net.Dial("tcp", ln.Addr().String())
+			}
+			require.NoError(t, err)
+			defer c.Close()
+
+			var fd int
+			var peer net.Addr
+			require.Eventually(t, func() bool {
+				fd, peer, err = Accept(lfd)
+				return err != unix.EAGAIN
+			}, 5*time.Second, time.Millisecond)
+			require.NoError(t, err)
+			defer unix.Close(fd)
+			flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+			require.NoError(t, err)
+			assert.NotZero(t, flags&unix.O_NONBLOCK, "non-blocking")
+			fdFlags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+			require.NoError(t, err)
+			assert.NotZero(t, fdFlags&unix.FD_CLOEXEC, "close-on-exec")
+
+			want := c.LocalAddr().String()
+			assert.Equal(t, want, peer.String(), "accept")
+			assert.Equal(t, tc.network, peer.Network())
+			again, err := PeerAddr(fd)
+			require.NoError(t, err)
+			assert.Equal(t, want, again.String(), "getpeername")
+		})
+	}
+	_, _, err := Accept(-1)
+	assert.ErrorIs(t, err, unix.EBADF)
+}
+
+type syscallConner interface {
+	SyscallConn() (syscall.RawConn, error)
 }

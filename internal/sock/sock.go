@@ -217,23 +217,42 @@ func LocalAddr(fd int) (net.Addr, error) {
 	return ToNet(sa), nil
 }
 
+// Accept takes a connection from the listening socket fd with accept4(2),
+// non-blocking and close-on-exec, and returns it with the peer's address.
+// Errors are the bare errno (unix.EAGAIN when the backlog is empty). Raw:
+// the listening socket is non-blocking, so the call never waits.
+func Accept(fd int) (int, net.Addr, error) {
+	var raw unix.RawSockaddrAny
+	n := uint32(unsafe.Sizeof(raw))
+	// Sound: the kernel writes at most n bytes (raw's size) into raw, and
+	// the pointers stay referenced for the whole call because they are
+	// converted in the call expression.
+	nfd, _, e := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&raw)),
+		uintptr(unsafe.Pointer(&n)), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
+	if e != 0 {
+		return -1, nil, e
+	}
+	return int(nfd), rawToNet(&raw, n), nil
+}
+
 // PeerAddr returns the address of fd's peer. Once a reset has arrived,
 // getpeername fails with ENOTCONN although the kernel still records the
 // peer; SO_PEERNAME reads it without that state check (the way accept
 // reports it), so an accepted connection that was reset before the loop
 // looked at it still has its address.
 func PeerAddr(fd int) (net.Addr, error) {
-	sa, err := unix.Getpeername(fd)
-	if err == nil {
-		return ToNet(sa), nil
+	var raw unix.RawSockaddrAny
+	n := uint32(unsafe.Sizeof(raw))
+	// Sound: as in Accept.
+	_, _, e := unix.RawSyscall(unix.SYS_GETPEERNAME, uintptr(fd), uintptr(unsafe.Pointer(&raw)), uintptr(unsafe.Pointer(&n)))
+	if e == 0 {
+		return rawToNet(&raw, n), nil
 	}
-	if err != unix.ENOTCONN {
-		return nil, os.NewSyscallError("getpeername", err)
+	if e != unix.ENOTCONN {
+		return nil, os.NewSyscallError("getpeername", e)
 	}
 	// SO_PEERNAME refuses (EINVAL) a buffer longer than the address, so
 	// ask for an IPv6 address first, then an IPv4 one.
-	var raw unix.RawSockaddrAny
-	var e unix.Errno
 	for _, size := range []uintptr{unsafe.Sizeof(unix.RawSockaddrInet6{}), unsafe.Sizeof(unix.RawSockaddrInet4{})} {
 		n := uint32(size)
 		// Sound: the kernel writes at most n bytes (no more than raw's
@@ -247,15 +266,60 @@ func PeerAddr(fd int) (net.Addr, error) {
 	if e != 0 {
 		return nil, os.NewSyscallError("getsockopt SO_PEERNAME", e)
 	}
+	if a := rawToNet(&raw, uint32(unsafe.Sizeof(raw))); a != nil {
+		return a, nil
+	}
+	return nil, os.NewSyscallError("getpeername", unix.ENOTCONN)
+}
+
+// rawToNet converts an address of n bytes the kernel wrote into a
+// net.Addr: a TCP address in one allocation, a Unix one (an abstract name
+// shown with a leading '@', as the standard library does), or nil for
+// other families.
+func rawToNet(raw *unix.RawSockaddrAny, n uint32) net.Addr {
 	switch raw.Addr.Family {
 	case unix.AF_INET:
-		p := (*unix.RawSockaddrInet4)(unsafe.Pointer(&raw)) // the family says which form the kernel wrote
-		return ToNet(&unix.SockaddrInet4{Port: int(htons(p.Port)), Addr: p.Addr}), nil
+		p := (*unix.RawSockaddrInet4)(unsafe.Pointer(raw)) // the family says which form the kernel wrote
+		return newTCPAddr(p.Addr[:], int(htons(p.Port)))
 	case unix.AF_INET6:
-		p := (*unix.RawSockaddrInet6)(unsafe.Pointer(&raw)) // as above
-		return ToNet(&unix.SockaddrInet6{Port: int(htons(p.Port)), Addr: p.Addr}), nil
+		p := (*unix.RawSockaddrInet6)(unsafe.Pointer(raw)) // as above
+		return newTCPAddr(p.Addr[:], int(htons(p.Port)))
+	case unix.AF_UNIX:
+		p := (*unix.RawSockaddrUnix)(unsafe.Pointer(raw)) // as above
+		path := p.Path[:min(max(int(n)-2, 0), len(p.Path))]
+		abstract := len(path) > 0 && path[0] == 0
+		if !abstract {
+			for i, c := range path {
+				if c == 0 {
+					path = path[:i]
+					break
+				}
+			}
+		}
+		name := make([]byte, len(path))
+		for i, c := range path {
+			name[i] = byte(c)
+		}
+		if abstract {
+			name[0] = '@'
+		}
+		return &net.UnixAddr{Name: string(name), Net: "unix"}
 	}
-	return nil, os.NewSyscallError("getpeername", err)
+	return nil
+}
+
+// tcpAddr is a net.TCPAddr with room for its IP, so that an address is one
+// allocation instead of two.
+type tcpAddr struct {
+	a  net.TCPAddr
+	ip [16]byte
+}
+
+func newTCPAddr(ip []byte, port int) *net.TCPAddr {
+	t := new(tcpAddr)
+	n := copy(t.ip[:], ip)
+	t.a = net.TCPAddr{IP: t.ip[:n:n], Port: port}
+	return &t.a
 }
 
 // SetNoDelay sets TCP_NODELAY.

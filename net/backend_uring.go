@@ -45,9 +45,9 @@ type uringBackend struct {
 type uconn struct {
 	fd         int
 	gen        uint32 // bumped by open; carried in every token
+	ops        int32  // operations the kernel holds
 	q          *outQueue
-	ops        int   // operations the kernel holds
-	sending    int   // bytes of the send in flight; 0: none
+	sending    int32 // bytes of the send in flight (one segment); 0: none
 	recv       bool  // a recv is armed
 	recvCancel bool  // and its cancel submitted
 	oneshot    bool  // receive one buffer at a time (a bulk sender, see received)
@@ -537,7 +537,7 @@ func (b *uringBackend) submitSend(slot uint32, u *uconn) {
 	s := b.sqe()
 	s.PrepSend(u.fd, p, unix.MSG_NOSIGNAL)
 	s.SetUserData(token(opSend, slot, u.gen))
-	u.sending = len(p)
+	u.sending = int32(len(p)) // a segment: at most maxSeg or a receive buffer
 	u.ops++
 }
 

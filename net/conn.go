@@ -56,23 +56,16 @@ const (
 // Conn is one connection on a loop. Its methods run on the loop goroutine
 // (inside handler callbacks or posted closures) unless they say otherwise.
 type Conn struct {
-	loop    *Loop
-	fd      int
-	slot    uint32
-	h       Handler
-	network string
-	state   connState
-	err     error // close cause reported to OnClose
+	loop *Loop
+	fd   int
+	slot uint32
 
-	// input
-	view      []byte // unconsumed input shown to the handler
-	viewOwned bool   // view aliases in[:inTail] (else the backend's read memory)
-	in        []byte // owned buffer holding input left between callbacks
-	inTail    int    // with viewOwned: in[inTail:] is buffered beyond the view
-
-	out outQueue // pending output, read by the backend
-
+	// The one-byte fields sit together, leaving no padding: a Conn is
+	// exactly a 288-byte allocation, which every idle connection pays.
+	state      connState
 	hold       holds
+	viewOwned  bool // view aliases in[:inTail] (else the backend's read memory)
+	unixSocket bool
 	reading    bool // the backend was last asked to read
 	eof        bool // peer sent FIN
 	eofPending bool // the FIN came while delivery was held; delivered after the input
@@ -81,23 +74,47 @@ type Conn struct {
 	connecting bool
 	dirty      bool // on the loop's flush list
 
+	h   Handler
+	err error // close cause reported to OnClose
+
+	// input
+	view   []byte // unconsumed input shown to the handler
+	in     []byte // owned buffer holding input left between callbacks
+	inTail int    // with viewOwned: in[inTail:] is buffered beyond the view
+
+	out outQueue // pending output, read by the backend
+
 	lastActive int64
 	idle       *Timer
 	closeTimer *Timer
-	dialTimer  *Timer
-	onConnect  func(error)
-	drainFn    func() // OnDrain callback, run when pending output <= drainAt
-	drainAt    int
-	lowWater   int // resume reading at or below this much pending output
-	highWater  int // stop reading above it; 0: never (SetWriteWaterMarks)
+	aux        *connAux // what few connections use; nil until one does
+	lowWater   int      // resume reading at or below this much pending output
+	highWater  int      // stop reading above it; 0: never (SetWriteWaterMarks)
 
 	// splicing (splice.go): spliceSrc moves this connection's input to
 	// another; spliceDst moves another's input to this one.
 	spliceSrc, spliceDst *splice
-	spliced              int64 // bytes moved out of this connection by splices
 
 	ctx          any
 	laddr, raddr net.Addr
+}
+
+// connAux holds a connection's rarely used state, allocated by the first
+// use: a dial in progress, an OnDrain waiter, the splice byte count.
+type connAux struct {
+	dialTimer *Timer
+	onConnect func(error)
+	drainFn   func() // OnDrain callback, run when pending output <= drainAt
+	drainAt   int
+	spliced   int64 // bytes moved out of this connection by splices
+}
+
+// more returns c's connAux, allocating it on first use.
+func (c *Conn) more() *connAux {
+	if c.aux == nil {
+		c.aux = new(connAux)
+	}
+	return c.aux
 }
 
 // Loop returns the loop that owns c. Safe from any goroutine.
@@ -466,13 +483,14 @@ func (c *Conn) OnDrain(limit int, fn func()) {
 		l.Defer(fn)
 		return
 	}
-	if prev := c.drainFn; prev != nil {
-		c.drainFn = func() { prev(); fn() }
-		c.drainAt = min(c.drainAt, limit)
+	x := c.more()
+	if prev := x.drainFn; prev != nil {
+		x.drainFn = func() { prev(); fn() }
+		x.drainAt = min(x.drainAt, limit)
 	} else {
-		c.drainFn, c.drainAt = fn, limit
+		x.drainFn, x.drainAt = fn, limit
 	}
-	if c.out.len() <= c.drainAt {
+	if c.out.len() <= x.drainAt {
 		l.Defer(func() { l.runDrain(c) })
 	}
 }

@@ -32,7 +32,7 @@ func growTable[T any](s []T, v T) []T {
 
 // newConn puts fd into the connection table.
 func (l *Loop) newConn(fd int, network string, h Handler) *Conn {
-	c := &Conn{loop: l, fd: fd, h: h, network: network, lastActive: l.now,
+	c := &Conn{loop: l, fd: fd, h: h, unixSocket: network == "unix", lastActive: l.now,
 		lowWater: l.cfg.WriteLowWater, highWater: l.cfg.WriteHighWater}
 	if n := len(l.free); n > 0 {
 		c.slot = l.free[n-1]
@@ -61,7 +61,7 @@ func (l *Loop) captureAddrs(c *Conn, peer net.Addr, listenAddr net.Addr) {
 	}
 	if a, ok := listenAddr.(*net.TCPAddr); ok && !a.IP.IsUnspecified() {
 		c.laddr = listenAddr
-	} else if c.network == "unix" {
+	} else if c.unixSocket {
 		c.laddr = listenAddr
 	} else {
 		c.laddr, _ = sock.LocalAddr(c.fd)
@@ -69,7 +69,7 @@ func (l *Loop) captureAddrs(c *Conn, peer net.Addr, listenAddr net.Addr) {
 }
 
 func (l *Loop) configure(c *Conn) {
-	if c.network == "unix" {
+	if c.unixSocket {
 		return
 	}
 	if l.cfg.NoDelay {
@@ -379,7 +379,7 @@ func (l *Loop) afterWrite(c *Conn) {
 		return
 	}
 	pending := c.out.len()
-	if c.drainFn != nil && pending <= c.drainAt {
+	if x := c.aux; x != nil && x.drainFn != nil && pending <= x.drainAt {
 		l.runDrain(c)
 	}
 	if s := c.spliceDst; s != nil && s.waitDrain && pending == 0 {
@@ -403,11 +403,12 @@ func (l *Loop) afterWrite(c *Conn) {
 
 // runDrain runs the OnDrain callback if its condition holds.
 func (l *Loop) runDrain(c *Conn) {
-	if c.drainFn == nil || (c.state != connClosed && c.out.len() > c.drainAt) {
+	x := c.aux
+	if x == nil || x.drainFn == nil || (c.state != connClosed && c.out.len() > x.drainAt) {
 		return
 	}
-	fn := c.drainFn
-	c.drainFn = nil
+	fn := x.drainFn
+	x.drainFn = nil
 	l.safeCall(fn, "drain func")
 }
 
@@ -477,7 +478,9 @@ func (l *Loop) finalize(c *Conn) {
 	c.state = connClosed
 	c.idle.Stop()
 	c.closeTimer.Stop()
-	c.dialTimer.Stop()
+	if c.aux != nil {
+		c.aux.dialTimer.Stop()
+	}
 	l.dropInput(c)
 	c.out.reset(l)
 	l.forget(c)
@@ -488,9 +491,9 @@ func (l *Loop) finalize(c *Conn) {
 			c.err = ErrClosed
 		}
 	}
-	if c.onConnect != nil {
-		fn := c.onConnect
-		c.onConnect = nil
+	if x := c.aux; x != nil && x.onConnect != nil {
+		fn := x.onConnect
+		x.onConnect = nil
 		fn(c.err)
 	}
 	l.callClose(c)

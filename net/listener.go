@@ -199,7 +199,7 @@ func (l *Loop) Dial(network, address string, h Handler, timeout time.Duration) (
 		return nil, err
 	}
 	if timeout > 0 {
-		c.dialTimer = l.AfterFunc(timeout, func() {
+		c.more().dialTimer = l.AfterFunc(timeout, func() {
 			if c.connecting && c.state == connOpen {
 				l.abort(c, ErrDialTimeout)
 			}
@@ -214,11 +214,13 @@ func (l *Loop) onConnected(c *Conn, err error) {
 		return
 	}
 	if err != nil {
-		l.abort(c, &net.OpError{Op: "dial", Net: c.network, Addr: c.raddr, Err: err})
+		l.abort(c, &net.OpError{Op: "dial", Net: c.raddr.Network(), Addr: c.raddr, Err: err})
 		return
 	}
 	c.connecting = false
-	c.dialTimer.Stop()
+	if c.aux != nil {
+		c.aux.dialTimer.Stop()
+	}
 	c.laddr, _ = sock.LocalAddr(c.fd) // raddr was set by Dial
 	l.configure(c)
 	if c.state != connOpen {
@@ -227,8 +229,9 @@ func (l *Loop) onConnected(c *Conn, err error) {
 		}
 		return
 	}
-	if fn := c.onConnect; fn != nil {
-		c.onConnect = nil
+	if x := c.aux; x != nil && x.onConnect != nil {
+		fn := x.onConnect
+		x.onConnect = nil
 		fn(nil)
 	}
 	l.open(c)
@@ -260,7 +263,7 @@ func (l *Loop) DialContext(ctx context.Context, network, address string, h Handl
 			return
 		}
 		pending = c
-		c.onConnect = func(err error) {
+		c.more().onConnect = func(err error) {
 			if err != nil {
 				ch <- result{nil, err}
 				return
@@ -276,7 +279,7 @@ func (l *Loop) DialContext(ctx context.Context, network, address string, h Handl
 	case <-ctx.Done():
 		_ = l.Post(func() {
 			if pending != nil && pending.state == connOpen {
-				pending.onConnect = nil
+				pending.more().onConnect = nil
 				l.abort(pending, ctx.Err())
 			}
 		})

@@ -37,6 +37,7 @@ type Loop struct {
 	posting atomic.Int32 // posters between their closed check and their push
 
 	deferred, deferredSpare []func()
+	outSpare                []byte // the segment Conn.AvailableBuffer lends (outq.go)
 	timers                  timerHeap
 	epoch                   time.Time
 	now                     int64 // loop clock at the top of the iteration

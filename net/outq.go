@@ -19,9 +19,6 @@ type outQueue struct {
 	head  int
 	bytes int // pending bytes over all segments
 	held  int // segments that are receive buffers (bid >= 0)
-	// spare is a segment lent by avail and not yet queued: a write of
-	// bytes built in it queues it as the new tail.
-	spare []byte
 }
 
 // outSeg is one segment: b[off:] is still to be sent.
@@ -54,7 +51,7 @@ const minAvail = 512
 // write appends p: in place when p was built in the space avail returned,
 // else as a copy.
 func (q *outQueue) write(l *Loop, p []byte) {
-	if !q.adopt(p) {
+	if !q.adopt(l, p) {
 		appendOut(q, l.cache, p)
 	}
 }
@@ -62,17 +59,19 @@ func (q *outQueue) write(l *Loop, p []byte) {
 // avail returns an empty slice whose capacity is free space at the end of
 // the queue: the tail segment's spare room, or a spare segment of at
 // least minSeg bytes. Bytes appended to it and passed to write at once are
-// queued without a copy (see adopt).
+// queued without a copy (see adopt). The spare segment is the loop's, lent
+// to whichever connection writes into it next, so an AvailableBuffer not
+// followed by a Write holds no memory per connection.
 func (q *outQueue) avail(l *Loop) []byte {
 	if n := len(q.segs); n > q.head {
 		if t := &q.segs[n-1]; t.bid < 0 && cap(t.b)-len(t.b) >= minAvail {
 			return t.b[len(t.b):len(t.b)]
 		}
 	}
-	if q.spare == nil {
-		q.spare = l.cache.Get(minSeg)
+	if l.outSpare == nil {
+		l.outSpare = l.cache.Get(minSeg)
 	}
-	return q.spare[:0]
+	return l.outSpare[:0]
 }
 
 // adopt queues p without copying it if p starts where avail's space does
@@ -80,7 +79,7 @@ func (q *outQueue) avail(l *Loop) []byte {
 // which fails the check), and reports whether it did. Comparing element
 // addresses is exact: p[0] and the free space's first byte are the same
 // byte only if p lies in that array at that offset.
-func (q *outQueue) adopt(p []byte) bool {
+func (q *outQueue) adopt(l *Loop, p []byte) bool {
 	if len(p) == 0 {
 		return false
 	}
@@ -92,9 +91,9 @@ func (q *outQueue) adopt(p []byte) bool {
 			return true
 		}
 	}
-	if len(p) <= cap(q.spare) && &q.spare[:1][0] == &p[0] {
-		q.segs = append(q.segs, outSeg{b: q.spare[:len(p)], bid: -1})
-		q.spare = nil
+	if len(p) <= cap(l.outSpare) && &l.outSpare[:1][0] == &p[0] {
+		q.segs = append(q.segs, outSeg{b: l.outSpare[:len(p)], bid: -1})
+		l.outSpare = nil
 		q.bytes += len(p)
 		return true
 	}
@@ -187,8 +186,4 @@ func (q *outQueue) reset(l *Loop) {
 	}
 	q.segs = nil
 	q.head, q.bytes = 0, 0
-	if q.spare != nil {
-		l.cache.Put(q.spare)
-		q.spare = nil
-	}
 }

@@ -115,7 +115,7 @@ func (c *Conn) SpliceTo(dst *Conn) error {
 		if _, err := dst.writev([][]byte{pending, tail}); err != nil {
 			return err
 		}
-		c.spliced += int64(len(pending) + len(tail))
+		c.more().spliced += int64(len(pending) + len(tail))
 	}
 	c.view = nil
 	l.dropInput(c)
@@ -153,7 +153,12 @@ func (c *Conn) SpliceTo(dst *Conn) error {
 // plus those buffered or still being received when the splice began,
 // which it wrote by copy. With what the handler forwarded itself, it
 // accounts for every byte.
-func (c *Conn) SplicedBytes() int64 { return c.spliced }
+func (c *Conn) SplicedBytes() int64 {
+	if c.aux == nil {
+		return 0
+	}
+	return c.aux.spliced
+}
 
 // spliceInput takes a chunk that c's recv delivered after SpliceTo (io_uring,
 // before the cancel took effect) and writes it to the destination.
@@ -162,7 +167,7 @@ func (l *Loop) spliceInput(c *Conn, chunk []byte) {
 		l.abort(c, ErrSpliceBroken)
 		return
 	}
-	c.spliced += int64(len(chunk))
+	c.more().spliced += int64(len(chunk))
 }
 
 func (l *Loop) deferPump(s *splice) {
@@ -205,7 +210,7 @@ func (l *Loop) pump(s *splice) {
 				return
 			}
 			s.queued -= int(n)
-			src.spliced += n
+			src.more().spliced += n
 			dst.lastActive = l.now
 			l.ctr.bytesOut += uint64(n)
 			l.stats.spliced.Add(uint64(n))

@@ -292,6 +292,9 @@ func (c *Conn) writev(bufs [][]byte) (int, error) {
 	n := 0
 	for _, b := range bufs {
 		n += len(b)
+	}
+	c.out.reserve(c.loop, n) // a frame's header and payload in one segment
+	for _, b := range bufs {
 		c.out.write(c.loop, b)
 	}
 	if n > 0 {

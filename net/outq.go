@@ -100,6 +100,23 @@ func (q *outQueue) adopt(l *Loop, p []byte) bool {
 	return false
 }
 
+// reserve makes room for a message of n bytes at the end of the queue in
+// one piece, when one segment can hold it: the tail if it has the room,
+// else a new segment. Split across two segments, the message would take
+// two send calls; the few bytes left unused at the old tail cost nothing
+// once it is sent. The caller writes the n bytes at once.
+func (q *outQueue) reserve(l *Loop, n int) {
+	if n <= 0 || n > maxSeg {
+		return
+	}
+	if k := len(q.segs); k > q.head {
+		if t := &q.segs[k-1]; t.bid < 0 && cap(t.b)-len(t.b) >= n {
+			return
+		}
+	}
+	q.segs = append(q.segs, outSeg{b: l.cache.Get(max(n, minSeg))[:0], bid: -1})
+}
+
 // writeString is write for a string, without converting it.
 func (q *outQueue) writeString(l *Loop, s string) { appendOut(q, l.cache, s) }
 

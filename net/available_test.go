@@ -103,3 +103,35 @@ func TestAvailableBufferClosed(t *testing.T) {
 		require.Nil(t, await(t, got, "no OnData"))
 	})
 }
+
+// TestWritevOneSegment: a message written with Writev lands in one output
+// segment when one can hold it, even behind a nearly full tail, so it
+// leaves in one send; the peer reads every byte in order.
+func TestWritevOneSegment(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		var split atomic.Int64
+		h := &HandlerFuncs{Data: func(c *Conn) {
+			c.Next(-1)
+			// Fill the tail to 100 bytes short of a segment, then write a
+			// 4-byte header and a 4096-byte payload.
+			c.Write(bytes.Repeat([]byte{'.'}, minSeg-100))
+			hdr := []byte("HDR:")
+			payload := bytes.Repeat([]byte{'p'}, 4096)
+			c.Writev([][]byte{hdr, payload})
+			last := c.out.segs[len(c.out.segs)-1].b
+			if len(last) != len(hdr)+len(payload) || !bytes.HasPrefix(last, hdr) {
+				split.Add(1)
+			}
+		}}
+		s := startServer(t, b, h, WithLoops(1))
+		conn := dial(t, s)
+		_, err := conn.Write([]byte("go"))
+		require.NoError(t, err)
+		got, err := readFull(conn, minSeg-100+4+4096)
+		require.NoError(t, err)
+		require.Equal(t, bytes.Repeat([]byte{'.'}, minSeg-100), got[:minSeg-100])
+		require.Equal(t, "HDR:", string(got[minSeg-100:minSeg-96]))
+		require.Equal(t, bytes.Repeat([]byte{'p'}, 4096), got[minSeg-96:])
+		require.Zero(t, split.Load(), "header and payload split across segments")
+	})
+}

@@ -74,7 +74,7 @@ out=results/ws-$tag.md
 	echo "# WebSocket: veloq vs gorilla/websocket vs gobwas/ws"
 	echo
 	echo "\`bench/ws.sh $*\` on $(nproc) CPUs, $(uname -r), $(go version | cut -d' ' -f3), $(date -u +%F)."
-	echo "Server on CPU 0 (one loop / GOMAXPROCS=1), wsload on CPU 1; medians of $repeats."
+	echo "Server on CPU 0 (one loop / GOMAXPROCS=1), wsload on CPU 1; medians of $repeats interleaved rounds (each round runs every server, in a rotated order)."
 	echo
 	echo "| server | KiB/idle conn ($idle) | 64 B msg/s | 64 B msg/server CPU-s | 4 KiB msg/s | 4 KiB msg/server CPU-s |"
 	echo "|---|---:|---:|---:|---:|---:|"
@@ -82,32 +82,42 @@ out=results/ws-$tag.md
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "n/a"; else print a[int((NR+1)/2)]}'; }
 
-for name in "${servers[@]}"; do
-	echo "== $name"
-	kib=() r64=() c64=() r4k=() c4k=()
-	for rep in $(seq "$repeats"); do
-		start_server "$name" || { echo "skipping $name"; continue 2; }
+# Interleaved rounds: every round measures every server, in an order
+# rotated each round, so that a slow spell of the machine falls on all of
+# them alike; the medians are taken per server afterwards.
+declare -A kib r64 c64 r4k c4k skipped
+for rep in $(seq "$repeats"); do
+	n=${#servers[@]}
+	for k in $(seq 0 $((n - 1))); do
+		name=${servers[$(((k + rep - 1) % n))]}
+		[ -n "${skipped[$name]:-}" ] && continue
+		echo "== round $rep: $name"
+		start_server "$name" || { echo "skipping $name"; skipped[$name]=1; continue; }
 		# shellcheck disable=SC2086
 		j=$($load_cpu "$bin/wsload" -addr "$addr" -idle "$idle" -hold "$hold" -server-pid "$pid" -json)
-		kib+=("$(jq -r .server_kib_per_conn <<<"$j")")
+		kib[$name]+=" $(jq -r .server_kib_per_conn <<<"$j")"
 		stop_server
+		echo "   idle: $(jq -r .server_kib_per_conn <<<"$j") KiB/conn"
 		for size in 64 4096; do
 			start_server "$name"
 			# shellcheck disable=SC2086
 			j=$($load_cpu "$bin/wsload" -addr "$addr" -conns 64 -size "$size" -duration "$duration" -warmup "$warmup" -server-pid "$pid" -json)
 			stop_server
-			echo "   rep $rep ${size}B: $(jq -r '"\(.rps|floor) msg/s, \(.req_per_server_cpu_s|floor) msg/CPU-s, errors \(.errors)"' <<<"$j")"
+			echo "   ${size}B: $(jq -r '"\(.rps|floor) msg/s, \(.req_per_server_cpu_s|floor) msg/CPU-s, errors \(.errors)"' <<<"$j")"
 			if [ "$size" = 64 ]; then
-				r64+=("$(jq -r .rps <<<"$j")") c64+=("$(jq -r .req_per_server_cpu_s <<<"$j")")
+				r64[$name]+=" $(jq -r .rps <<<"$j")" c64[$name]+=" $(jq -r .req_per_server_cpu_s <<<"$j")"
 			else
-				r4k+=("$(jq -r .rps <<<"$j")") c4k+=("$(jq -r .req_per_server_cpu_s <<<"$j")")
+				r4k[$name]+=" $(jq -r .rps <<<"$j")" c4k[$name]+=" $(jq -r .req_per_server_cpu_s <<<"$j")"
 			fi
 		done
-		echo "   rep $rep idle: ${kib[-1]} KiB/conn"
 	done
+done
+for name in "${servers[@]}"; do
+	[ -n "${skipped[$name]:-}" ] && continue
+	# shellcheck disable=SC2086
 	printf '| %s | %.2f | %.0f | %.0f | %.0f | %.0f |\n' "$name" \
-		"$(printf '%s\n' "${kib[@]}" | median)" "$(printf '%s\n' "${r64[@]}" | median)" "$(printf '%s\n' "${c64[@]}" | median)" \
-		"$(printf '%s\n' "${r4k[@]}" | median)" "$(printf '%s\n' "${c4k[@]}" | median)" >>"$out"
+		"$(printf '%s\n' ${kib[$name]} | median)" "$(printf '%s\n' ${r64[$name]} | median)" "$(printf '%s\n' ${c64[$name]} | median)" \
+		"$(printf '%s\n' ${r4k[$name]} | median)" "$(printf '%s\n' ${c4k[$name]} | median)" >>"$out"
 done
 trap - EXIT
 echo

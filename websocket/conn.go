@@ -83,19 +83,19 @@ const (
 // run on the loop (inside Handler callbacks, or closures posted with
 // Loop().Post), except those that say they are safe from any goroutine.
 type Conn struct {
-	nc          *vnet.Conn
-	h           Handler
-	u           *Upgrader
-	dec         Decoder
-	msg         []byte // the fragmented message being assembled (pooled)
-	subprotocol string
-	ctx         any
-	keepAlive   *vnet.Timer
-	closeTimer  *vnet.Timer
-	err         error // reported to OnClose
-	state       uint8
-	deflate     bool
-	pongDue     bool // a keep-alive ping is waiting for its pong
+	nc         *vnet.Conn
+	h          Handler
+	u          *Upgrader
+	dec        Decoder
+	msg        []byte // the fragmented message being assembled (pooled)
+	ctx        any
+	keepAlive  *vnet.Timer
+	closeTimer *vnet.Timer
+	err        error // reported to OnClose
+	state      uint8
+	deflate    bool
+	pongDue    bool   // a keep-alive ping is waiting for its pong
+	subproto   uint16 // the negotiated subprotocol: its place in the Upgrader's list + 1; 0 for none
 }
 
 // NetConn returns the underlying reactor connection (for Fd, Stats and
@@ -109,7 +109,12 @@ func (c *Conn) Loop() *vnet.Loop { return c.nc.Loop() }
 func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
 
 // Subprotocol returns the negotiated subprotocol, or "".
-func (c *Conn) Subprotocol() string { return c.subprotocol }
+func (c *Conn) Subprotocol() string {
+	if c.subproto == 0 {
+		return ""
+	}
+	return c.u.cfg.subprotocols[c.subproto-1]
+}
 
 // Compressed reports whether permessage-deflate was negotiated.
 func (c *Conn) Compressed() bool { return c.deflate }

@@ -54,20 +54,21 @@ type Decoder struct {
 	WaitLimit int
 
 	// The frame being streamed in chunks: its payload bytes still to
-	// come and where the masking key's cycle stands.
-	remaining int64
-	mask      [4]byte
-	maskPos   int
-	masked    bool
-	frameFin  bool
-	streaming bool
-
-	// The message in progress, between its first and final frames.
+	// come and where the masking key's cycle stands; and the message in
+	// progress, between its first and final frames. The small fields sit
+	// together after the words, so a Decoder (in every connection) has no
+	// padding holes.
+	remaining  int64
+	msgLen     int64
+	mask       [4]byte
+	maskPos    uint8 // where the key's cycle stands: 0..3
+	utf8       utf8Validator
+	masked     bool
+	frameFin   bool
+	streaming  bool
 	inMessage  bool
 	msgOp      Opcode
 	compressed bool
-	msgLen     int64
-	utf8       utf8Validator
 }
 
 const defaultWaitLimit = 64 << 10
@@ -154,7 +155,7 @@ func (d *Decoder) Next(b []byte) (Chunk, int, error) {
 	if avail < h.Length {
 		d.streaming = true
 		d.remaining = h.Length - avail
-		d.mask, d.maskPos, d.masked, d.frameFin = h.Mask, pos, h.Masked, h.Fin
+		d.mask, d.maskPos, d.masked, d.frameFin = h.Mask, uint8(pos), h.Masked, h.Fin // pos < 4
 		d.inMessage = true
 	} else {
 		ch.Final = h.Fin
@@ -173,7 +174,7 @@ func (d *Decoder) continueFrame(b []byte) (Chunk, int, error) {
 	n := min(int64(len(b)), d.remaining)
 	p := b[:n:n]
 	if d.masked {
-		d.maskPos = MaskBytes(d.mask, d.maskPos, p)
+		d.maskPos = uint8(MaskBytes(d.mask, int(d.maskPos), p)) // < 4
 	}
 	d.remaining -= n
 	ch := Chunk{Opcode: d.msgOp, Payload: p, Compressed: d.compressed}

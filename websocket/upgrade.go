@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/base64"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/veloq/veloq/bufpool"
@@ -106,7 +107,7 @@ func (u *Upgrader) upgrade(w *vhttp.ResponseWriter, r *vhttp.Request, h Handler)
 		w.WriteHeader(vhttp.StatusInternalServerError)
 		return fmt.Errorf("%w: Upgrade needs a handler running on the loop, not an offloaded one: %w", ErrBadHandshake, err)
 	}
-	c.subprotocol = u.selectSubprotocol(r)
+	c.subproto = u.selectSubprotocol(r)
 	if u.cfg.compression && acceptDeflate(r) {
 		c.deflate = true
 	}
@@ -118,8 +119,8 @@ func (u *Upgrader) upgrade(w *vhttp.ResponseWriter, r *vhttp.Request, h Handler)
 	hd.Set("Upgrade", "websocket")
 	hd.Set("Connection", "Upgrade")
 	hd.SetBytes([]byte("Sec-WebSocket-Accept"), accept[:])
-	if c.subprotocol != "" {
-		hd.Set("Sec-WebSocket-Protocol", c.subprotocol)
+	if c.subproto != 0 {
+		hd.Set("Sec-WebSocket-Protocol", c.Subprotocol())
 	}
 	if c.deflate {
 		hd.Set("Sec-WebSocket-Extensions", deflateResponse)
@@ -187,12 +188,13 @@ func (u *Upgrader) originOK(r *vhttp.Request) bool {
 }
 
 // selectSubprotocol returns the server's most preferred subprotocol that
-// the client offers, or "".
-func (u *Upgrader) selectSubprotocol(r *vhttp.Request) string {
-	if len(u.cfg.subprotocols) == 0 {
-		return ""
-	}
-	for _, want := range u.cfg.subprotocols {
+// the client offers, as its position in the configured list plus one, or 0
+// for none. (A connection keeps this number, not the string.)
+func (u *Upgrader) selectSubprotocol(r *vhttp.Request) uint16 {
+	for k, want := range u.cfg.subprotocols {
+		if k == math.MaxUint16-1 {
+			break
+		}
 		for i := range r.Headers {
 			f := &r.Headers[i]
 			if !strings.EqualFold(string(f.Name), "Sec-WebSocket-Protocol") {
@@ -202,12 +204,12 @@ func (u *Upgrader) selectSubprotocol(r *vhttp.Request) string {
 				var tok []byte
 				tok, list = nextElem(list, ',')
 				if string(tok) == want {
-					return want
+					return uint16(k + 1)
 				}
 			}
 		}
 	}
-	return ""
+	return 0
 }
 
 // headerHasToken reports whether any field named name lists token

@@ -81,6 +81,8 @@ func (cs *conn) date() []byte {
 	now := l.Now()
 	ls.date = ls.dates.Bytes(now)
 	ls.dateUntil = l.Clock() + int64(time.Second) - int64(now.Nanosecond())
+	var r Response
+	ls.head200 = r.appendStart(ls.head200[:0], StatusOK, ls.date)
 	return ls.date
 }
 
@@ -537,18 +539,18 @@ func (cs *conn) writeResponse(resp *Response, req *Request) {
 	}
 	body := resp.Body()
 	date := cs.date()
+	ls := cs.ls
 	// Built in the output queue's own free space when it surely fits, so
 	// the response is not copied there afterwards.
 	if buf := cs.c.AvailableBuffer(); cap(buf) >= resp.headBound(date)+len(body) {
-		buf = resp.AppendHead(buf, req, date, int64(len(body)))
+		buf = resp.appendHead(buf, req, date, int64(len(body)), ls.head200)
 		if resp.BodyAllowed() {
 			buf = append(buf, body...)
 		}
 		cs.c.Write(buf)
 		return
 	}
-	ls := cs.ls
-	ls.scratch = resp.AppendHead(ls.scratch[:0], req, date, int64(len(body)))
+	ls.scratch = resp.appendHead(ls.scratch[:0], req, date, int64(len(body)), ls.head200)
 	if !resp.BodyAllowed() || len(body) == 0 {
 		cs.c.Write(ls.scratch)
 		return

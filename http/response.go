@@ -25,6 +25,13 @@ type ResponseHeader struct {
 	// (Date, Server, Connection, Content-Length, Transfer-Encoding) that
 	// is present, so a response without them is written in one pass.
 	special uint8
+	// lastName and lastValue are the last string field added that needed
+	// no change (a token name; a value with nothing to replace or trim),
+	// and lastSpecial its special bit. Handlers set the same constant
+	// fields on every response: such a pair is copied without checking
+	// it again (equal strings that share their bytes compare by pointer).
+	lastName, lastValue string
+	lastSpecial         uint8
 }
 
 // Bits of ResponseHeader.special.
@@ -71,7 +78,7 @@ func (h *ResponseHeader) Reset() {
 }
 
 // Add appends a field.
-func (h *ResponseHeader) Add(name, value string) { addField(h, name, value) }
+func (h *ResponseHeader) Add(name, value string) { h.addString(name, value) }
 
 // AddBytes appends a field.
 func (h *ResponseHeader) AddBytes(name, value []byte) { addField(h, name, value) }
@@ -79,7 +86,25 @@ func (h *ResponseHeader) AddBytes(name, value []byte) { addField(h, name, value)
 // Set replaces all fields named name by one with value.
 func (h *ResponseHeader) Set(name, value string) {
 	delField(h, name)
-	addField(h, name, value)
+	h.addString(name, value)
+}
+
+// addString is addField for strings, with the check skipped for the pair
+// last found clean.
+func (h *ResponseHeader) addString(name, value string) {
+	if name == h.lastName && value == h.lastValue && name != "" &&
+		h.fields != nil && len(h.arena)+len(name)+len(value) <= maxArena {
+		start := len(h.arena)
+		h.arena = append(h.arena, name...)
+		mid := len(h.arena)
+		h.arena = append(h.arena, value...)
+		h.special |= h.lastSpecial
+		h.fields = append(h.fields, fieldSpan{int32(start), int32(mid), int32(mid), int32(len(h.arena))})
+		return
+	}
+	if addField(h, name, value) {
+		h.lastName, h.lastValue, h.lastSpecial = name, value, specialName(name)
+	}
 }
 
 // SetBytes replaces all fields named name by one with value.
@@ -152,9 +177,11 @@ func delField[S string | []byte](h *ResponseHeader, name S) {
 	h.special = special
 }
 
-func addField[S string | []byte](h *ResponseHeader, name, value S) {
+// addField appends a field, dropping it if name is not a token and
+// cleaning the value. It reports whether the field went in unchanged.
+func addField[S string | []byte](h *ResponseHeader, name, value S) (clean bool) {
 	if len(name) == 0 {
-		return
+		return false
 	}
 	if h.fields == nil {
 		h.fields = make([]fieldSpan, 0, 16)
@@ -167,20 +194,22 @@ func addField[S string | []byte](h *ResponseHeader, name, value S) {
 	mid := len(h.arena)
 	if tokenLen(h.arena[start:mid]) != len(name) {
 		h.arena = h.arena[:start]
-		return
+		return false
 	}
 	h.arena = append(h.arena, value...)
 	end := len(h.arena)
 	if end > maxArena {
 		h.arena = h.arena[:start] // offsets are int32; no real header gets here
-		return
+		return false
 	}
 	// Control characters other than HTAB become spaces, so a value cannot
 	// end the field line. valueLen skips the clean prefix a word at a time.
 	v := h.arena[mid:end]
+	clean = true
 	for i := valueLen(v); i < len(v); i++ {
 		if charClass[v[i]]&cValue == 0 {
 			v[i] = ' '
+			clean = false
 		}
 	}
 	vs, ve := mid, end
@@ -192,6 +221,7 @@ func addField[S string | []byte](h *ResponseHeader, name, value S) {
 	}
 	h.special |= specialName(name)
 	h.fields = append(h.fields, fieldSpan{int32(start), int32(mid), int32(vs), int32(ve)})
+	return clean && vs == mid && ve == end
 }
 
 // maxArena bounds a ResponseHeader's bytes, so that offsets fit in int32.
@@ -306,6 +336,13 @@ func (r *Response) AppendTo(dst []byte, req *Request, date []byte) []byte {
 // chunked body (see Chunked), an HTTP/1.0 one a body delimited by closing
 // the connection. The buffered body, if any, is ignored.
 func (r *Response) AppendHead(dst []byte, req *Request, date []byte, contentLength int64) []byte {
+	return r.appendHead(dst, req, date, contentLength, nil)
+}
+
+// appendHead is AppendHead with head200, when not nil, holding what it
+// would write first for a 200 response with date and no Date or Server of
+// the handler's: "HTTP/1.1 200 OK", Date and Server, copied at once.
+func (r *Response) appendHead(dst []byte, req *Request, date []byte, contentLength int64, head200 []byte) []byte {
 	status := r.Status()
 	if status < 100 || status > 999 {
 		status = StatusInternalServerError
@@ -346,14 +383,10 @@ func (r *Response) AppendHead(dst []byte, req *Request, date []byte, contentLeng
 		}
 	}
 
-	dst = AppendStatusLine(dst, 1, status)
-	if len(date) > 0 && special&hasDate == 0 {
-		dst = append(dst, "Date: "...)
-		dst = append(dst, date...)
-		dst = append(dst, '\r', '\n')
-	}
-	if special&hasServer == 0 {
-		dst = append(dst, "Server: "+DefaultServerName+"\r\n"...)
+	if head200 != nil && status == StatusOK && len(date) > 0 && special&(hasDate|hasServer) == 0 {
+		dst = append(dst, head200...)
+	} else {
+		dst = r.appendStart(dst, status, date)
 	}
 	arena := r.header.arena
 	for _, f := range r.header.fields {
@@ -389,6 +422,22 @@ func (r *Response) AppendHead(dst []byte, req *Request, date []byte, contentLeng
 		dst = append(dst, "Connection: keep-alive\r\n"...)
 	}
 	return append(dst, '\r', '\n')
+}
+
+// appendStart appends the status line, Date (unless date is empty or the
+// handler set its own) and Server (unless the handler set its own).
+func (r *Response) appendStart(dst []byte, status int, date []byte) []byte {
+	special := r.header.special
+	dst = AppendStatusLine(dst, 1, status)
+	if len(date) > 0 && special&hasDate == 0 {
+		dst = append(dst, "Date: "...)
+		dst = append(dst, date...)
+		dst = append(dst, '\r', '\n')
+	}
+	if special&hasServer == 0 {
+		dst = append(dst, "Server: "+DefaultServerName+"\r\n"...)
+	}
+	return dst
 }
 
 // headBound is at least the length of the head AppendHead writes with

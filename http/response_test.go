@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestStatusText(t *testing.T) {
@@ -398,5 +400,30 @@ func TestResponseHeadBound(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestResponseHeaderRepeat: the same fields set on response after response
+// (the shortcut for a pair found clean before) serialize exactly as the
+// first time, special names included; an unclean pair is cleaned each time.
+func TestResponseHeaderRepeat(t *testing.T) {
+	date := []byte("Sun, 06 Nov 1994 08:49:37 GMT")
+	req := parseRequest(t, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	var r Response
+	var first string
+	for i := range 3 {
+		r.Reset(nil)
+		h := r.Header()
+		h.Set("Content-Type", "text/plain")
+		h.Set("Server", "custom")
+		h.Add("X-Bad", "a\r\nb ")
+		h.Set("Date", "")
+		h.Set("Content-Type", "text/html")
+		got := string(r.AppendTo(nil, req, date))
+		if i == 0 {
+			first = got
+			require.Equal(t, "HTTP/1.1 200 OK\r\nServer: custom\r\nX-Bad: a  b\r\nContent-Type: text/html\r\nContent-Length: 0\r\n\r\n", got)
+		}
+		require.Equal(t, first, got, "response %d", i)
 	}
 }

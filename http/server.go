@@ -253,6 +253,7 @@ type loopState struct {
 	// when the loop clock (Loop.Clock) reaches dateUntil.
 	date      []byte
 	dateUntil int64
+	head200   []byte // status line, Date and Server of a plain 200 (Response.appendHead)
 	req       Request
 	w         ResponseWriter
 	body      []byte // the inline writer's body buffer

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"net"
 	"time"
 
@@ -83,4 +84,38 @@ func ExampleOffload() {
 	// Output:
 	// hash eff4fd1f
 	// echo ping
+}
+
+// AvailableBuffer lets a handler build a message in the output queue
+// itself: a length-prefixed frame here, assembled where it will be sent,
+// so Write queues it without copying it.
+func ExampleConn_AvailableBuffer() {
+	h := &vnet.HandlerFuncs{Data: func(c *vnet.Conn) {
+		in, _ := c.Next(-1)
+		buf := c.AvailableBuffer()
+		buf = append(buf, byte(len(in))) // a one-byte length, then the bytes
+		buf = append(buf, in...)
+		c.Write(buf)
+	}}
+	s, err := vnet.Listen("tcp", "127.0.0.1:0", h, vnet.WithLoops(1))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+
+	conn, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer conn.Close()
+	conn.Write([]byte("veloq"))
+	frame := make([]byte, 6)
+	if _, err := io.ReadFull(conn, frame); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%d %s\n", frame[0], frame[1:])
+	// Output: 5 veloq
 }

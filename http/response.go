@@ -42,29 +42,25 @@ const (
 	hasFraming // Content-Length or Transfer-Encoding, which are dropped
 )
 
+// specialNames are the field names the serializer treats apart, with
+// their bits.
+var specialNames = [...]struct {
+	name []byte
+	bit  uint8
+}{
+	{[]byte("date"), hasDate},
+	{[]byte("server"), hasServer},
+	{[]byte("connection"), hasConnection},
+	{[]byte("content-length"), hasFraming},
+	{[]byte("transfer-encoding"), hasFraming},
+}
+
 // specialName returns the special bit of a field name, 0 for the others.
-// The length picks the one candidate to compare.
+// The lengths differ, so at most one candidate is compared.
 func specialName[S string | []byte](name S) uint8 {
-	switch len(name) {
-	case 4:
-		if equalFoldBoth([]byte("date"), name) {
-			return hasDate
-		}
-	case 6:
-		if equalFoldBoth([]byte("server"), name) {
-			return hasServer
-		}
-	case 10:
-		if equalFoldBoth([]byte("connection"), name) {
-			return hasConnection
-		}
-	case 14:
-		if equalFoldBoth([]byte("content-length"), name) {
-			return hasFraming
-		}
-	case 17:
-		if equalFoldBoth([]byte("transfer-encoding"), name) {
-			return hasFraming
+	for i := range specialNames {
+		if sn := &specialNames[i]; len(sn.name) == len(name) && equalFoldBoth(sn.name, name) {
+			return sn.bit
 		}
 	}
 	return 0

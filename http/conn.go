@@ -74,16 +74,15 @@ func (cs *conn) now() int64 { return cs.c.Loop().Clock() }
 func (cs *conn) date() []byte {
 	ls, l := cs.ls, cs.c.Loop()
 	if l.Clock() < ls.dateUntil {
-		return ls.date
+		return ls.dates.buf[:]
 	}
 	// A new wall-clock second, or the first request: until the loop clock
 	// passes the end of this second, the cached text stands.
 	now := l.Now()
-	ls.date = ls.dates.Bytes(now)
+	date := ls.dates.Bytes(now)
 	ls.dateUntil = l.Clock() + int64(time.Second) - int64(now.Nanosecond())
-	var r Response
-	ls.head200 = r.appendStart(ls.head200[:0], StatusOK, ls.date)
-	return ls.date
+	ls.head200 = appendStart(ls.head200[:0], StatusOK, date, 0)
+	return date
 }
 
 func (s *Server) firstTimeout() time.Duration {
@@ -556,10 +555,29 @@ func (cs *conn) writeResponse(resp *Response, req *Request) {
 		return
 	}
 	// One call queues both: the connection's bookkeeping runs once.
-	ls.iov[0], ls.iov[1] = ls.scratch, body
-	cs.c.Writev(ls.iov[:])
-	ls.iov[0], ls.iov[1] = nil, nil
+	ls.iov = [3][]byte{ls.scratch, body}
+	cs.c.Writev(ls.iov[:2])
+	ls.iov = [3][]byte{}
 }
+
+// writeBodyPart queues data as the next part of a streamed body: framed
+// as one chunk when chunked (size line, data and CRLF in one Writev, so
+// they share a segment), else as it is.
+func (cs *conn) writeBodyPart(data []byte, chunked bool) {
+	switch {
+	case len(data) == 0:
+	case chunked:
+		ls := cs.ls
+		ls.scratch = AppendChunkHeader(ls.scratch[:0], len(data))
+		ls.iov = [3][]byte{ls.scratch, data, crlf}
+		cs.c.Writev(ls.iov[:])
+		ls.iov = [3][]byte{}
+	default:
+		cs.c.Write(data)
+	}
+}
+
+var crlf = []byte("\r\n") // read only: the CRLF that ends a chunk
 
 // afterResponse moves on after a response was written: to the next
 // request, or to closing. It reports whether the next request may be

@@ -110,17 +110,8 @@ func (w *ResponseWriter) Flush() error {
 // writeChunk writes body as the next part of w's streamed response (on
 // the loop).
 func (cs *conn) writeChunk(w *ResponseWriter, body []byte) {
-	c := cs.c
-	switch {
-	case len(body) == 0 || !w.resp.BodyAllowed():
-	case w.chunked:
-		ls := cs.ls
-		ls.scratch = AppendChunkHeader(ls.scratch[:0], len(body))
-		c.Write(ls.scratch)
-		c.Write(body)
-		c.WriteString("\r\n")
-	default:
-		c.Write(body)
+	if w.resp.BodyAllowed() {
+		cs.writeBodyPart(body, w.chunked)
 	}
 }
 
@@ -129,7 +120,7 @@ func (cs *conn) writeChunk(w *ResponseWriter, body []byte) {
 func (cs *conn) finishStreamed(w *ResponseWriter) bool {
 	cs.writeChunk(w, w.resp.body)
 	if w.chunked && w.resp.BodyAllowed() {
-		cs.c.Write(AppendLastChunk(nil))
+		cs.c.Write(AppendLastChunk(cs.ls.scratch[:0]))
 	}
 	cs.ls.st.requests.Add(1)
 	if w.mustClose || !w.chunked && w.resp.BodyAllowed() {

@@ -382,7 +382,7 @@ func (r *Response) appendHead(dst []byte, req *Request, date []byte, contentLeng
 	if head200 != nil && status == StatusOK && len(date) > 0 && special&(hasDate|hasServer) == 0 {
 		dst = append(dst, head200...)
 	} else {
-		dst = r.appendStart(dst, status, date)
+		dst = appendStart(dst, status, date, special)
 	}
 	arena := r.header.arena
 	for _, f := range r.header.fields {
@@ -421,9 +421,9 @@ func (r *Response) appendHead(dst []byte, req *Request, date []byte, contentLeng
 }
 
 // appendStart appends the status line, Date (unless date is empty or the
-// handler set its own) and Server (unless the handler set its own).
-func (r *Response) appendStart(dst []byte, status int, date []byte) []byte {
-	special := r.header.special
+// handler's fields, summed up by special, have one) and Server (unless
+// they have one).
+func appendStart(dst []byte, status int, date []byte, special uint8) []byte {
 	dst = AppendStatusLine(dst, 1, status)
 	if len(date) > 0 && special&hasDate == 0 {
 		dst = append(dst, "Date: "...)

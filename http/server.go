@@ -249,16 +249,15 @@ type loopStats struct {
 type loopState struct {
 	srv   *Server
 	dates DateCache
-	// date is the Date header's value for the current second, which ends
-	// when the loop clock (Loop.Clock) reaches dateUntil.
-	date      []byte
+	// dates holds the Date header's value for the current second, which
+	// ends when the loop clock (Loop.Clock) reaches dateUntil.
 	dateUntil int64
 	head200   []byte // status line, Date and Server of a plain 200 (Response.appendHead)
 	req       Request
 	w         ResponseWriter
-	body      []byte // the inline writer's body buffer
-	scratch   []byte // serialized heads
-	iov       [2][]byte
+	body      []byte    // the inline writer's body buffer
+	scratch   []byte    // serialized heads
+	iov       [3][]byte // Writev arguments, kept to avoid an allocation
 	// hdrScratch builds FromStd request headers.
 	hdrScratch []byte
 	conns      connList

@@ -1069,17 +1069,7 @@ func (w *stdWriter) send(final bool) error {
 			w.chunked = w.resp.Chunked()
 			w.mustClose = w.resp.ShouldClose()
 		}
-		switch {
-		case len(data) == 0:
-		case w.chunked:
-			ls := x.cs.ls
-			ls.scratch = AppendChunkHeader(ls.scratch[:0], len(data))
-			c.Write(ls.scratch)
-			c.Write(data)
-			c.WriteString("\r\n")
-		default:
-			c.Write(data)
-		}
+		x.cs.writeBodyPart(data, w.chunked)
 		signalDrained(c, errc)
 	})
 	if err == nil {
@@ -1162,7 +1152,7 @@ func (w *stdWriter) finish() {
 	chunked, mustClose := w.chunked, w.mustClose || short
 	err := x.c.Loop().Post(func() {
 		if chunked && !x.c.Closed() {
-			x.c.Write(AppendLastChunk(nil))
+			x.c.Write(AppendLastChunk(x.cs.ls.scratch[:0]))
 		}
 		x.done(mustClose)
 	})

@@ -54,7 +54,7 @@ func (l *Loop) newConn(fd int, network string, h Handler) *Conn {
 // (epoll's accept4), so most servers pay at most one getpeername per
 // connection. The fields never change afterwards, so the getters are safe
 // from any goroutine.
-func (l *Loop) captureAddrs(c *Conn, peer net.Addr, listenAddr net.Addr) {
+func (l *Loop) captureAddrs(c *Conn, peer, listenAddr net.Addr) {
 	c.raddr = peer
 	if c.raddr == nil {
 		c.raddr, _ = sock.PeerAddr(c.fd)

@@ -47,7 +47,8 @@ func TestPeerAddrAfterReset(t *testing.T) {
 }
 
 // Accept and PeerAddr report the peer as the standard library's client
-// sees itself, for every address family the loops serve.
+// sees itself, and LocalAddr the accepted end as the client sees it, for
+// every address family the loops serve.
 func TestAcceptAndPeerAddr(t *testing.T) {
 	for _, tc := range []struct{ network, addr string }{
 		{"tcp", "127.0.0.1:0"},
@@ -98,6 +99,9 @@ func TestAcceptAndPeerAddr(t *testing.T) {
 			again, err := PeerAddr(fd)
 			require.NoError(t, err)
 			assert.Equal(t, want, again.String(), "getpeername")
+			local, err := LocalAddr(fd)
+			require.NoError(t, err)
+			assert.Equal(t, c.RemoteAddr().String(), local.String(), "getsockname")
 		})
 	}
 	_, _, err := Accept(-1)

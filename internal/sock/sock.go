@@ -195,26 +195,16 @@ func Raw(sa unix.Sockaddr) (*unix.RawSockaddrAny, uint32, error) {
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
-// ToNet converts a kernel socket address into a net.Addr.
-func ToNet(sa unix.Sockaddr) net.Addr {
-	switch s := sa.(type) {
-	case *unix.SockaddrInet4:
-		return net.TCPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom4(s.Addr), uint16(s.Port)))
-	case *unix.SockaddrInet6:
-		return net.TCPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom16(s.Addr), uint16(s.Port)))
-	case *unix.SockaddrUnix:
-		return &net.UnixAddr{Name: s.Name, Net: "unix"}
-	}
-	return nil
-}
-
 // LocalAddr returns the address fd is bound to.
 func LocalAddr(fd int) (net.Addr, error) {
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		return nil, os.NewSyscallError("getsockname", err)
+	var raw unix.RawSockaddrAny
+	n := uint32(unsafe.Sizeof(raw))
+	// Sound: as in Accept.
+	_, _, e := unix.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&raw)), uintptr(unsafe.Pointer(&n)))
+	if e != 0 {
+		return nil, os.NewSyscallError("getsockname", e)
 	}
-	return ToNet(sa), nil
+	return rawToNet(&raw, n), nil
 }
 
 // Accept takes a connection from the listening socket fd with accept4(2),

@@ -87,20 +87,12 @@ func echoHandler(ev *events) *HandlerFuncs {
 func startWS(t testing.TB, b reactor.Backend, h Handler, opts ...Option) (*vhttp.Server, *Upgrader) {
 	t.Helper()
 	u := NewUpgrader(append([]Option{WithLogger(testLogger(t))}, opts...)...)
-	srv := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+	srv := vhttpServer(t, b, func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		if string(r.Path) != "/ws" {
 			w.WriteString("plain")
 			return
 		}
 		u.Upgrade(w, r, h)
-	}), vhttp.WithBackend(b), vhttp.WithLoops(2), vhttp.WithLogger(testLogger(t)))
-	if _, err := srv.Listen("tcp", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
 	})
 	return srv, u
 }

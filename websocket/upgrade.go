@@ -82,7 +82,9 @@ func (u *Upgrader) upgrade(w *vhttp.ResponseWriter, r *vhttp.Request, h Handler)
 		w.Header().Set("Upgrade", "websocket")
 		return reject(w, vhttp.StatusUpgradeRequired, `no "websocket" in Upgrade`)
 	}
-	if !headerHasToken(r, "Connection", "upgrade") {
+	if r.Upgrade == nil {
+		// The parser sets Upgrade only when Connection lists "upgrade"
+		// (and there is an Upgrade field, checked just above).
 		w.Header().Set("Upgrade", "websocket")
 		return reject(w, vhttp.StatusUpgradeRequired, `no "upgrade" in Connection`)
 	}

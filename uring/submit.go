@@ -144,11 +144,59 @@ func (r *Ring) submit(waitNr uint32) (int, error) {
 // counts as 0). The timespec and the getevents argument are written into
 // the Ring (heap), never the stack.
 func (r *Ring) enterTimeout(toSubmit, waitNr, flags uint32, d time.Duration) (int, syscall.Errno) {
+	return r.enterMin(toSubmit, waitNr, flags, d, 0)
+}
+
+// enterMin is enterTimeout with a batch timeout: with minWait > 0 the
+// kernel waits up to minWait for waitNr CQEs, then returns as soon as it
+// has any, or up to d for the first.
+func (r *Ring) enterMin(toSubmit, waitNr, flags uint32, d, minWait time.Duration) (int, syscall.Errno) {
 	r.ts = unix.NsecToTimespec(int64(max(d, 0)))
 	// unsafe: r.ts lives in the heap-allocated Ring, which stays reachable
 	// through r for the whole call; heap objects do not move.
-	r.arg = geteventsArg{ts: uint64(uintptr(unsafe.Pointer(&r.ts)))}
+	r.arg = geteventsArg{ts: uint64(uintptr(unsafe.Pointer(&r.ts))), minWaitUsec: uint32(minWait / time.Microsecond)}
 	return r.enter(toSubmit, waitNr, flags|EnterGetevents|EnterExtArg, unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg))
+}
+
+// noLimit stands for "no timeout" in a batched wait: the kernel ends a
+// min-wait that has no overall timeout when the min-wait expires, events
+// or not, so an unlimited wait passes a long one instead.
+const noLimit = time.Hour
+
+// SubmitAndWaitMin submits pending SQEs and waits for waitNr CQEs, but
+// for no longer than minWait once at least one CQE is ready; with none
+// ready it waits for the first, up to d (d < 0: without limit). This is
+// liburing's io_uring_submit_and_wait_min_timeout: a batch of completions
+// per wake-up under load, no added wait for a lone event that arrives
+// after minWait. Needs IORING_FEAT_MIN_TIMEOUT (6.12+); without it, it
+// returns unix.EOPNOTSUPP. Running out of time is not an error.
+func (r *Ring) SubmitAndWaitMin(waitNr uint32, d, minWait time.Duration) (int, error) {
+	if r.closed {
+		return 0, ErrClosed
+	}
+	if r.features&FeatMinTimeout == 0 {
+		return 0, unix.EOPNOTSUPP
+	}
+	if d < 0 {
+		d = noLimit
+	}
+	for {
+		pending := r.flushSQ()
+		var flags uint32
+		r.sqNeedsEnter(pending, &flags)
+		n, errno := r.enterMin(pending, waitNr, flags, d, minWait)
+		switch errno {
+		case 0:
+			return n, nil
+		case unix.ETIME:
+			return 0, nil
+		case unix.EINTR:
+			// Waiting again restarts both clocks: an interrupted wait is
+			// rare, and a caller with a deadline passes a bounded d.
+			continue
+		}
+		return 0, errno
+	}
 }
 
 // SubmitAndWaitTimeout submits pending SQEs and waits up to d for waitNr

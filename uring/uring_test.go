@@ -657,3 +657,77 @@ func TestWaker(t *testing.T) {
 		t.Fatal("still armed after Completed")
 	}
 }
+
+// TestSubmitAndWaitMin checks the batched wait's ways out: the count
+// reached (long before a generous minimum wait), the minimum wait over
+// with fewer but some, and, with none at the minimum, the first event that
+// comes after it rather than an empty return at the minimum. The steps
+// run in order on one locked thread (SINGLE_ISSUER rules out subtests).
+func TestSubmitAndWaitMin(t *testing.T) {
+	lockThread(t)
+	r := newRing(t, 8, WithSingleIssuer(), WithDeferTaskrun())
+	if r.Features()&FeatMinTimeout == 0 {
+		if _, err := r.SubmitAndWaitMin(2, time.Second, time.Millisecond); !errors.Is(err, unix.EOPNOTSUPP) {
+			t.Fatalf("without FEAT_MIN_TIMEOUT: %v, want EOPNOTSUPP", err)
+		}
+		t.Skip("kernel lacks IORING_FEAT_MIN_TIMEOUT (6.12+)")
+	}
+	reap := func() int {
+		n := int(r.CQReady())
+		r.CQAdvance(uint32(n))
+		return n
+	}
+
+	// Count reached: with a minimum wait of a minute, only the count can
+	// end this wait within the test's time.
+	for i := 0; i < 2; i++ {
+		r.GetSQE().PrepNop()
+	}
+	if _, err := r.SubmitAndWaitMin(2, -1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n := reap(); n != 2 {
+		t.Fatalf("count reached: ready %d, want 2", n)
+	}
+
+	// Fewer than asked, once the minimum wait is over.
+	r.GetSQE().PrepNop()
+	if _, err := r.SubmitAndWaitMin(4, -1, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if n := reap(); n != 1 {
+		t.Fatalf("after the minimum wait: ready %d, want 1", n)
+	}
+
+	// None at the minimum: the byte comes well after the 1 ms minimum, and
+	// the wait must still be there to take it (an unlimited wait may not
+	// end empty).
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	in := make([]byte, 8)
+	s := r.GetSQE()
+	s.PrepRead(p[0], in, ^uint64(0))
+	s.SetUserData(7)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		unix.Write(p[1], []byte{1})
+	}()
+	if _, err := r.SubmitAndWaitMin(2, -1, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.PeekCQE()
+	if err != nil || c.UserData != 7 || c.Res != 1 {
+		t.Fatalf("none at the minimum: %+v, %v; want the read of 1 byte", c, err)
+	}
+	r.CQESeen(c)
+	runtime.KeepAlive(in)
+
+	// Nothing at all: the overall timeout ends the wait quietly.
+	if n, err := r.SubmitAndWaitMin(2, 20*time.Millisecond, time.Millisecond); err != nil || n != 0 || r.CQReady() != 0 {
+		t.Fatalf("overall timeout: %d, %v, ready %d; want a quiet timeout", n, err, r.CQReady())
+	}
+}

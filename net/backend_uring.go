@@ -39,7 +39,27 @@ type uringBackend struct {
 	conns   []uconn
 	lns     []ulisten
 	closing bool
+
+	// Batched waiting (Config.BatchWait, see wait): sends submitted since
+	// the last enter, inputs reported since the last wait, and the number
+	// of distinct connections with input in the last activity epoch.
+	batchWait time.Duration
+	sends     uint32
+	inputs    uint32
+	epoch     uint8
+	epochEnd  time.Duration // since start
+	seen      uint32        // connections with input in this epoch
+	active    uint32        // ... in the last complete one
+	start     time.Time
 }
+
+// activityEpoch is the window over which the backend counts the
+// connections that sent input (see wait).
+const activityEpoch = time.Millisecond
+
+// batchShare: a batched wait asks for at most one completion per
+// batchShare recently active connections (see wait).
+const batchShare = 4
 
 // uconn is the backend's record of one connection slot.
 type uconn struct {
@@ -59,6 +79,7 @@ type uconn struct {
 	pollIn     bool // multishot POLLIN armed
 	pollOut    bool // one-shot POLLOUT armed
 	closing    bool
+	epoch      uint8                // activity epoch of its last input (wraps; a heuristic)
 	sa         *unix.RawSockaddrAny // read by the kernel until connect's CQE
 }
 
@@ -137,6 +158,9 @@ func newUringBackend(cfg *Config, ev sink, log *slog.Logger) (*uringBackend, err
 		return nil, err
 	}
 	b := &uringBackend{ev: ev, log: log, ring: ring, cqes: make([]*uring.CQE, cfg.Budget), bufSize: cfg.RecvBufferSize}
+	if cfg.BatchWait > 0 && ring.Features()&uring.FeatMinTimeout != 0 {
+		b.batchWait, b.start, b.epoch = cfg.BatchWait, time.Now(), 1
+	}
 	fail := func(err error) (*uringBackend, error) {
 		b.release()
 		return nil, err
@@ -188,14 +212,22 @@ func (b *uringBackend) poll(timeout time.Duration) (bool, error) {
 		if b.ring.SQReady() > 0 {
 			_, err = b.ring.Submit()
 		}
-	case timeout < 0:
-		_, err = b.ring.SubmitAndWait(1)
 	case timeout == 0:
 		// GETEVENTS without waiting: with DEFER_TASKRUN completions are
 		// only posted when the loop enters the kernel.
+		b.sends = 0
 		_, err = b.ring.SubmitAndWaitTimeout(0, 0)
+	case b.sends > 0 && b.batchWait > 0:
+		// Submit before a batched wait, and take what the submission
+		// completed (a send with room in the socket buffer completes
+		// during it) without sleeping: counted in the wait, those would
+		// end the batch at BatchWait with no input in it.
+		b.sends = 0
+		if _, err = b.ring.Submit(); err == nil && b.ring.CQReady() == 0 {
+			err = b.wait(timeout)
+		}
 	default:
-		_, err = b.ring.SubmitAndWaitTimeout(1, timeout)
+		err = b.wait(timeout)
 	}
 	if err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
 		return false, fmt.Errorf("io_uring_enter: %w", err)
@@ -206,6 +238,37 @@ func (b *uringBackend) poll(timeout time.Duration) (bool, error) {
 	}
 	b.ring.CQAdvance(uint32(n))
 	return n == len(b.cqes), nil
+}
+
+// wait submits and sleeps until completions arrive or timeout passes
+// (< 0: no limit). With BatchWait it asks for as many completions as
+// inputs arrived since the last wait, on the guess that a peer that got
+// its answer sends again (request/response): the kernel returns when
+// that many are ready, or, once BatchWait has passed, as soon as any is,
+// so a guess too high costs at most BatchWait, and an event that arrives
+// after BatchWait is handed over at once. Many busy connections then
+// wake the loop once per batch instead of once or twice per message; a
+// loop that expects one input (one ping-pong connection) waits plainly.
+func (b *uringBackend) wait(timeout time.Duration) (err error) {
+	want := uint32(0)
+	if b.batchWait > 0 {
+		if now := time.Since(b.start); now >= b.epochEnd {
+			b.active, b.seen = b.seen, 0
+			b.epoch++
+			b.epochEnd = now + activityEpoch
+		}
+		want = min(b.inputs, b.active/batchShare, uint32(len(b.cqes)))
+	}
+	b.inputs = 0
+	switch {
+	case want > 1:
+		_, err = b.ring.SubmitAndWaitMin(want, timeout, b.batchWait)
+	case timeout < 0:
+		_, err = b.ring.SubmitAndWait(1)
+	default:
+		_, err = b.ring.SubmitAndWaitTimeout(1, timeout)
+	}
+	return err
 }
 
 // conn returns the record a completion is for, or nil when the slot has
@@ -341,6 +404,11 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 			if u.shorts++; u.shorts >= shortsToMultishot {
 				u.oneshot = false // from the next arm on
 			}
+		}
+		b.inputs++
+		if u.epoch != b.epoch {
+			u.epoch = b.epoch
+			b.seen++
 		}
 		if hasBuf && !b.ev.input(slot, b.arena.Buf(int(bid))[:res], int32(bid)) {
 			b.recycle(bid)
@@ -539,6 +607,7 @@ func (b *uringBackend) submitSend(slot uint32, u *uconn) {
 	s.SetUserData(token(opSend, slot, u.gen))
 	u.sending = int32(len(p)) // a segment: at most maxSeg or a receive buffer
 	u.ops++
+	b.sends++
 }
 
 func (b *uringBackend) send(slot uint32) {

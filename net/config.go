@@ -89,6 +89,16 @@ type Config struct {
 	// loop: it is counted in Stats.Blocked and logged, naming the handler
 	// type, at most once per threshold. Default 100ms; negative: off.
 	BlockThreshold time.Duration
+	// BatchWait lets an io_uring loop that waits for completions hold its
+	// wake-up back by up to this long while more completions are likely
+	// to follow, so that one wake-up takes a batch (io_uring's minimum
+	// batch wait, Linux 6.12+; older kernels and epoll wait as before).
+	// The loop asks for as many completions as it expects, one per send
+	// it just submitted and one per input it just handled, and the kernel
+	// returns when they are there, or at BatchWait with whatever is: a
+	// lone event that arrives after BatchWait is handed over at once.
+	// Default 20µs; negative: off.
+	BatchWait time.Duration
 	// RingEntries is the io_uring submission queue size. Default 1024.
 	RingEntries uint32
 	// RecvBuffers and RecvBufferSize shape the io_uring provided-buffer ring
@@ -130,6 +140,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.CloseTimeout <= 0 {
 		c.CloseTimeout = 10 * time.Second
+	}
+	if c.BatchWait == 0 {
+		c.BatchWait = 20 * time.Microsecond
 	}
 	if c.RingEntries == 0 {
 		c.RingEntries = 1024

@@ -2,11 +2,14 @@ package net
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestEchoSmall(t *testing.T) {
@@ -94,3 +97,82 @@ var errMismatch = &mismatchError{}
 type mismatchError struct{}
 
 func (*mismatchError) Error() string { return "echoed bytes differ" }
+
+// Many busy connections switch an io_uring loop to batched waits (it then
+// asks the kernel for several completions per wake-up; see
+// uringBackend.wait). When the traffic stops, a lone message on one
+// connection must still be answered at once: the batch it would wait to
+// fill never comes, and the wait's minimum has to hand it over. Every
+// echo of the busy phase must come back intact too. epoll runs the same
+// test as the reference.
+func TestBatchedWaitLoneMessage(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		s := startServer(t, b, echoHandler(), WithLoops(1))
+		const conns, maxRounds = 32, 20000
+		cs := make([]net.Conn, conns)
+		for i := range cs {
+			cs[i] = dial(t, s)
+		}
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		errs := make(chan error, conns)
+		for i, c := range cs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				msg := []byte(fmt.Sprintf("conn %02d says hello", i))
+				for r := 0; r < maxRounds; r++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, err := c.Write(msg); err != nil {
+						errs <- err
+						return
+					}
+					if got, err := readFull(c, len(msg)); err != nil || !bytes.Equal(got, msg) {
+						errs <- fmt.Errorf("conn %d round %d: %q, %v", i, r, got, err)
+						return
+					}
+				}
+			}()
+		}
+		if b == BackendUring {
+			// The busy phase must be busy enough to batch, or the lone
+			// message below proves nothing.
+			l := s.Loops()[0]
+			active := func() (on bool, n uint32) {
+				got := make(chan [2]uint32, 1)
+				require.NoError(t, l.Post(func() {
+					u := l.be.(*uringBackend)
+					got <- [2]uint32{uint32(min(u.batchWait, 1)), u.active}
+				}))
+				v := await(t, got, "the loop did not run the post")
+				return v[0] != 0, v[1]
+			}
+			if on, _ := active(); !on {
+				t.Log("kernel without IORING_FEAT_MIN_TIMEOUT: batched waits are off")
+			} else {
+				require.Eventually(t, func() bool {
+					_, n := active()
+					return n >= 2*batchShare
+				}, 10*time.Second, time.Millisecond, "connections never counted active enough to batch")
+			}
+		}
+		close(stop)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		c := cs[conns/2]
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write([]byte("lone")); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readFull(c, 4)
+		require.NoError(t, err, "the lone message was not echoed")
+		require.Equal(t, "lone", string(got))
+	})
+}

@@ -64,6 +64,11 @@ func WithBalance(b Balance) Option { return func(o *options) { o.balance = b } }
 // off when the program manages GOMAXPROCS itself.
 func WithGOMAXPROCS(adjust bool) Option { return func(o *options) { o.procs = adjust } }
 
+// WithBatchWait sets how long an io_uring loop may hold a wake-up back
+// to take completions in a batch when many connections are busy (see
+// Config.BatchWait). Default 20µs; negative turns batching off.
+func WithBatchWait(d time.Duration) Option { return func(o *options) { o.cfg.BatchWait = d } }
+
 // WithPin pins loop i to the i-th CPU the process may run on.
 func WithPin(on bool) Option { return func(o *options) { o.pin = on } }
 

@@ -21,6 +21,7 @@ type httpConfig struct {
 	loops         int
 	backend       vnet.Backend
 	pin           bool
+	batchWait     time.Duration
 	logger        *slog.Logger
 	ws            bool // -mode ws: upgrade requests become WebSocket echoes
 	wsCompress    bool // with ws, negotiate permessage-deflate
@@ -109,7 +110,7 @@ func runHTTP(ctx context.Context, cfg httpConfig) error {
 	}
 	s := vhttp.NewServer(h,
 		vhttp.WithLoops(cfg.loops), vhttp.WithBackend(cfg.backend), vhttp.WithLogger(cfg.logger),
-		vhttp.WithNetOptions(vnet.WithPin(cfg.pin)))
+		vhttp.WithNetOptions(vnet.WithPin(cfg.pin), vnet.WithBatchWait(cfg.batchWait)))
 	if _, err := s.Listen(cfg.network, cfg.addr); err != nil {
 		return err
 	}

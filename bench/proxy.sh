@@ -9,11 +9,17 @@
 #   haproxy       mode tcp, nbthread 1 (no splice, as configured by default)
 #   nginx         stream module, one worker, master_process off, proxy_pass
 #
-# Reported per run: req/s, p50/p99 round trip, the proxy's CPU seconds over
-# the measured window (utime+stime from /proc, all threads, read by tcpload
-# at the window's edges), requests per proxy CPU-second, and its RSS.
+#   veloq-nobatch examples/tcp-proxy -loops 1 -backend uring -splice off -batch-wait -1us
+#                 (veloq-copy with io_uring's batched waits off, for comparison)
 #
-#   bench/proxy.sh [window-seconds] [connections]
+# Reported per proxy and size: req/s, p50/p99 round trip, the proxy's CPU
+# seconds over the measured window (utime+stime from /proc, all threads,
+# read by tcpload at the window's edges), requests per proxy CPU-second,
+# and its RSS. ROUNDS (default 3) rounds run every proxy in turn, in an
+# order rotated each round; the row shown is the round with the median
+# requests per proxy CPU-second.
+#
+#   [ROUNDS=n] bench/proxy.sh [window-seconds] [connections]
 #
 # Everything listens on 127.0.0.1; every process the script starts is
 # stopped on exit (trap), and every load run is bounded (tcpload's own
@@ -118,45 +124,64 @@ proxy_cmd() { # NAME -> PORT and command line
 	case $1 in
 	veloq-copy) echo "19401 bin/tcp-proxy -listen 127.0.0.1:19401 -backends 127.0.0.1:$BACKEND_PORT -loops 1 -backend uring -splice off" ;;
 	veloq-splice) echo "19402 bin/tcp-proxy -listen 127.0.0.1:19402 -backends 127.0.0.1:$BACKEND_PORT -loops 1 -backend uring -splice always" ;;
+	veloq-nobatch) echo "19404 bin/tcp-proxy -listen 127.0.0.1:19404 -backends 127.0.0.1:$BACKEND_PORT -loops 1 -backend uring -splice off -batch-wait -1us" ;;
 	veloq-epoll) echo "19403 bin/tcp-proxy -listen 127.0.0.1:19403 -backends 127.0.0.1:$BACKEND_PORT -loops 1 -backend epoll -splice off" ;;
 	haproxy) echo "19411 haproxy -db -f $TMP/haproxy.cfg" ;;
 	nginx) echo "19412 nginx -c $TMP/nginx.conf -p $TMP -e $TMP/nginx-error.log" ;;
 	esac
 }
 
-PROXIES=${PROXIES:-"veloq-copy veloq-splice veloq-epoll haproxy nginx"}
+PROXIES=${PROXIES:-"veloq-copy veloq-nobatch veloq-splice veloq-epoll haproxy nginx"}
+ROUNDS=${ROUNDS:-3}
 ROWS="$TMP/rows"
 : >"$ROWS"
+for round in $(seq "$ROUNDS"); do
+	# Rotate the order each round, so no proxy always runs first or last.
+	set -- $PROXIES
+	order=""
+	for _ in $(seq $(( (round - 1) % $# ))); do set -- "$@" "$1"; shift; done
+	order="$*"
+	for size in $SIZES; do
+		for name in $order; do
+			set -- $(proxy_cmd $name)
+			port=$1; shift
+			start "$name" "$port" "$@"
+			echo "proxy.sh: round $round/$ROUNDS, $name, ${size} B, $CONNS conns, ${DUR}s" >&2
+			json=$(timeout $((DUR + 60)) taskset -c 1 bin/tcpload -addr 127.0.0.1:$port -conns "$CONNS" -size "$size" \
+				-duration "${DUR}s" -warmup 1s -json -server-pid "$PROXY_PID") || json='{}'
+			stop
+			echo "$json" >"$TMP/$name-$size-$round.json"
+		done
+	done
+done
+# One row per proxy and size: the round with the median req per proxy CPU-s.
 for size in $SIZES; do
 	for name in $PROXIES; do
-		set -- $(proxy_cmd $name)
-		port=$1; shift
-		start "$name" "$port" "$@"
-		echo "proxy.sh: $name, ${size} B, $CONNS conns, ${DUR}s" >&2
-		json=$(timeout $((DUR + 60)) taskset -c 1 bin/tcpload -addr 127.0.0.1:$port -conns "$CONNS" -size "$size" \
-			-duration "${DUR}s" -warmup 1s -json -server-pid "$PROXY_PID") || json='{}'
-		stop
-		echo "$json" >"$TMP/$name-$size.json"
-		echo "$json" | jq -r --arg n "$name" --arg s "$size" '
-			"| \($n) | \($s) | \(.rps // 0 | floor) | \(.latency.p50_us // 0) | \(.latency.p99_us // 0) | \(.server_cpu_s // 0 | . * 100 | round / 100) | \(.req_per_server_cpu_s // 0 | floor) | \((.server_rss_kib // 0) / 1024 | floor) | \(.errors // "run failed") |"' >>"$ROWS"
+		jq -s -r --arg n "$name" --arg s "$size" '
+			sort_by(.req_per_server_cpu_s // 0) | ([.[] | .req_per_server_cpu_s // 0 | floor | tostring] | join(", ")) as $all |
+			.[(length - 1) / 2 | floor] |
+			"| \($n) | \($s) | \(.rps // 0 | floor) | \(.latency.p50_us // 0) | \(.latency.p99_us // 0) | \(.server_cpu_s // 0 | . * 100 | round / 100) | \(.req_per_server_cpu_s // 0 | floor) | \($all) | \((.server_rss_kib // 0) / 1024 | floor) | \(.errors // "run failed") |"' \
+			"$TMP/$name-$size-"*.json >>"$ROWS"
 	done
 done
 
 {
 	echo "# TCP proxy benchmark"
 	echo
-	echo "\`bench/proxy.sh $DUR $CONNS\` on $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs,"
+	echo "\`ROUNDS=$ROUNDS bench/proxy.sh $DUR $CONNS\` on $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs,"
 	echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg) (the machine is shared: expect noise)."
 	echo
 	echo "tcpload (CPU 1) → proxy (CPU 0, one thread/loop/worker) → echo-server -loops 1 (CPU 1),"
 	echo "$CONNS connections, one message in flight each, ${DUR} s window after 1 s warmup."
 	echo "Proxy CPU = utime+stime of the proxy process (all threads) over the window."
+	echo "$ROUNDS interleaved rounds; each row is the round with the median req per proxy CPU-s."
 	echo
-	echo "| proxy | msg B | req/s | p50 µs | p99 µs | proxy CPU s | req per proxy CPU-s | RSS MiB | errors |"
-	echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|"
+	echo "| proxy | msg B | req/s | p50 µs | p99 µs | proxy CPU s | req per proxy CPU-s | every round, sorted | RSS MiB | errors |"
+	echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 	cat "$ROWS"
 	echo
-	echo "veloq-copy/-epoll: \`examples/tcp-proxy -loops 1 -backend uring|epoll\`; veloq-splice: the same with"
+	echo "veloq-copy/-epoll: \`examples/tcp-proxy -loops 1 -backend uring|epoll\`; veloq-nobatch: veloq-copy with"
+	echo "\`-batch-wait -1us\` (io_uring's batched waits off); veloq-splice: the same as veloq-copy with"
 	echo "\`-splice always\` (splice(2) both ways from the connect). haproxy $(haproxy -v | head -1 | awk '{print $3}'):"
 	echo "mode tcp, nbthread 1. nginx $(nginx -v 2>&1 | sed 's|.*/||'): stream proxy_pass, worker_processes 1,"
 	echo "master_process off, tcp_nodelay on."

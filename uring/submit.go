@@ -140,17 +140,11 @@ func (r *Ring) submit(waitNr uint32) (int, error) {
 	}
 }
 
-// enterTimeout does one EXT_ARG enter waiting at most d (a negative d
-// counts as 0). The timespec and the getevents argument are written into
-// the Ring (heap), never the stack.
-func (r *Ring) enterTimeout(toSubmit, waitNr, flags uint32, d time.Duration) (int, syscall.Errno) {
-	return r.enterMin(toSubmit, waitNr, flags, d, 0)
-}
-
-// enterMin is enterTimeout with a batch timeout: with minWait > 0 the
-// kernel waits up to minWait for waitNr CQEs, then returns as soon as it
-// has any, or up to d for the first.
-func (r *Ring) enterMin(toSubmit, waitNr, flags uint32, d, minWait time.Duration) (int, syscall.Errno) {
+// enterExt does one EXT_ARG enter waiting at most d (a negative d counts
+// as 0) for waitNr CQEs; with minWait > 0 the kernel waits up to minWait
+// for them, then returns as soon as it has any. The timespec and the
+// getevents argument are written into the Ring (heap), never the stack.
+func (r *Ring) enterExt(toSubmit, waitNr, flags uint32, d, minWait time.Duration) (int, syscall.Errno) {
 	r.ts = unix.NsecToTimespec(int64(max(d, 0)))
 	// unsafe: r.ts lives in the heap-allocated Ring, which stays reachable
 	// through r for the whole call; heap objects do not move.
@@ -180,23 +174,7 @@ func (r *Ring) SubmitAndWaitMin(waitNr uint32, d, minWait time.Duration) (int, e
 	if d < 0 {
 		d = noLimit
 	}
-	for {
-		pending := r.flushSQ()
-		var flags uint32
-		r.sqNeedsEnter(pending, &flags)
-		n, errno := r.enterMin(pending, waitNr, flags, d, minWait)
-		switch errno {
-		case 0:
-			return n, nil
-		case unix.ETIME:
-			return 0, nil
-		case unix.EINTR:
-			// Waiting again restarts both clocks: an interrupted wait is
-			// rare, and a caller with a deadline passes a bounded d.
-			continue
-		}
-		return 0, errno
-	}
+	return r.waitExt(waitNr, d, minWait)
 }
 
 // SubmitAndWaitTimeout submits pending SQEs and waits up to d for waitNr
@@ -212,13 +190,19 @@ func (r *Ring) SubmitAndWaitTimeout(waitNr uint32, d time.Duration) (int, error)
 	if r.features&FeatExtArg == 0 {
 		return 0, unix.EOPNOTSUPP
 	}
+	return r.waitExt(waitNr, d, 0)
+}
+
+// waitExt is the EXT_ARG submit-and-wait loop of SubmitAndWaitTimeout and
+// SubmitAndWaitMin: an interrupted wait goes on with the time left.
+func (r *Ring) waitExt(waitNr uint32, d, minWait time.Duration) (int, error) {
 	var start time.Time
 	remaining := d
 	for {
 		pending := r.flushSQ()
 		var flags uint32
 		r.sqNeedsEnter(pending, &flags)
-		n, errno := r.enterTimeout(pending, waitNr, flags, remaining)
+		n, errno := r.enterExt(pending, waitNr, flags, remaining, minWait)
 		switch errno {
 		case 0:
 			return n, nil
@@ -231,7 +215,7 @@ func (r *Ring) SubmitAndWaitTimeout(waitNr uint32, d time.Duration) (int, error)
 				// Lazily started clock: interrupted waits are rare.
 				start = time.Now()
 			}
-			remaining = d - time.Since(start) // enterTimeout clamps a negative rest to 0
+			remaining = d - time.Since(start) // enterExt clamps a negative rest to 0
 			continue
 		}
 		return 0, errno
@@ -333,7 +317,7 @@ func (r *Ring) WaitCQETimeout(d time.Duration) (*CQE, error) {
 		if remaining < 0 {
 			remaining = 0
 		}
-		_, errno := r.enterTimeout(0, 1, 0, remaining)
+		_, errno := r.enterExt(0, 1, 0, remaining, 0)
 		if c := r.peek(); c != nil {
 			return c, nil
 		}

@@ -40,9 +40,9 @@ type uringBackend struct {
 	lns     []ulisten
 	closing bool
 
-	// Batched waiting (Config.BatchWait, see wait): sends submitted since
-	// the last enter, inputs reported since the last wait, and the number
-	// of distinct connections with input in the last activity epoch.
+	// Batched waiting (Config.BatchWait, see wait and batch): sends
+	// submitted since the last poll, inputs reported since the last wait,
+	// and the number of distinct connections with input per epoch.
 	batchWait time.Duration
 	sends     uint32
 	inputs    uint32
@@ -53,12 +53,12 @@ type uringBackend struct {
 	start     time.Time
 }
 
-// activityEpoch is the window over which the backend counts the
-// connections that sent input (see wait).
+// activityEpoch is the least window over which the backend counts the
+// connections that sent input (see batch).
 const activityEpoch = time.Millisecond
 
 // batchShare: a batched wait asks for at most one completion per
-// batchShare recently active connections (see wait).
+// batchShare recently active connections (see batch).
 const batchShare = 4
 
 // uconn is the backend's record of one connection slot.
@@ -215,20 +215,11 @@ func (b *uringBackend) poll(timeout time.Duration) (bool, error) {
 	case timeout == 0:
 		// GETEVENTS without waiting: with DEFER_TASKRUN completions are
 		// only posted when the loop enters the kernel.
-		b.sends = 0
 		_, err = b.ring.SubmitAndWaitTimeout(0, 0)
-	case b.sends > 0 && b.batchWait > 0:
-		// Submit before a batched wait, and take what the submission
-		// completed (a send with room in the socket buffer completes
-		// during it) without sleeping: counted in the wait, those would
-		// end the batch at BatchWait with no input in it.
-		b.sends = 0
-		if _, err = b.ring.Submit(); err == nil && b.ring.CQReady() == 0 {
-			err = b.wait(timeout)
-		}
 	default:
 		err = b.wait(timeout)
 	}
+	b.sends = 0 // every case above submitted what was queued
 	if err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
 		return false, fmt.Errorf("io_uring_enter: %w", err)
 	}
@@ -241,27 +232,23 @@ func (b *uringBackend) poll(timeout time.Duration) (bool, error) {
 }
 
 // wait submits and sleeps until completions arrive or timeout passes
-// (< 0: no limit). With BatchWait it asks for as many completions as
-// inputs arrived since the last wait, on the guess that a peer that got
-// its answer sends again (request/response), but for no more than one per
-// batchShare connections that sent input in the last activity epoch: a
-// batch that needs every busy peer makes the peers and the loop take
-// turns (measured at 3 ping-pong connections: 60% fewer req/s). The
-// kernel returns when that many are ready, or, once BatchWait has passed,
-// as soon as any is, so a guess too high costs at most BatchWait (plus
-// the timer's wake-up), and an event that arrives after BatchWait is
-// handed over at once. Many busy connections then wake the loop once per
-// batch instead of about once per message; a loop that expects one
-// completion waits plainly.
+// (< 0: no limit). With BatchWait it may ask for a batch (see batch): the
+// kernel then returns when that many completions are ready, or, once
+// BatchWait has passed, as soon as any is, so a guess too high costs at
+// most BatchWait (plus the timer's wake-up), and an event that arrives
+// after BatchWait is handed over at once. Many busy connections then wake
+// the loop once per batch instead of about once per message; a loop that
+// expects one completion waits plainly.
 func (b *uringBackend) wait(timeout time.Duration) (err error) {
-	want := uint32(0)
-	if b.batchWait > 0 {
-		if now := time.Since(b.start); now >= b.epochEnd {
-			b.active, b.seen = b.seen, 0
-			b.epoch++
-			b.epochEnd = now + activityEpoch
+	want := b.batch()
+	if want > 1 && b.sends > 0 {
+		// Submit before a batched wait, and take what the submission
+		// completed (a send with room in the socket buffer completes
+		// during it) without sleeping: counted in the wait, those would
+		// end the batch at BatchWait with no input in it.
+		if _, err = b.ring.Submit(); err != nil || b.ring.CQReady() > 0 {
+			return err
 		}
-		want = min(b.inputs, b.active/batchShare, uint32(len(b.cqes)))
 	}
 	b.inputs = 0
 	switch {
@@ -273,6 +260,27 @@ func (b *uringBackend) wait(timeout time.Duration) (err error) {
 		_, err = b.ring.SubmitAndWaitTimeout(1, timeout)
 	}
 	return err
+}
+
+// batch is how many completions the next wait asks for: as many as
+// inputs arrived since the last wait, on the guess that a peer that got
+// its answer sends again (request/response), but no more than one per
+// batchShare connections that sent input in the last activity epoch. A
+// batch that needs every busy peer makes the peers and the loop take
+// turns (measured at 3 ping-pong connections: 60% fewer req/s). An epoch
+// lasts at least activityEpoch and ends at the first batch decision after
+// that; a loop with fewer than two inputs to answer waits plainly without
+// reading the clock.
+func (b *uringBackend) batch() uint32 {
+	if b.batchWait <= 0 || b.inputs < 2 {
+		return 1
+	}
+	if now := time.Since(b.start); now >= b.epochEnd {
+		b.active, b.seen = b.seen, 0
+		b.epoch++
+		b.epochEnd = now + activityEpoch
+	}
+	return min(b.inputs, b.active/batchShare, uint32(len(b.cqes)))
 }
 
 // conn returns the record a completion is for, or nil when the slot has

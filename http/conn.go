@@ -394,7 +394,7 @@ func (cs *conn) serve(req *Request, head []byte, consume int) bool {
 // followed the request.
 func (cs *conn) handOver(h vnet.Handler) {
 	ls := cs.ls
-	ls.st.requests.Add(1)
+	ls.countServed(cs.c.Loop())
 	ls.st.hijacked.Add(1)
 	ls.conns.remove(cs)
 	cs.srv.active.Add(-1)

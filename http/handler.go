@@ -122,7 +122,7 @@ func (cs *conn) finishStreamed(w *ResponseWriter) bool {
 	if w.chunked && w.resp.BodyAllowed() {
 		cs.c.Write(AppendLastChunk(cs.ls.scratch[:0]))
 	}
-	cs.ls.st.requests.Add(1)
+	cs.ls.countServed(cs.c.Loop())
 	if w.mustClose || !w.chunked && w.resp.BodyAllowed() {
 		cs.linger()
 		return false

@@ -261,7 +261,7 @@ type loopState struct {
 	// hdrScratch builds FromStd request headers.
 	hdrScratch []byte
 	conns      connList
-	// served counts the inline requests answered in this loop iteration;
+	// served counts the requests answered in this loop iteration;
 	// publish adds them to st.requests once, after the batch, instead of
 	// one atomic add per request.
 	served  uint64
@@ -306,7 +306,8 @@ func (ls *loopState) recycle(cs *conn) {
 	}
 }
 
-// countServed counts an inline request answered on loop l.
+// countServed counts a request answered on loop l (inline, streamed,
+// through FromStd, or hijacked); Stats sees it after the iteration.
 func (ls *loopState) countServed(l *vnet.Loop) {
 	if ls.served == 0 {
 		l.Defer(ls.publish)

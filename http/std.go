@@ -695,7 +695,7 @@ func (x *stdExchange) done(mustClose bool) {
 	if x.c.Closed() {
 		return
 	}
-	cs.ls.st.requests.Add(1)
+	cs.ls.countServed(x.c.Loop())
 	x.c.ResumeRead()
 	if mustClose || !x.bodyDone || cs.eof || cs.srv.shutting.Load() {
 		cs.linger()

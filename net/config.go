@@ -93,11 +93,12 @@ type Config struct {
 	// wake-up back by up to this long while more completions are likely
 	// to follow, so that one wake-up takes a batch (io_uring's minimum
 	// batch wait, Linux 6.12+; older kernels and epoll wait as before).
-	// The loop asks for as many completions as it expects, one per send
-	// it just submitted and one per input it just handled, and the kernel
-	// returns when they are there, or at BatchWait with whatever is: a
-	// lone event that arrives after BatchWait is handed over at once.
-	// Default 20µs; negative: off.
+	// The loop asks for one completion per input it handled since its
+	// last wait, but for no more than a quarter of the connections that
+	// sent input in the last millisecond (one or a few connections get
+	// plain waits), and the kernel returns when they are there, or at
+	// BatchWait with whatever is: a lone event that arrives after
+	// BatchWait is handed over at once. Default 20µs; negative: off.
 	BatchWait time.Duration
 	// RingEntries is the io_uring submission queue size. Default 1024.
 	RingEntries uint32

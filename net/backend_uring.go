@@ -41,25 +41,11 @@ type uringBackend struct {
 	closing bool
 
 	// Batched waiting (Config.BatchWait, see wait and batch): sends
-	// submitted since the last poll, inputs reported since the last wait,
-	// and the number of distinct connections with input per epoch.
-	batchWait time.Duration
-	sends     uint32
-	inputs    uint32
-	epoch     uint8
-	epochEnd  time.Duration // since start
-	seen      uint32        // connections with input in this epoch
-	active    uint32        // ... in the last complete one
-	start     time.Time
+	// submitted since the last poll, and the inputs and active
+	// connections the batch is sized by.
+	sends uint32
+	act   activity
 }
-
-// activityEpoch is the least window over which the backend counts the
-// connections that sent input (see batch).
-const activityEpoch = time.Millisecond
-
-// batchShare: a batched wait asks for at most one completion per
-// batchShare recently active connections (see batch).
-const batchShare = 4
 
 // uconn is the backend's record of one connection slot.
 type uconn struct {
@@ -159,7 +145,7 @@ func newUringBackend(cfg *Config, ev sink, log *slog.Logger) (*uringBackend, err
 	}
 	b := &uringBackend{ev: ev, log: log, ring: ring, cqes: make([]*uring.CQE, cfg.Budget), bufSize: cfg.RecvBufferSize}
 	if cfg.BatchWait > 0 && ring.Features()&uring.FeatMinTimeout != 0 {
-		b.batchWait, b.start, b.epoch = cfg.BatchWait, time.Now(), 1
+		b.act.enable(cfg.BatchWait, 2)
 	}
 	fail := func(err error) (*uringBackend, error) {
 		b.release()
@@ -250,10 +236,10 @@ func (b *uringBackend) wait(timeout time.Duration) (err error) {
 			return err
 		}
 	}
-	b.inputs = 0
+	b.act.inputs = 0
 	switch {
 	case want > 1:
-		_, err = b.ring.SubmitAndWaitMin(want, timeout, b.batchWait)
+		_, err = b.ring.SubmitAndWaitMin(want, timeout, b.act.wait)
 	case timeout < 0:
 		_, err = b.ring.SubmitAndWait(1)
 	default:
@@ -272,15 +258,10 @@ func (b *uringBackend) wait(timeout time.Duration) (err error) {
 // that; a loop with fewer than two inputs to answer waits plainly without
 // reading the clock.
 func (b *uringBackend) batch() uint32 {
-	if b.batchWait <= 0 || b.inputs < 2 {
+	if b.act.wait <= 0 || b.act.inputs < 2 {
 		return 1
 	}
-	if now := time.Since(b.start); now >= b.epochEnd {
-		b.active, b.seen = b.seen, 0
-		b.epoch++
-		b.epochEnd = now + activityEpoch
-	}
-	return min(b.inputs, b.active/batchShare, uint32(len(b.cqes)))
+	return min(b.act.inputs, b.act.share(), uint32(len(b.cqes)))
 }
 
 // conn returns the record a completion is for, or nil when the slot has
@@ -417,11 +398,7 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 				u.oneshot = false // from the next arm on
 			}
 		}
-		b.inputs++
-		if u.epoch != b.epoch {
-			u.epoch = b.epoch
-			b.seen++
-		}
+		b.act.input(&u.epoch)
 		if hasBuf && !b.ev.input(slot, b.arena.Buf(int(bid))[:res], int32(bid)) {
 			b.recycle(bid)
 		}

@@ -89,16 +89,19 @@ type Config struct {
 	// loop: it is counted in Stats.Blocked and logged, naming the handler
 	// type, at most once per threshold. Default 100ms; negative: off.
 	BlockThreshold time.Duration
-	// BatchWait lets an io_uring loop that waits for completions hold its
-	// wake-up back by up to this long while more completions are likely
-	// to follow, so that one wake-up takes a batch (io_uring's minimum
-	// batch wait, Linux 6.12+; older kernels and epoll wait as before).
-	// The loop asks for one completion per input it handled since its
-	// last wait, but for no more than a quarter of the connections that
-	// sent input in the last millisecond (one or a few connections get
-	// plain waits), and the kernel returns when they are there, or at
-	// BatchWait with whatever is: a lone event that arrives after
-	// BatchWait is handed over at once. Default 20µs; negative: off.
+	// BatchWait lets a loop that waits for events hold its wake-up back
+	// by up to this long while more events are likely to follow, so that
+	// one wake-up takes a batch. io_uring (Linux 6.12+; older kernels
+	// wait as before) asks the kernel for one completion per input the
+	// loop handled since its last wait, but for no more than a quarter of
+	// the connections that sent input in the last millisecond (one or a
+	// few connections get plain waits); the kernel returns when they are
+	// there, or at BatchWait with whatever is, and a lone event that
+	// arrives after BatchWait is handed over at once. epoll has no
+	// minimum wait: with at least 32 connections sending input, a loop
+	// that got fewer inputs than a quarter of them since its last wait
+	// sleeps for BatchWait and then collects what arrived. Either way a
+	// timer's lateness adds to the delay. Default 20µs; negative: off.
 	BatchWait time.Duration
 	// RingEntries is the io_uring submission queue size. Default 1024.
 	RingEntries uint32

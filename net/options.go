@@ -64,8 +64,8 @@ func WithBalance(b Balance) Option { return func(o *options) { o.balance = b } }
 // off when the program manages GOMAXPROCS itself.
 func WithGOMAXPROCS(adjust bool) Option { return func(o *options) { o.procs = adjust } }
 
-// WithBatchWait sets how long an io_uring loop may hold a wake-up back
-// to take completions in a batch when many connections are busy (see
+// WithBatchWait sets how long a loop may hold a wake-up back to take
+// events in a batch when many connections are busy (see
 // Config.BatchWait). Default 20µs; negative turns batching off.
 func WithBatchWait(d time.Duration) Option { return func(o *options) { o.cfg.BatchWait = d } }
 

@@ -49,7 +49,7 @@ func run(args []string) error {
 	loops := fs.Int("loops", runtime.NumCPU(), "number of reactor loops")
 	backend := fs.String("backend", "auto", "I/O backend: auto, uring or epoll")
 	pin := fs.Bool("pin", false, "pin each loop to its own CPU")
-	batchWait := fs.Duration("batch-wait", 0, "io_uring: how long a busy loop may hold a wake-up back to take completions in a batch (0: the default, 20µs; negative: off)")
+	batchWait := fs.Duration("batch-wait", 0, "how long a busy loop may hold a wake-up back to take events in a batch (0: the default, 20µs; negative: off)")
 	verbose := fs.Bool("v", false, "log at debug level")
 	mode := fs.String("mode", "tcp", "tcp (echo), http (GET / hello, POST /echo), http-std (the same as a net/http handler through FromStd) or ws (WebSocket echo on any path, and http)")
 	wsCompress := fs.Bool("ws-compress", false, "with -mode ws, negotiate permessage-deflate when clients offer it")

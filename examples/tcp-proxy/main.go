@@ -43,7 +43,7 @@ func run(args []string) error {
 	cooldown := fs.Duration("cooldown", 2*time.Second, "how long a backend whose connect failed is skipped")
 	splice := fs.String("splice", "off", "zero-copy forwarding with splice(2): off, large (a direction switches after a large read) or always")
 	recvBuf := fs.Int("recv-buffer", 64<<10, "io_uring receive buffer size (bytes; 64 buffers per loop): larger ones mean fewer completions per large message")
-	batchWait := fs.Duration("batch-wait", 0, "io_uring: how long a busy loop may hold a wake-up back to take completions in a batch (0: the default, 20µs; negative: off)")
+	batchWait := fs.Duration("batch-wait", 0, "how long a busy loop may hold a wake-up back to take events in a batch (0: the default, 20µs; negative: off)")
 	verbose := fs.Bool("v", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -247,10 +247,10 @@ type loopStats struct {
 // loopState is what the connections of one loop share. Only that loop
 // touches it (except the counters).
 type loopState struct {
-	srv   *Server
-	dates DateCache
+	srv *Server
 	// dates holds the Date header's value for the current second, which
 	// ends when the loop clock (Loop.Clock) reaches dateUntil.
+	dates     DateCache
 	dateUntil int64
 	head200   []byte // status line, Date and Server of a plain 200 (Response.appendHead)
 	req       Request

@@ -251,12 +251,11 @@ func (b *uringBackend) wait(timeout time.Duration) (err error) {
 // batch is how many completions the next wait asks for: as many as
 // inputs arrived since the last wait, on the guess that a peer that got
 // its answer sends again (request/response), but no more than one per
-// batchShare connections that sent input in the last activity epoch. A
-// batch that needs every busy peer makes the peers and the loop take
-// turns (measured at 3 ping-pong connections: 60% fewer req/s). An epoch
-// lasts at least activityEpoch and ends at the first batch decision after
-// that; a loop with fewer than two inputs to answer waits plainly without
-// reading the clock.
+// batchShare connections that sent input in the last activity epoch
+// (activity.share). A batch that needs every busy peer makes the peers
+// and the loop take turns (measured at 3 ping-pong connections: 60% fewer
+// req/s). A loop with fewer than two inputs to answer waits plainly
+// without reading the clock.
 func (b *uringBackend) batch() uint32 {
 	if b.act.wait <= 0 || b.act.inputs < 2 {
 		return 1

@@ -78,16 +78,63 @@ type splice struct {
 // ARCHITECTURE.md for why not IORING_OP_SPLICE).
 //
 // SpliceTo returns ErrClosed if either connection is closing, and an
-// error wrapping ErrCannotSplice if the pair cannot be spliced; nothing
-// has changed then.
+// error wrapping ErrCannotSplice if the pair cannot be spliced, including
+// when no pipe can be had (pipe2 failing with EMFILE when the process is
+// out of descriptors): nothing has changed then. Buffered input is still
+// buffered, PauseRead and HoldData still hold, and the caller can go on
+// forwarding by copy (lift its hold, and copy in OnData).
 func (c *Conn) SpliceTo(dst *Conn) error {
+	if err := c.spliceRefusal(dst); err != nil {
+		return err
+	}
 	l := c.loop
+	// The pipe comes first: it is the one step that can fail for want of
+	// a resource, and the steps after it change the connection's state.
+	var p spipe
+	if !c.eof {
+		var err error
+		if p, err = l.getPipe(); err != nil {
+			return fmt.Errorf("%w: %w", ErrCannotSplice, err)
+		}
+	}
+	if err := c.spliceBuffered(dst); err != nil {
+		if !c.eof {
+			l.putPipe(p, true)
+		}
+		return err
+	}
+	if c.eof {
+		// The peer's FIN is already here: nothing is left to splice. A FIN
+		// kept during a hold is delivered now, after the input above.
+		if c.eofPending {
+			c.eofPending = false
+			l.Defer(func() {
+				if c.state == connOpen {
+					l.deliverEOF(c)
+				}
+			})
+		}
+		return nil
+	}
+	s := &splice{src: c, dst: dst, pipe: p}
+	c.spliceSrc, dst.spliceDst = s, s
+	// Ordinary reading stops for good (holdSplice is never lifted), and
+	// the backend reports src ready only once its receive is over: input
+	// that receive still delivers is copied to dst (spliceInput), so no
+	// byte overtakes another.
+	l.setHold(c, holdSplice)
+	l.be.watch(c.slot, false, true)
+	return nil
+}
+
+// spliceRefusal returns why c cannot splice into dst, or nil.
+func (c *Conn) spliceRefusal(dst *Conn) error {
 	switch {
 	case c.offLoop():
 		return ErrNotOnLoop
 	case c.state != connOpen || dst == nil || dst.state != connOpen:
 		return ErrClosed
-	case dst.loop != l:
+	case dst.loop != c.loop:
 		return fmt.Errorf("%w: the connections belong to different loops", ErrCannotSplice)
 	case dst == c:
 		return fmt.Errorf("%w: a connection cannot splice into itself", ErrCannotSplice)
@@ -100,10 +147,15 @@ func (c *Conn) SpliceTo(dst *Conn) error {
 	case dst.wrShut:
 		return fmt.Errorf("%w: the destination's write side is shut", ErrCannotSplice)
 	}
-	// Forward what is already buffered. Inside OnData, view holds the
-	// unconsumed rest of the current chunk (a window of in when owned,
-	// with in[inTail:] behind it);
-	// elsewhere the buffered input is in.
+	return nil
+}
+
+// spliceBuffered writes the input c has buffered to dst, then drops it and
+// lifts the holds that kept it, for the splice to take over.
+func (c *Conn) spliceBuffered(dst *Conn) error {
+	// Inside OnData, view holds the unconsumed rest of the current chunk
+	// (a window of in when owned, with in[inTail:] behind it); elsewhere
+	// the buffered input is in.
 	pending, tail := c.view, []byte(nil)
 	switch {
 	case c.viewOwned && c.view != nil:
@@ -118,33 +170,8 @@ func (c *Conn) SpliceTo(dst *Conn) error {
 		c.more().spliced += int64(len(pending) + len(tail))
 	}
 	c.view = nil
-	l.dropInput(c)
+	c.loop.dropInput(c)
 	c.hold &^= holdUser | holdData | holdReplay
-	if c.eof {
-		// The peer's FIN is already here: nothing is left to splice. A FIN
-		// kept during a hold is delivered now, after the input above.
-		if c.eofPending {
-			c.eofPending = false
-			l.Defer(func() {
-				if c.state == connOpen {
-					l.deliverEOF(c)
-				}
-			})
-		}
-		return nil
-	}
-	p, err := l.getPipe()
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrCannotSplice, err)
-	}
-	s := &splice{src: c, dst: dst, pipe: p}
-	c.spliceSrc, dst.spliceDst = s, s
-	// Ordinary reading stops for good (holdSplice is never lifted), and
-	// the backend reports src ready only once its receive is over: input
-	// that receive still delivers is copied to dst (spliceInput), so no
-	// byte overtakes another.
-	l.setHold(c, holdSplice)
-	l.be.watch(c.slot, false, true)
 	return nil
 }
 

@@ -11,10 +11,12 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
@@ -540,4 +542,145 @@ func countFDs(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(ents)
+}
+
+// starveFDs makes every new descriptor in the process fail with EMFILE
+// until release runs (at the latest when the test ends). It lowers the soft
+// RLIMIT_NOFILE to a little above the descriptors open now, so that filling
+// is quick whatever the hard limit is, then fills the table up to it with
+// /dev/null. Filling, rather than a limit at the open count, leaves no hole
+// below the limit for a new descriptor to take. The limit and the table
+// are the whole process's: no test of this package runs in parallel (none
+// calls t.Parallel), so no other test is starved by it.
+func starveFDs(t *testing.T) (release func()) {
+	t.Helper()
+	var old syscall.Rlimit
+	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old))
+	low := old
+	low.Cur = min(old.Cur, uint64(countFDs(t)+16))
+	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
+	var fillers []int
+	release = func() {
+		for _, fd := range fillers {
+			unix.Close(fd)
+		}
+		fillers = nil
+		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
+	}
+	t.Cleanup(release)
+	for {
+		fd, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			require.ErrorIs(t, err, unix.EMFILE, "filling the descriptor table")
+			return release
+		}
+		fillers = append(fillers, fd)
+	}
+}
+
+// When no pipe can be had (pipe2 fails with EMFILE), SpliceTo returns
+// ErrCannotSplice and nothing has changed: input held by PauseRead or
+// HoldData is still held, none of it has been passed on, and the fallback
+// a proxy takes (ResumeRead or ReleaseData, then copying) serves the
+// connection. The client's input is read into the held buffer before the
+// attempt where the hold lets it (HoldData), so buffered input is covered.
+func TestSpliceToWithoutPipeChangesNothing(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
+		for _, tc := range []struct {
+			name string
+			hold func(c *vnet.Conn)
+		}{
+			{"paused", (*vnet.Conn).PauseRead},
+			{"held", (*vnet.Conn).HoldData},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				addr, _ := stdEcho(t)
+				pairs := make(chan [2]*vnet.Conn, 1)
+				h := copyPairHandler(t, addr, tc.hold, pairs)
+				s, err := vnet.Listen("tcp", "127.0.0.1:0", h, vnet.WithBackend(b), vnet.WithLoops(1), vnet.WithLogger(quietLogger(t)))
+				require.NoError(t, err)
+				t.Cleanup(func() { shutdown(t, s) })
+				client := dialTCP(t, s.Addr().String())
+				client.SetDeadline(time.Now().Add(10 * time.Second)) // a hang shows as a timeout
+				_, err = client.Write([]byte("before|"))
+				require.NoError(t, err)
+				pair := receive(t, pairs, "the backend never connected")
+				if tc.name == "held" {
+					require.Eventually(t, func() bool { return s.Stats()[0].BytesIn >= 7 }, 20*time.Second, time.Millisecond,
+						"the client's input never reached the held buffer")
+				}
+
+				type result struct {
+					err     error
+					spliced int64
+				}
+				done := make(chan result, 1)
+				release := starveFDs(t)
+				err = s.Loops()[0].Post(func() {
+					c, back := pair[0], pair[1]
+					err := c.SpliceTo(back)
+					done <- result{err, c.SplicedBytes()}
+					c.ResumeRead() // the fallback: copy (OnData)
+					c.ReleaseData()
+				})
+				r := receive(t, done, "the posted SpliceTo never ran")
+				release()
+				require.NoError(t, err)
+				require.ErrorIs(t, r.err, vnet.ErrCannotSplice)
+				require.ErrorIs(t, r.err, unix.EMFILE)
+				require.Zero(t, r.spliced, "SpliceTo passed buffered input on, though it failed")
+
+				_, err = client.Write([]byte("after"))
+				require.NoError(t, err)
+				require.NoError(t, client.CloseWrite())
+				got, err := io.ReadAll(client)
+				require.NoError(t, err, "the connection was neither served nor closed (got %q)", got)
+				require.Equal(t, "before|after", string(got))
+				require.Zero(t, totalSpliced(s))
+			})
+		}
+	})
+}
+
+// copyPairHandler serves each client with a connection to addr and copies
+// both ways. The client's input is held with hold until the test lifts
+// it; every connected pair (client, backend) is sent on pairs.
+func copyPairHandler(t *testing.T, addr string, hold func(*vnet.Conn), pairs chan<- [2]*vnet.Conn) vnet.Handler {
+	copyTo := func(src, dst *vnet.Conn) {
+		in, _ := src.Next(-1)
+		dst.Write(in)
+	}
+	return &vnet.HandlerFuncs{
+		Open: func(c *vnet.Conn) {
+			hold(c)
+			bh := &vnet.HandlerFuncs{
+				Open:  func(b *vnet.Conn) { pairs <- [2]*vnet.Conn{c, b} },
+				Data:  func(b *vnet.Conn) { copyTo(b, c) },
+				EOF:   func(*vnet.Conn) { c.CloseWrite() },
+				Close: func(*vnet.Conn, error) { c.Close() },
+			}
+			b, err := c.Loop().Dial("tcp", addr, bh, 5*time.Second)
+			if err != nil {
+				t.Errorf("dial: %v", err)
+				c.Abort(err)
+				return
+			}
+			c.SetContext(b)
+		},
+		Data: func(c *vnet.Conn) { copyTo(c, c.Context().(*vnet.Conn)) },
+		EOF:  func(c *vnet.Conn) { c.Context().(*vnet.Conn).CloseWrite() },
+	}
+}
+
+// receive returns the next value from ch, failing the test with what if
+// none comes within 20 seconds.
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(20 * time.Second):
+		t.Fatal(what)
+	}
+	panic("unreachable")
 }

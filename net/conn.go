@@ -340,6 +340,19 @@ func (c *Conn) SetWriteWaterMarks(low, high int) {
 // OutputBuffered returns the bytes written but not yet sent.
 func (c *Conn) OutputBuffered() int { return c.out.len() }
 
+// Backlogged reports whether c's pending output went above the high-water
+// mark and has not yet drained to the low-water mark: the state in which
+// the loop stops reading from the peer and OnData does not run. Writes
+// still succeed; it says the peer is not keeping up.
+//
+// A handler that answers several messages already buffered in one OnData
+// (pipelined requests, back-to-back frames) checks it between answers and,
+// when it reports true, returns leaving the rest unconsumed: OnData runs
+// again with that input once the output has drained. Answering everything
+// regardless would queue output without bound for a peer that sends
+// requests and reads nothing.
+func (c *Conn) Backlogged() bool { return c.hold&holdFlow != 0 }
+
 // AsyncWrite writes p from any goroutine: it posts the write to c's loop
 // and calls done (if not nil) on the loop with the result. Writes posted by
 // one goroutine reach the peer in the order posted. p is handed over: do

@@ -188,3 +188,62 @@ func TestWaterMarksPerConn(t *testing.T) {
 		require.Equal(t, int64(size), n)
 	})
 }
+
+// TestBackloggedStopsAnswers: a handler that answers each one-byte request
+// with 32 KiB stops answering the requests already buffered once
+// Backlogged reports true, and OnData brings the rest back when the
+// output has drained, so the connection's output stays within the
+// high-water mark plus one answer while the client reads nothing, and
+// every answer still arrives, in order.
+func TestBackloggedStopsAnswers(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
+		const (
+			n    = 200
+			size = 32 << 10
+			high = 64 << 10
+		)
+		var stopped int
+		answer := func(c *vnet.Conn) {
+			for c.Buffered() > 0 {
+				if c.Backlogged() {
+					stopped++
+					return
+				}
+				p, _ := c.Next(1)
+				out := c.AvailableBuffer()[:0]
+				for range size {
+					out = append(out, p[0])
+				}
+				c.Write(out)
+			}
+		}
+		s, err := vnet.Listen("tcp", "127.0.0.1:0", &vnet.HandlerFuncs{Data: answer}, vnet.WithBackend(b),
+			vnet.WithLoops(1), vnet.WithLogger(quietLogger(t)), vnet.WithWriteWaterMarks(high/2, high))
+		require.NoError(t, err)
+		t.Cleanup(func() { shutdown(t, s) })
+
+		c, err := net.Dial("tcp", s.Addr().String())
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		reqs := make([]byte, n)
+		for i := range reqs {
+			reqs[i] = byte(i)
+		}
+		_, err = c.Write(reqs)
+		require.NoError(t, err)
+		got := make([]byte, size)
+		for i := range n {
+			_, err := io.ReadFull(c, got)
+			require.NoError(t, err)
+			require.Equal(t, byte(i), got[0], "answer %d out of order", i)
+			require.Equal(t, byte(i), got[size-1])
+		}
+		st := s.Stats()[0]
+		t.Logf("%s: peak pending output %d KiB", b, st.PeakConnOutput>>10)
+		require.LessOrEqual(t, st.PeakConnOutput, int64(high+size))
+		done := make(chan int, 1)
+		require.NoError(t, s.Loops()[0].Post(func() { done <- stopped }))
+		require.Positive(t, <-done, "Backlogged never stopped the handler")
+	})
+}

@@ -16,6 +16,7 @@ type phase uint8
 
 const (
 	phaseIdle     phase = iota // between requests, nothing buffered
+	phaseNew                   // accepted, not a byte yet: under the head timeout
 	phaseHead                  // part of a request head has arrived
 	phaseBody                  // head complete, body arriving into conn.body
 	phaseStdBody               // a FromStd handler runs; its body streams to it
@@ -52,6 +53,8 @@ type conn struct {
 	body      []byte
 	bodyHeld  int64 // bytes of body capacity charged to srv.bodyBytes
 	bodyAt    int64 // loop clock when body bytes last arrived
+	rateFrom  int64 // loop clock when the minimum body rate began to count
+	rateGot   int64 // body bytes received since rateFrom
 	remaining int64 // Content-Length bytes still to come
 	chunked   bool
 	sent100   bool
@@ -85,8 +88,13 @@ func (cs *conn) date() []byte {
 	return date
 }
 
+// firstTimeout is when a new connection's timer first looks at it: the
+// head timeout, which a connection that sends nothing runs out of.
 func (s *Server) firstTimeout() time.Duration {
-	if s.opts.idleTimeout > 0 {
+	switch {
+	case s.opts.readHeaderTimeout > 0:
+		return s.opts.readHeaderTimeout
+	case s.opts.idleTimeout > 0:
 		return s.opts.idleTimeout
 	}
 	return longPoll
@@ -118,14 +126,22 @@ func (cs *conn) onTimer() {
 		if o.idleTimeout > 0 {
 			deadline = cs.phaseStart + int64(o.idleTimeout)
 		}
-	case phaseHead:
-		if o.readHeaderTimeout > 0 {
-			deadline = cs.phaseStart + int64(o.readHeaderTimeout)
+	case phaseNew, phaseHead:
+		// A new connection's first head is due a head timeout after the
+		// accept, as net/http's ReadHeaderTimeout: a client that connects
+		// and says nothing holds its slot no longer than one that trickles
+		// a head.
+		deadline = cs.phaseStart + int64(o.readHeaderTimeout)
+		if o.readHeaderTimeout <= 0 {
+			deadline = 0
+			if cs.phase == phaseNew && o.idleTimeout > 0 {
+				deadline = cs.phaseStart + int64(o.idleTimeout)
+			}
 		}
 	case phaseBody, phaseStdBody:
-		if o.readBodyTimeout > 0 && cs.waitingForBody() {
-			deadline = cs.bodyAt + int64(o.readBodyTimeout)
-			if now >= deadline {
+		if cs.waitingForBody() {
+			deadline = cs.bodyDeadline()
+			if deadline != 0 && now >= deadline {
 				cs.ls.st.timeouts.Add(1)
 				cs.bodyTimeout()
 				return
@@ -190,13 +206,24 @@ func (cs *conn) serveLoop() {
 	c := cs.c
 	ls := cs.ls
 	for {
+		if c.Backlogged() {
+			// The client is not reading its answers: the requests it
+			// pipelined wait in the input (where reading has stopped) and
+			// OnData brings them back once the output drains, so a
+			// connection holds about the high-water mark plus one response,
+			// however many requests it sends.
+			return
+		}
 		buf, _ := c.Peek(0)
 		if len(buf) == 0 {
 			return
 		}
-		if cs.phase == phaseIdle {
+		switch cs.phase {
+		case phaseIdle:
 			cs.phase = phaseHead
 			cs.phaseStart = cs.now()
+		case phaseNew:
+			cs.phase = phaseHead // the head timeout runs from the accept
 		}
 		req := &ls.req
 		n, err := cs.parser.Parse(buf, req)
@@ -265,10 +292,7 @@ func (cs *conn) enterBody(req *Request, head []byte) {
 	cs.head = append(cs.head[:0], head...)
 	cs.chunked = req.Chunked
 	cs.phase = phaseBody
-	cs.bodyAt = cs.now()
-	if rbt := cs.srv.opts.readBodyTimeout; rbt > 0 {
-		cs.armAt(cs.bodyAt + int64(rbt))
-	}
+	cs.startBodyClock()
 	if req.Expect100 && !cs.sent100 {
 		cs.sent100 = true
 		cs.ls.scratch = AppendContinue(cs.ls.scratch[:0])
@@ -300,14 +324,12 @@ func (cs *conn) decode(in []byte) (consumed int, done bool, err error) {
 func (cs *conn) readBody() bool {
 	c := cs.c
 	buf, _ := c.Peek(0)
-	if len(buf) > 0 {
-		cs.bodyAt = cs.now()
-	}
 	if cs.chunked {
 		k, done, err := cs.decode(buf)
 		if err == errBodyBudget {
 			return false // answered by appendBody
 		}
+		cs.bodyArrived(k)
 		c.Discard(k)
 		if err != nil {
 			cs.protoError(err)
@@ -321,6 +343,7 @@ func (cs *conn) readBody() bool {
 		if !cs.appendBody(buf[:k], int64(len(cs.body))+cs.remaining) {
 			return false
 		}
+		cs.bodyArrived(int(k))
 		c.Discard(int(k))
 		cs.remaining -= k
 		if cs.remaining > 0 {
@@ -485,14 +508,61 @@ func (cs *conn) waitingForBody() bool {
 	return false
 }
 
-// restartBodyClock starts the read-body timeout afresh: the server was
-// the one waiting (for a FromStd handler to read, or to ask for the body
-// of an Expect: 100-continue request) and now waits for the client.
-func (cs *conn) restartBodyClock() {
-	cs.bodyAt = cs.now()
-	if rbt := cs.srv.opts.readBodyTimeout; rbt > 0 && cs.phase == phaseStdBody {
-		cs.armAt(cs.bodyAt + int64(rbt))
+// The body clocks. Two rules end a request whose body the client is slow
+// to send, both counted only while the server waits for the client:
+//   - the read-body timeout: no body byte for that long (nginx's
+//     client_body_timeout);
+//   - the minimum body rate (Apache's mod_reqtimeout MinRate): the body
+//     is due a grace period after the clock starts, plus one second for
+//     every rate bytes received, so a body trickled a byte at a time,
+//     which never trips the first rule, is ended after about the grace.
+
+// startBodyClock starts both clocks for a body the server now waits for.
+func (cs *conn) startBodyClock() {
+	now := cs.now()
+	cs.bodyAt, cs.rateFrom, cs.rateGot = now, now, 0
+	if d := cs.bodyDeadline(); d != 0 {
+		cs.armAt(d)
 	}
+}
+
+// restartBodyClock starts the body clocks afresh: the server was the one
+// waiting (for a FromStd handler to read, or to ask for the body of an
+// Expect: 100-continue request) and now waits for the client.
+func (cs *conn) restartBodyClock() {
+	if cs.phase == phaseStdBody {
+		cs.startBodyClock()
+		return
+	}
+	now := cs.now()
+	cs.bodyAt, cs.rateFrom, cs.rateGot = now, now, 0
+}
+
+// bodyArrived records n body bytes received now.
+func (cs *conn) bodyArrived(n int) {
+	if n > 0 {
+		cs.bodyAt = cs.now()
+		cs.rateGot += int64(n)
+	}
+}
+
+// bodyDeadline is when the body clocks end the request unless more of it
+// arrives (loop clock), or 0 when neither rule is on.
+func (cs *conn) bodyDeadline() int64 {
+	o := &cs.srv.opts
+	var d int64
+	if o.readBodyTimeout > 0 {
+		d = cs.bodyAt + int64(o.readBodyTimeout)
+	}
+	if r := o.minBodyRate; r > 0 {
+		// got/r seconds, split so that got*1e9 cannot overflow.
+		got := cs.rateGot
+		earned := got/r*int64(time.Second) + got%r*int64(time.Second)/r
+		if rd := cs.rateFrom + int64(o.bodyRateGrace) + earned; d == 0 || rd < d {
+			d = rd
+		}
+	}
+	return d
 }
 
 // bodyTimeout ends a request whose body stopped arriving for longer than

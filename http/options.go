@@ -15,6 +15,12 @@ const (
 	// DefaultReadBodyTimeout is the longest a request body may pause, as
 	// nginx's client_body_timeout.
 	DefaultReadBodyTimeout = 60 * time.Second
+	// DefaultMinBodyRate and DefaultBodyRateGrace are the minimum body
+	// rate's defaults, Apache mod_reqtimeout's (body=20,MinRate=500): a
+	// body is due 20 s after the server starts waiting for it, plus one
+	// second per 500 bytes received.
+	DefaultMinBodyRate   = 500
+	DefaultBodyRateGrace = 20 * time.Second
 	// DefaultMaxBufferedBodyBytes bounds the request bodies all the
 	// connections of a server hold while collecting them for fast
 	// handlers.
@@ -29,6 +35,8 @@ type serverOptions struct {
 	limits            Limits
 	readHeaderTimeout time.Duration
 	readBodyTimeout   time.Duration
+	minBodyRate       int64 // bytes per second; 0: off
+	bodyRateGrace     time.Duration
 	maxBufferedBody   int64
 	idleTimeout       time.Duration
 	writeTimeout      time.Duration
@@ -63,6 +71,19 @@ func WithReadHeaderTimeout(d time.Duration) Option {
 // disables it.
 func WithReadBodyTimeout(d time.Duration) Option {
 	return func(o *serverOptions) { o.readBodyTimeout = d }
+}
+
+// WithMinBodyRate ends a request whose body arrives slower than
+// bytesPerSecond on average, as Apache's mod_reqtimeout MinRate: the body
+// is due grace after the server starts waiting for it, plus one second for
+// every bytesPerSecond bytes received (default 500 B/s after 20 s). It
+// catches what the read-body timeout cannot: a body trickled a byte at a
+// time, each byte restarting that timeout. The request ends as for the
+// read-body timeout (408, or [ErrBodyReadTimeout] for a FromStd handler),
+// and like it the clock runs only while the server waits for the client.
+// A negative bytesPerSecond disables it; grace <= 0 keeps the default.
+func WithMinBodyRate(bytesPerSecond int64, grace time.Duration) Option {
+	return func(o *serverOptions) { o.minBodyRate, o.bodyRateGrace = bytesPerSecond, grace }
 }
 
 // WithMaxBufferedBodyBytes bounds the memory all connections together may
@@ -124,6 +145,15 @@ func (o *serverOptions) setDefaults() {
 	}
 	if o.readBodyTimeout == 0 {
 		o.readBodyTimeout = DefaultReadBodyTimeout
+	}
+	switch {
+	case o.minBodyRate == 0:
+		o.minBodyRate = DefaultMinBodyRate
+	case o.minBodyRate < 0:
+		o.minBodyRate = 0
+	}
+	if o.bodyRateGrace <= 0 {
+		o.bodyRateGrace = DefaultBodyRateGrace
 	}
 	if o.maxBufferedBody <= 0 {
 		o.maxBufferedBody = DefaultMaxBufferedBodyBytes

@@ -320,7 +320,7 @@ func (ls *loopState) countServed(l *vnet.Loop) {
 func (ls *loopState) closeIdle() {
 	for cs := ls.conns.head; cs != nil; {
 		next := cs.next
-		if cs.phase == phaseIdle {
+		if cs.phase == phaseIdle || cs.phase == phaseNew {
 			cs.c.Close()
 		}
 		cs = next
@@ -364,6 +364,7 @@ func (h netHandler) OnOpen(c *vnet.Conn) {
 	cs.dec.Limits = s.limits
 	c.SetContext(cs)
 	ls.conns.add(cs)
+	cs.phase = phaseNew
 	cs.phaseStart = cs.now()
 	cs.timer = c.AfterFunc(cs.srv.firstTimeout(), cs.onTimer)
 	cs.timerAt = cs.phaseStart + int64(cs.srv.firstTimeout())

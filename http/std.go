@@ -467,10 +467,7 @@ func (cs *conn) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 		return
 	}
 	if cs.phase == phaseStdBody {
-		cs.bodyAt = cs.now()
-		if rbt := cs.srv.opts.readBodyTimeout; rbt > 0 {
-			cs.armAt(cs.bodyAt + int64(rbt))
-		}
+		cs.startBodyClock()
 		cs.feedStd()
 	}
 }
@@ -567,9 +564,6 @@ func (cs *conn) feedStd() {
 	x := cs.std
 	c := cs.c
 	buf, _ := c.Peek(0)
-	if len(buf) > 0 {
-		cs.bodyAt = cs.now()
-	}
 	full := false
 	if x.chunked {
 		off := 0
@@ -591,12 +585,14 @@ func (cs *conn) feedStd() {
 				return
 			}
 		}
+		cs.bodyArrived(off)
 		c.Discard(off)
 	} else {
 		k := min(int64(len(buf)), x.remaining)
 		if k > 0 {
 			full = x.pipe.write(buf[:k])
 		}
+		cs.bodyArrived(int(k))
 		c.Discard(int(k))
 		x.remaining -= k
 		x.bodyDone = x.remaining == 0

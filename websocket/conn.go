@@ -430,7 +430,11 @@ func (l *loopHandler) OnOpen(nc *vnet.Conn) {
 
 func (l *loopHandler) OnData(nc *vnet.Conn) {
 	c := (*Conn)(l)
-	for !nc.Closed() {
+	// A peer that sends frames and reads nothing (pings, or messages the
+	// handler answers) must not make the output grow with every frame
+	// buffered: past the high-water mark the rest waits in the input,
+	// where reading has stopped, and comes back when the output drains.
+	for !nc.Closed() && !nc.Backlogged() {
 		b, _ := nc.Peek(0)
 		if len(b) == 0 {
 			return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -486,5 +487,43 @@ func TestUpgradeKeepsHandlerHeaders(t *testing.T) {
 		require.Contains(t, c.resp, "\r\nSet-Cookie: session=abc\r\n")
 		c.send(OpText, true, []byte("x"))
 		require.Equal(t, "x", string(c.mustRead().payload))
+	})
+}
+
+// A client that sends requests back to back and reads nothing meanwhile:
+// each small message is answered with a large one. The connection answers
+// while its output is below the high-water mark, then leaves the rest of
+// the input buffered until the output drains, so no answer fails with
+// ErrOutputFull and the output stays near the mark plus one message.
+// Answering every buffered frame at once queued all 200 answers (12.5 MiB)
+// and the ones past WithMaxPendingOutput were lost.
+func TestBackToBackMessagesWaitForDrain(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+		const n, size = 200, 64 << 10
+		answer := make([]byte, size)
+		var failed atomic.Int64
+		h := &HandlerFuncs{Message: func(c *Conn, typ MessageType, data []byte) {
+			if err := c.WriteMessage(BinaryMessage, answer); err != nil {
+				failed.Add(1)
+			}
+		}}
+		srv, _ := startWS(t, b, h)
+		c := dialWS(t, srv.Addr().String())
+		var burst []byte
+		for range n {
+			burst = append(burst, mustMasked(OpText, true, 0, []byte("get"))...)
+		}
+		c.write(burst)
+		for i := range n {
+			f := c.mustRead()
+			require.Len(t, f.payload, size, "answer %d", i)
+		}
+		require.Zero(t, failed.Load(), "answers refused with ErrOutputFull")
+		var peak int64
+		for _, st := range srv.NetServer().Stats() {
+			peak = max(peak, st.PeakConnOutput)
+		}
+		t.Logf("%s: peak pending output: %d KiB", b, peak>>10)
+		require.LessOrEqual(t, peak, int64(64<<10+size+1<<10))
 	})
 }

@@ -48,8 +48,9 @@ type Loop struct {
 	listeners []*listener
 	nconn     atomic.Int64
 
-	cache *bufpool.Cache
-	pipes []spipe // empty splice pipes kept for reuse
+	cache    *bufpool.Cache
+	pipes    []spipe // empty splice pipes kept for reuse, oldest first
+	pipeTrim *Timer  // closes the pipes idle for pipeIdle (trimPipes)
 	// chunk is the io_uring receive buffer being presented to conn's
 	// OnData (ForwardTo may keep it: kept). The receive buffers kept and
 	// not yet recycled are counted in stats.heldBufs, which ForwardTo also

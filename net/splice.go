@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,13 +29,26 @@ const spliceRounds = 16
 // the pipe keeps its default size.
 const splicePipeSize = 256 << 10
 
-// maxPooledPipes bounds the empty pipes a loop keeps for reuse.
-const maxPooledPipes = 64
+// The pool of empty pipes saves a pipe2 and an fcntl per splice when
+// spliced connections come and go in bursts. But an idle pipe holds two
+// descriptors that count against RLIMIT_NOFILE, which a process short of
+// them needs for sockets, and that a descriptor-leak check sees after the
+// traffic. So a loop keeps at most 64 pipes and at most 1/32 of the soft
+// limit in descriptors (4 pipes at ulimit -n 300: two loops' pools take
+// 5% of it, not 256 descriptors), and closes a pipe that stays unused for
+// pipeIdle: a burst reuses its pipes within milliseconds, and a second
+// after the traffic stops the process is back to its own descriptors.
+const (
+	maxPooledPipes = 64
+	pipeFDShare    = 32
+	pipeIdle       = time.Second
+)
 
 // spipe is a pipe owned by the loop: r and w are its read and write ends.
 type spipe struct {
-	r, w int
-	size int // capacity in bytes
+	r, w   int
+	size   int   // capacity in bytes
+	pooled int64 // loop clock when it went into the pool
 }
 
 // splice moves src's input to dst through a pipe, one pipe load at a time:
@@ -320,8 +334,7 @@ func (l *Loop) getPipe() (spipe, error) {
 		size, err = unix.FcntlInt(uintptr(p.w), unix.F_GETPIPE_SZ, 0)
 	}
 	if err != nil {
-		unix.Close(p.r)
-		unix.Close(p.w)
+		closePipe(p)
 		return spipe{}, os.NewSyscallError("fcntl", err)
 	}
 	p.size = size
@@ -330,19 +343,57 @@ func (l *Loop) getPipe() (spipe, error) {
 
 // putPipe keeps an empty pipe for reuse and closes anything else.
 func (l *Loop) putPipe(p spipe, empty bool) {
-	if empty && len(l.pipes) < maxPooledPipes && !l.stopping {
-		l.pipes = append(l.pipes, p)
+	if !empty || l.stopping || len(l.pipes) >= poolCap() {
+		closePipe(p)
 		return
 	}
-	unix.Close(p.r)
-	unix.Close(p.w)
+	p.pooled = l.now
+	l.pipes = append(l.pipes, p)
+	switch {
+	case l.pipeTrim == nil:
+		l.pipeTrim = l.AfterFunc(pipeIdle, l.trimPipes)
+	case !l.pipeTrim.Pending():
+		l.pipeTrim.Reset(pipeIdle)
+	}
+}
+
+// poolCap returns how many idle pipes a loop may keep under the current
+// soft RLIMIT_NOFILE. It is read on every return to the pool, not once,
+// because the limit can change while the process runs; that is one
+// system call against the four or more of the splice that ends.
+func poolCap() int {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	return int(min(maxPooledPipes, lim.Cur/pipeFDShare/2))
+}
+
+// trimPipes closes the pipes that have been in the pool for pipeIdle and
+// runs again when the oldest of the others will have been. getPipe takes
+// the newest, so the pool is ordered oldest first.
+func (l *Loop) trimPipes() {
+	n := 0
+	for n < len(l.pipes) && l.now-l.pipes[n].pooled >= int64(pipeIdle) {
+		closePipe(l.pipes[n])
+		n++
+	}
+	l.pipes = append(l.pipes[:0], l.pipes[n:]...)
+	if len(l.pipes) > 0 {
+		l.pipeTrim.Reset(time.Duration(l.pipes[0].pooled + int64(pipeIdle) - l.now))
+	}
 }
 
 // closePipes closes the pooled pipes when the loop stops.
 func (l *Loop) closePipes() {
 	for _, p := range l.pipes {
-		unix.Close(p.r)
-		unix.Close(p.w)
+		closePipe(p)
 	}
 	l.pipes = nil
+	l.pipeTrim.Stop()
+}
+
+func closePipe(p spipe) {
+	unix.Close(p.r)
+	unix.Close(p.w)
 }

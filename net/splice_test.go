@@ -684,3 +684,59 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 	panic("unreachable")
 }
+
+// setFDLimit sets the soft RLIMIT_NOFILE to n for the rest of the test
+// (see starveFDs on why that is safe here).
+func setFDLimit(t *testing.T, n uint64) {
+	t.Helper()
+	var old syscall.Rlimit
+	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old))
+	if old.Max < n {
+		t.Skipf("needs a descriptor limit of %d; the hard limit is %d", n, old.Max)
+	}
+	require.Less(t, countFDs(t), int(n)/4, "too many descriptors open for the test's limit")
+	lim := old
+	lim.Cur = n
+	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim))
+	t.Cleanup(func() { syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old) })
+}
+
+// Idle splice pipes give their descriptors back: a loop pools at most
+// 1/32 of the soft RLIMIT_NOFILE in them, and closes those that stay
+// unused for a second, so once the splices end the process's descriptor
+// count returns to what it was before them.
+func TestSplicePipePoolBoundedAndTrimmed(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
+		const limit, pairs = 512, 16 // 32 pipes in use, at most 8 kept
+		setFDLimit(t, limit)
+		addr, backConns := stdEcho(t)
+		s := startSpliceProxy(t, b, &spliceProxy{backend: addr, mode: "connect", propagate: true}, 1)
+		before := countFDs(t)
+
+		// Every pair is spliced both ways (a pipe each) at once: each
+		// client gets a byte back before any of them ends.
+		var clients []*net.TCPConn
+		for range pairs {
+			c := dialTCP(t, s.Addr().String())
+			_, err := c.Write([]byte{'x'})
+			require.NoError(t, err)
+			_, err = io.ReadFull(c, make([]byte, 1))
+			require.NoError(t, err)
+			clients = append(clients, c)
+		}
+		for _, c := range clients {
+			require.NoError(t, c.CloseWrite())
+			_, err := io.ReadAll(c)
+			require.NoError(t, err)
+			c.Close()
+		}
+		waitConns(t, s, 0)
+		backConns.Wait()
+
+		kept := countFDs(t) - before
+		require.LessOrEqual(t, kept, limit/32, "descriptors kept in idle pipes after %d splices ended: %s", 2*pairs, listFDs())
+		require.Eventually(t, func() bool { return countFDs(t) == before }, 20*time.Second, 10*time.Millisecond,
+			"idle pipes never closed: the descriptor count never returned to %d, its value before the splices", before)
+		t.Logf("descriptors in idle pipes: %d when the splices ended, 0 once trimmed", kept)
+	})
+}

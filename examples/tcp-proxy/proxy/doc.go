@@ -40,6 +40,7 @@
 // them through user space (Conn.SpliceTo): from the connect on
 // (SpliceAlways), or per direction once one read delivers a large chunk
 // (SpliceLarge), which keeps small request/response traffic on the
-// batched copy path. Spliced bytes are counted in Stats when their
-// direction ends.
+// batched copy path. A direction that cannot be spliced (no pipe to be
+// had when the process is out of descriptors) goes on by copy. Spliced
+// bytes are counted in Stats when their direction ends.
 package proxy

@@ -586,60 +586,117 @@ func starveFDs(t *testing.T) (release func()) {
 // attempt where the hold lets it (HoldData), so buffered input is covered.
 func TestSpliceToWithoutPipeChangesNothing(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
-		for _, tc := range []struct {
-			name string
-			hold func(c *vnet.Conn)
-		}{
-			{"paused", (*vnet.Conn).PauseRead},
-			{"held", (*vnet.Conn).HoldData},
-		} {
-			t.Run(tc.name, func(t *testing.T) {
-				addr, _ := stdEcho(t)
-				pairs := make(chan [2]*vnet.Conn, 1)
-				h := copyPairHandler(t, addr, tc.hold, pairs)
-				s, err := vnet.Listen("tcp", "127.0.0.1:0", h, vnet.WithBackend(b), vnet.WithLoops(1), vnet.WithLogger(quietLogger(t)))
-				require.NoError(t, err)
-				t.Cleanup(func() { shutdown(t, s) })
-				client := dialTCP(t, s.Addr().String())
-				client.SetDeadline(time.Now().Add(10 * time.Second)) // a hang shows as a timeout
-				_, err = client.Write([]byte("before|"))
-				require.NoError(t, err)
-				pair := receive(t, pairs, "the backend never connected")
-				if tc.name == "held" {
-					require.Eventually(t, func() bool { return s.Stats()[0].BytesIn >= 7 }, 20*time.Second, time.Millisecond,
-						"the client's input never reached the held buffer")
-				}
-
-				type result struct {
-					err     error
-					spliced int64
-				}
-				done := make(chan result, 1)
-				release := starveFDs(t)
-				err = s.Loops()[0].Post(func() {
-					c, back := pair[0], pair[1]
-					err := c.SpliceTo(back)
-					done <- result{err, c.SplicedBytes()}
-					c.ResumeRead() // the fallback: copy (OnData)
-					c.ReleaseData()
-				})
-				r := receive(t, done, "the posted SpliceTo never ran")
-				release()
-				require.NoError(t, err)
-				require.ErrorIs(t, r.err, vnet.ErrCannotSplice)
-				require.ErrorIs(t, r.err, unix.EMFILE)
-				require.Zero(t, r.spliced, "SpliceTo passed buffered input on, though it failed")
-
-				_, err = client.Write([]byte("after"))
-				require.NoError(t, err)
-				require.NoError(t, client.CloseWrite())
-				got, err := io.ReadAll(client)
-				require.NoError(t, err, "the connection was neither served nor closed (got %q)", got)
-				require.Equal(t, "before|after", string(got))
-				require.Zero(t, totalSpliced(s))
+		for _, h := range []inputHold{paused, held} {
+			t.Run(h.name, func(t *testing.T) {
+				s, client, pair := startHeldPair(t, b, h)
+				err, spliced := spliceWhile(t, s, pair, starveFDs)
+				require.ErrorIs(t, err, vnet.ErrCannotSplice)
+				require.ErrorIs(t, err, unix.EMFILE)
+				require.Zero(t, spliced, "SpliceTo passed buffered input on, though it failed")
+				finishByCopy(t, s, client)
 			})
 		}
 	})
+}
+
+// inputHold is how a client's input is held until its backend connects.
+type inputHold struct {
+	name    string
+	hold    func(*vnet.Conn)
+	buffers bool // input is read into the connection's buffer meanwhile
+}
+
+var (
+	paused = inputHold{"paused", (*vnet.Conn).PauseRead, false}
+	held   = inputHold{"held", (*vnet.Conn).HoldData, true}
+)
+
+// startHeldPair starts a copyPairHandler server on one loop in front of a
+// stdlib echo server, connects a client that sends "before|", and returns
+// the pair once the backend connected (and the echo server accepted it:
+// an accept left for later would fail while the test starves the table)
+// and the client's input is held by h (read into the connection's buffer
+// where the hold lets it).
+func startHeldPair(t *testing.T, b vnet.Backend, h inputHold) (*vnet.Server, *net.TCPConn, [2]*vnet.Conn) {
+	t.Helper()
+	addr, accepted := echoOne(t)
+	pairs := make(chan [2]*vnet.Conn, 1)
+	s, err := vnet.Listen("tcp", "127.0.0.1:0", copyPairHandler(t, addr, h.hold, pairs),
+		vnet.WithBackend(b), vnet.WithLoops(1), vnet.WithLogger(quietLogger(t)))
+	require.NoError(t, err)
+	t.Cleanup(func() { shutdown(t, s) })
+	client := dialTCP(t, s.Addr().String())
+	client.SetDeadline(time.Now().Add(10 * time.Second)) // a hang shows as a timeout
+	_, err = client.Write([]byte("before|"))
+	require.NoError(t, err)
+	pair := receive(t, pairs, "the backend never connected")
+	receive(t, accepted, "the echo server never accepted the backend connection")
+	if h.buffers {
+		require.Eventually(t, func() bool { return s.Stats()[0].BytesIn >= 7 }, 20*time.Second, time.Millisecond,
+			"the client's input never reached the held buffer")
+	}
+	return s, client, pair
+}
+
+// echoOne is a stdlib echo server for one connection; accepted is closed
+// once it has accepted it.
+func echoOne(t *testing.T) (addr string, accepted <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	acc := make(chan struct{})
+	done := make(chan struct{})
+	t.Cleanup(func() { ln.Close(); <-done })
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		close(acc)
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		plainCopy(c, c)
+		c.(*net.TCPConn).CloseWrite()
+	}()
+	return ln.Addr().String(), acc
+}
+
+// spliceWhile asks the client of pair to splice into its backend while
+// starve is in effect, then takes a proxy's fallback (lift the holds, copy
+// in OnData), and returns SpliceTo's error and the client's SplicedBytes.
+func spliceWhile(t *testing.T, s *vnet.Server, pair [2]*vnet.Conn, starve func(*testing.T) func()) (error, int64) {
+	t.Helper()
+	type result struct {
+		err     error
+		spliced int64
+	}
+	done := make(chan result, 1)
+	release := starve(t)
+	err := s.Loops()[0].Post(func() {
+		c, back := pair[0], pair[1]
+		err := c.SpliceTo(back)
+		done <- result{err, c.SplicedBytes()}
+		c.ResumeRead()
+		c.ReleaseData()
+	})
+	r := receive(t, done, "the posted SpliceTo never ran")
+	release()
+	require.NoError(t, err)
+	return r.err, r.spliced
+}
+
+// finishByCopy checks that the client's input before and after a failed
+// SpliceTo comes back through the copying pair, followed by EOF.
+func finishByCopy(t *testing.T, s *vnet.Server, client *net.TCPConn) {
+	t.Helper()
+	_, err := client.Write([]byte("after"))
+	require.NoError(t, err)
+	require.NoError(t, client.CloseWrite())
+	got, err := io.ReadAll(client)
+	require.NoError(t, err, "the connection was neither served nor closed (got %q)", got)
+	require.Equal(t, "before|after", string(got))
+	require.Zero(t, totalSpliced(s))
 }
 
 // copyPairHandler serves each client with a connection to addr and copies

@@ -317,7 +317,13 @@ func (l *Loop) spliceTeardown(c *Conn) {
 	}
 }
 
-// getPipe returns an empty pipe from the loop's pool or a new one.
+// getPipe returns an empty pipe from the loop's pool or a new one. A new
+// pipe is refused once the table of descriptors is half full: a splice
+// only saves copying, while a socket is a client served, and a spliced
+// pair takes six descriptors where a copied one takes two, so under a low
+// limit pipes would otherwise take the descriptors accepts and dials
+// need. The kernel gives out the lowest free descriptor, so when a new
+// pipe's is past half the soft limit, at least half the table is in use.
 func (l *Loop) getPipe() (spipe, error) {
 	if n := len(l.pipes); n > 0 {
 		p := l.pipes[n-1]
@@ -329,6 +335,10 @@ func (l *Loop) getPipe() (spipe, error) {
 		return spipe{}, os.NewSyscallError("pipe2", err)
 	}
 	p := spipe{r: fds[0], w: fds[1]}
+	if limit := softFDLimit(); uint64(p.w) >= limit/2 {
+		closePipe(p)
+		return spipe{}, fmt.Errorf("pipe2: descriptor %d is in the upper half of RLIMIT_NOFILE (%d), which is kept for sockets", p.w, limit)
+	}
 	size, err := unix.FcntlInt(uintptr(p.w), unix.F_SETPIPE_SZ, splicePipeSize)
 	if err != nil {
 		size, err = unix.FcntlInt(uintptr(p.w), unix.F_GETPIPE_SZ, 0)
@@ -358,15 +368,21 @@ func (l *Loop) putPipe(p spipe, empty bool) {
 }
 
 // poolCap returns how many idle pipes a loop may keep under the current
-// soft RLIMIT_NOFILE. It is read on every return to the pool, not once,
-// because the limit can change while the process runs; that is one
-// system call against the four or more of the splice that ends.
+// soft RLIMIT_NOFILE.
 func poolCap() int {
+	return int(min(maxPooledPipes, softFDLimit()/pipeFDShare/2))
+}
+
+// softFDLimit returns the soft RLIMIT_NOFILE (0 if it cannot be read). It
+// is read each time, not once, because the limit can change while the
+// process runs; that is one system call where a pipe is made or returned,
+// against the four or more of a splice.
+func softFDLimit() uint64 {
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
 		return 0
 	}
-	return int(min(maxPooledPipes, lim.Cur/pipeFDShare/2))
+	return lim.Cur
 }
 
 // trimPipes closes the pipes that have been in the pool for pipeIdle and

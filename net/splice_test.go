@@ -578,6 +578,31 @@ func starveFDs(t *testing.T) (release func()) {
 	}
 }
 
+// halfFillFDs lowers the soft RLIMIT_NOFILE until release so that the
+// next two descriptors opened fall in its upper half, with room left for
+// them: the two are probed (the kernel gives out the lowest free numbers,
+// so a pipe made next gets the same) and the limit set to twice the
+// higher. See starveFDs on why changing the limit is safe here.
+func halfFillFDs(t *testing.T) (release func()) {
+	t.Helper()
+	var probe [2]int
+	for i := range probe {
+		fd, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		require.NoError(t, err)
+		probe[i] = fd
+	}
+	unix.Close(probe[0])
+	unix.Close(probe[1])
+	var old syscall.Rlimit
+	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old))
+	half := old
+	half.Cur = min(old.Cur, 2*uint64(max(probe[0], probe[1])))
+	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &half))
+	release = func() { syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old) }
+	t.Cleanup(release)
+	return release
+}
+
 // When no pipe can be had (pipe2 fails with EMFILE), SpliceTo returns
 // ErrCannotSplice and nothing has changed: input held by PauseRead or
 // HoldData is still held, none of it has been passed on, and the fallback
@@ -596,6 +621,19 @@ func TestSpliceToWithoutPipeChangesNothing(t *testing.T) {
 				finishByCopy(t, s, client)
 			})
 		}
+	})
+}
+
+// A splice takes no new pipe once half the descriptor table is in use:
+// SpliceTo declines, so that sockets (accepts, dials) keep the other half,
+// and the pair goes on by copy.
+func TestSpliceKeepsHalfTheDescriptorsForSockets(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
+		s, client, pair := startHeldPair(t, b, paused)
+		err, _ := spliceWhile(t, s, pair, halfFillFDs)
+		require.ErrorIs(t, err, vnet.ErrCannotSplice)
+		require.ErrorContains(t, err, "kept for sockets")
+		finishByCopy(t, s, client)
 	})
 }
 

@@ -93,10 +93,11 @@ type splice struct {
 //
 // SpliceTo returns ErrClosed if either connection is closing, and an
 // error wrapping ErrCannotSplice if the pair cannot be spliced, including
-// when no pipe can be had (pipe2 failing with EMFILE when the process is
-// out of descriptors): nothing has changed then. Buffered input is still
-// buffered, PauseRead and HoldData still hold, and the caller can go on
-// forwarding by copy (lift its hold, and copy in OnData).
+// when no new pipe can be had (pipe2 fails, or half the descriptor table
+// is in use and the rest is kept for sockets): nothing has changed then.
+// Buffered input is still buffered, PauseRead and HoldData still hold,
+// and the caller can go on forwarding by copy (lift its hold, and copy in
+// OnData).
 func (c *Conn) SpliceTo(dst *Conn) error {
 	if err := c.spliceRefusal(dst); err != nil {
 		return err

@@ -133,7 +133,7 @@ func (h *ClientHello) parse(b []byte) error {
 	if size < 0 {
 		return err // the handshake header is not in hand yet
 	}
-	body := vector{b: msg[handshakeHeaderLen:], left: size - handshakeHeaderLen, name: "ClientHello"}
+	body := vector{b: msg[handshakeHeaderLen:], left: size - handshakeHeaderLen}
 	if berr := h.parseBody(&body); berr != nil {
 		return berr
 	}
@@ -323,7 +323,10 @@ func (h *ClientHello) parseExtensions(exts *vector) error {
 }
 
 func duplicate(typ int) error {
-	return malformed("extension %d (%s) appears twice", typ, extensionName(typ))
+	if name := extensionName(typ); name != "extension_data" {
+		return malformed("extension %d (%s) appears twice", typ, name)
+	}
+	return malformed("extension %d appears twice", typ)
 }
 
 func extensionName(typ int) string {
@@ -451,7 +454,7 @@ func (h *ClientHello) protocol(p []byte) string {
 // parseSupportedVersions parses a supported_versions extension as a
 // ClientHello carries it (RFC 8446 §4.2.1).
 func (h *ClientHello) parseSupportedVersions(d *vector) error {
-	list, err := d.sub(1, 2, 254, "supported_versions list")
+	list, err := d.sub(1, 2, 254, "versions")
 	if err != nil {
 		return err
 	}

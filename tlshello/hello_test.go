@@ -322,26 +322,26 @@ func TestInvalid(t *testing.T) {
 		{name: "empty-body", b: record(message(nil)), want: tlshello.ErrMalformed, msg: "legacy_version takes 2 bytes, only 0 left"},
 		{name: "legacy-version-2", b: record(message(cat(prelude(0x0200), v16()))), want: tlshello.ErrMalformed, msg: "legacy_version 0x0200"},
 		{name: "short-random", b: record(message(cat(u16(0x0303), make([]byte, 20)))), want: tlshello.ErrMalformed, msg: "random takes 32 bytes, only 20 left"},
-		{name: "long-session-id", b: record(message(cat(u16(0x0303), make([]byte, 32), v8(make([]byte, 33)), v16(u16(0x1301)), v8([]byte{0})))), want: tlshello.ErrMalformed, msg: "legacy_session_id: length 33 outside 0..32"},
-		{name: "no-cipher-suites", b: record(message(cat(u16(0x0303), make([]byte, 32), v8(), v16(), v8([]byte{0})))), want: tlshello.ErrMalformed, msg: "cipher_suites: length 0"},
+		{name: "long-session-id", b: record(message(cat(u16(0x0303), make([]byte, 32), v8(make([]byte, 33)), v16(u16(0x1301)), v8([]byte{0})))), want: tlshello.ErrMalformed, msg: "legacy_session_id length 33 outside 0..32"},
+		{name: "no-cipher-suites", b: record(message(cat(u16(0x0303), make([]byte, 32), v8(), v16(), v8([]byte{0})))), want: tlshello.ErrMalformed, msg: "cipher_suites length 0 outside 2..65534"},
 		{name: "odd-cipher-suites", b: record(message(cat(u16(0x0303), make([]byte, 32), v8(), v16([]byte{0x13, 0x01, 0x13}), v8([]byte{0})))), want: tlshello.ErrMalformed, msg: "cipher_suites: odd length 3"},
-		{name: "cipher-suites-overrun", b: record(message(cat(u16(0x0303), make([]byte, 32), v8(), u16(0xfff0), make([]byte, 10)))), want: tlshello.ErrMalformed, msg: "cipher_suites: length 65520 overruns the 10 bytes left in ClientHello"},
-		{name: "no-compression-methods", b: record(message(cat(u16(0x0303), make([]byte, 32), v8(), v16(u16(0x1301)), v8()))), want: tlshello.ErrMalformed, msg: "legacy_compression_methods: length 0"},
+		{name: "cipher-suites-overrun", b: record(message(cat(u16(0x0303), make([]byte, 32), v8(), u16(0xfff0), make([]byte, 10)))), want: tlshello.ErrMalformed, msg: "cipher_suites length 65520 overruns the 10 bytes left"},
+		{name: "no-compression-methods", b: record(message(cat(u16(0x0303), make([]byte, 32), v8(), v16(u16(0x1301)), v8()))), want: tlshello.ErrMalformed, msg: "legacy_compression_methods length 0 outside 1..255"},
 		{name: "one-byte-after-compression", b: record(message(cat(prelude(0x0303), []byte{0}))), want: tlshello.ErrMalformed, msg: "extensions length takes 2 bytes, only 1 left"},
-		{name: "extensions-overrun", b: record(message(cat(prelude(0x0303), u16(100), ext(23)))), want: tlshello.ErrMalformed, msg: "extensions: length 100 overruns"},
-		{name: "trailing-garbage-in-hello", b: record(message(cat(body(sniExt("a.example")), []byte("junk")))), want: tlshello.ErrMalformed, msg: "ClientHello: bytes left over after its last field (4)"},
-		{name: "extension-data-overrun", b: hello(cat(u16(23), u16(10), []byte{1})), want: tlshello.ErrMalformed, msg: "length 10 overruns the 1 bytes left in extensions"},
+		{name: "extensions-overrun", b: record(message(cat(prelude(0x0303), u16(100), ext(23)))), want: tlshello.ErrMalformed, msg: "extensions length 100 overruns the 4 bytes left"},
+		{name: "trailing-garbage-in-hello", b: record(message(cat(body(sniExt("a.example")), []byte("junk")))), want: tlshello.ErrMalformed, msg: "malformed ClientHello: bytes left over after the last field (4)"},
+		{name: "extension-data-overrun", b: hello(cat(u16(23), u16(10), []byte{1})), want: tlshello.ErrMalformed, msg: "extensions: extension_data length 10 overruns the 1 bytes left"},
 		{name: "half-extension-type", b: record(message(cat(prelude(0x0303), v16([]byte{0})))), want: tlshello.ErrMalformed, msg: "extension type takes 2 bytes, only 1 left"},
 
 		// Extensions in general.
-		{name: "duplicate-extension", b: hello(ext(23), ext(10, v16(u16(29))), ext(23)), want: tlshello.ErrMalformed, msg: "extension 23 (extension_data) appears twice"},
+		{name: "duplicate-extension", b: hello(ext(23), ext(10, v16(u16(29))), ext(23)), want: tlshello.ErrMalformed, msg: "extension 23 appears twice"},
 		{name: "duplicate-high-extension", b: hello(ext(0xff01, []byte{0}), ext(0x0a0a), ext(0xff01, []byte{0})), want: tlshello.ErrMalformed, msg: "extension 65281"},
 		{name: "duplicate-sni", b: hello(sniExt("a.example"), sniExt("b.example")), want: tlshello.ErrMalformed, msg: "extension 0 (server_name) appears twice"},
 		{name: "pre-shared-key-not-last", b: hello(ext(41, make([]byte, 8)), sniExt("a.example")), want: tlshello.ErrMalformed, msg: "pre_shared_key is not the last extension"},
 
 		// server_name.
 		{name: "empty-sni-extension", b: hello(ext(0)), want: tlshello.ErrMalformed, msg: "server_name: server_name_list length takes 2 bytes, only 0 left"},
-		{name: "empty-server-name-list", b: hello(ext(0, v16())), want: tlshello.ErrMalformed, msg: "server_name_list: length 0 outside 1..65535"},
+		{name: "empty-server-name-list", b: hello(ext(0, v16())), want: tlshello.ErrMalformed, msg: "server_name: server_name_list length 0 outside 1..65535"},
 		{name: "empty-host-name", b: hello(sniExt("")), want: tlshello.ErrMalformed, msg: "server_name: empty host_name"},
 		{name: "two-host-names", b: hello(sniExt("a.example", "b.example")), want: tlshello.ErrMalformed, msg: "two names of name_type 0"},
 		{name: "two-names-of-unknown-type", b: hello(ext(0, v16([]byte{5}, v16(), []byte{5}, v16()))), want: tlshello.ErrMalformed, msg: "two names of name_type 5"},
@@ -350,21 +350,21 @@ func TestInvalid(t *testing.T) {
 		{name: "nul-in-host-name", b: hello(sniExt("evil.com\x00.example.com")), want: tlshello.ErrMalformed, msg: "byte 0x00 at offset 8"},
 		{name: "space-in-host-name", b: hello(sniExt("a b")), want: tlshello.ErrMalformed, msg: "byte 0x20 at offset 1"},
 		{name: "utf8-host-name", b: hello(sniExt("bücher.example")), want: tlshello.ErrMalformed, msg: "byte 0xc3 at offset 1"},
-		{name: "host-name-overruns-list", b: hello(ext(0, v16([]byte{0}, u16(20), []byte("abc")))), want: tlshello.ErrMalformed, msg: "host_name: length 20 overruns the 3 bytes left in server_name_list"},
-		{name: "bytes-after-server-name-list", b: hello(ext(0, v16([]byte{0}, v16([]byte("a"))), []byte{0})), want: tlshello.ErrMalformed, msg: "server_name: bytes left over after its last field (1)"},
+		{name: "host-name-overruns-list", b: hello(ext(0, v16([]byte{0}, u16(20), []byte("abc")))), want: tlshello.ErrMalformed, msg: "server_name_list: host_name length 20 overruns the 3 bytes left"},
+		{name: "bytes-after-server-name-list", b: hello(ext(0, v16([]byte{0}, v16([]byte("a"))), []byte{0})), want: tlshello.ErrMalformed, msg: "server_name: bytes left over after the last field (1)"},
 		{name: "name-type-without-name", b: hello(ext(0, v16([]byte{0}))), want: tlshello.ErrMalformed, msg: "host_name length takes 2 bytes, only 0 left"},
 
 		// application_layer_protocol_negotiation.
 		{name: "empty-alpn-extension", b: hello(ext(16)), want: tlshello.ErrMalformed, msg: "protocol_name_list length takes 2 bytes"},
-		{name: "empty-protocol-name-list", b: hello(ext(16, v16())), want: tlshello.ErrMalformed, msg: "protocol_name_list: length 0 outside 2..65535"},
+		{name: "empty-protocol-name-list", b: hello(ext(16, v16())), want: tlshello.ErrMalformed, msg: "application_layer_protocol_negotiation: protocol_name_list length 0 outside 2..65535"},
 		{name: "empty-protocol-name", b: hello(alpnExt("h2", "")), want: tlshello.ErrMalformed, msg: "empty protocol name"},
-		{name: "protocol-name-overruns", b: hello(ext(16, v16([]byte{9}, []byte("h2")))), want: tlshello.ErrMalformed, msg: "protocol name: length 9 overruns"},
+		{name: "protocol-name-overruns", b: hello(ext(16, v16([]byte{9}, []byte("h2")))), want: tlshello.ErrMalformed, msg: "protocol_name_list: protocol name length 9 overruns the 2 bytes left"},
 		{name: "bytes-after-protocol-name-list", b: hello(ext(16, v16(v8([]byte("h2"))), []byte{1, 2})), want: tlshello.ErrMalformed, msg: "application_layer_protocol_negotiation: bytes left over"},
 
 		// supported_versions.
-		{name: "empty-versions", b: hello(ext(43, v8())), want: tlshello.ErrMalformed, msg: "length 0 outside 2..254"},
+		{name: "empty-versions", b: hello(ext(43, v8())), want: tlshello.ErrMalformed, msg: "supported_versions: versions length 0 outside 2..254"},
 		{name: "odd-versions", b: hello(ext(43, v8([]byte{3, 4, 3}))), want: tlshello.ErrMalformed, msg: "supported_versions: odd length 3"},
-		{name: "versions-overrun", b: hello(ext(43, []byte{6, 3, 4})), want: tlshello.ErrMalformed, msg: "length 6 overruns"},
+		{name: "versions-overrun", b: hello(ext(43, []byte{6, 3, 4})), want: tlshello.ErrMalformed, msg: "supported_versions: versions length 6 overruns the 2 bytes left"},
 		{name: "bytes-after-versions", b: hello(ext(43, v8(u16(0x0304)), []byte{0})), want: tlshello.ErrMalformed, msg: "supported_versions: bytes left over"},
 	}
 	for _, tc := range tests {

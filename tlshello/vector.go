@@ -11,7 +11,15 @@ import "fmt"
 type vector struct {
 	b    []byte // the bytes in hand; len(b) <= left
 	left int    // the declared bytes not yet read
-	name string // what the vector holds, for error messages
+	name string // what the vector holds, for error messages; "" for the message
+}
+
+// malformed returns an error wrapping ErrMalformed whose message names v.
+func (v *vector) malformed(format string, args ...any) error {
+	if v.name == "" {
+		return malformed(format, args...)
+	}
+	return malformed("%s: %s", v.name, fmt.Sprintf(format, args...))
 }
 
 // malformed returns an error wrapping ErrMalformed with a message made by
@@ -32,7 +40,7 @@ func (v *vector) complete() bool { return len(v.b) == v.left }
 // take returns the next n bytes, named what in errors.
 func (v *vector) take(n int, what string) ([]byte, error) {
 	if n > v.left {
-		return nil, malformed("%s: %s takes %d bytes, only %d left", v.name, what, n, v.left)
+		return nil, v.malformed("%s takes %d bytes, only %d left", what, n, v.left)
 	}
 	if n > len(v.b) {
 		return nil, ErrNeedMore
@@ -64,17 +72,17 @@ func (v *vector) sub(prefix, lo, hi int, name string) (vector, error) {
 	if prefix > v.left {
 		// The message take would give, made here so that no name is
 		// built on the way to success.
-		return vector{}, malformed("%s: %s length takes %d bytes, only %d left", v.name, name, prefix, v.left)
+		return vector{}, v.malformed("%s length takes %d bytes, only %d left", name, prefix, v.left)
 	}
 	n, err := v.uint(prefix, "")
 	if err != nil {
 		return vector{}, err
 	}
 	if n < lo || n > hi {
-		return vector{}, malformed("%s: length %d outside %d..%d", name, n, lo, hi)
+		return vector{}, v.malformed("%s length %d outside %d..%d", name, n, lo, hi)
 	}
 	if n > v.left {
-		return vector{}, malformed("%s: length %d overruns the %d bytes left in %s", name, n, v.left, v.name)
+		return vector{}, v.malformed("%s length %d overruns the %d bytes left", name, n, v.left)
 	}
 	in := min(n, len(v.b))
 	s := vector{b: v.b[:in:in], left: n, name: name}
@@ -86,7 +94,7 @@ func (v *vector) sub(prefix, lo, hi int, name string) (vector, error) {
 // end returns an error if declared bytes are left unread.
 func (v *vector) end() error {
 	if v.left != 0 {
-		return malformed("%s: bytes left over after its last field (%d)", v.name, v.left)
+		return v.malformed("bytes left over after the last field (%d)", v.left)
 	}
 	return nil
 }

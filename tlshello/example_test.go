@@ -1,0 +1,86 @@
+package tlshello_test
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+
+	"github.com/veloq/veloq/tlshello"
+)
+
+// A TLS passthrough proxy reads the first bytes of each connection until
+// they hold the ClientHello, picks a backend by the server name, and would
+// then forward the bytes read, hello included, to that backend and splice
+// the rest of the stream through without decrypting it.
+func Example() {
+	backends := map[string]string{
+		"example.com":     "10.0.0.1:443",
+		"api.example.com": "10.0.0.2:443",
+	}
+	pick := func(conn net.Conn) {
+		defer conn.Close()
+		hello, first, err := readHello(conn)
+		switch {
+		case errors.Is(err, tlshello.ErrNotTLS):
+			fmt.Printf("not TLS (%q...): send to the HTTP listener\n", first[:3])
+			return
+		case err != nil:
+			fmt.Println("drop:", err)
+			return
+		}
+		// DNS names are case-insensitive; the hello has the name as sent.
+		backend, ok := backends[strings.ToLower(hello.ServerName)]
+		if !ok {
+			backend = "10.0.0.9:443 (default)"
+		}
+		// Forward first, then splice the connection to the backend.
+		fmt.Printf("%s %q -> %s\n", hello.ServerName, hello.ALPN, backend)
+	}
+
+	// A TLS client.
+	client, proxy := net.Pipe()
+	go func() {
+		_ = tls.Client(client, &tls.Config{ServerName: "API.example.com", NextProtos: []string{"h2", "http/1.1"}}).Handshake()
+		client.Close()
+	}()
+	pick(proxy)
+
+	// A client speaking plain HTTP to the TLS port.
+	client, proxy = net.Pipe()
+	go func() {
+		_, _ = io.WriteString(client, "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
+		client.Close()
+	}()
+	pick(proxy)
+
+	// Output:
+	// API.example.com ["h2" "http/1.1"] -> 10.0.0.2:443
+	// not TLS ("GET"...): send to the HTTP listener
+}
+
+// readHello reads from conn until the bytes read hold a ClientHello or
+// cannot start one, and returns them with the hello. It starts with a small
+// buffer and grows it as Parse asks for more; Parse gives a final answer
+// within tlshello.MaxLen bytes, so the buffer never grows past that.
+func readHello(conn net.Conn) (*tlshello.ClientHello, []byte, error) {
+	h := new(tlshello.ClientHello) // a proxy loop would reuse one
+	buf := make([]byte, 0, 512)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, len(buf))
+		}
+		n, rerr := conn.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		err := h.Parse(buf)
+		if err != tlshello.ErrNeedMore {
+			return h, buf, err
+		}
+		if rerr != nil {
+			return nil, buf, fmt.Errorf("connection ended inside the ClientHello: %w", rerr)
+		}
+	}
+}

@@ -42,9 +42,10 @@ const (
 	holdData                     // HoldData: reading goes on, delivery waits
 	holdSplice                   // a splice reads the socket instead
 	holdReplay                   // held input is about to be presented: reading waits for it
+	holdTLS                      // a TLS handshake has all the input it may buffer
 
 	// stopsReading: the backend is asked not to receive.
-	stopsReading = holdUser | holdFlow | holdSplice | holdReplay
+	stopsReading = holdUser | holdFlow | holdSplice | holdReplay | holdTLS
 	// stopsDelivery: input is buffered and OnData does not run.
 	stopsDelivery = holdUser | holdFlow | holdData
 	// pastCap: input may exceed ReadBufferCap, because the loop (not the
@@ -106,7 +107,8 @@ type connAux struct {
 	onConnect func(error)
 	drainFn   func() // OnDrain callback, run when pending output <= drainAt
 	drainAt   int
-	spliced   int64 // bytes moved out of this connection by splices
+	spliced   int64     // bytes moved out of this connection by splices
+	tls       *tlsLayer // a TLS connection's layer (tls.go)
 }
 
 // more returns c's connAux, allocating it on first use.
@@ -262,6 +264,11 @@ func (c *Conn) AvailableBuffer() []byte {
 	if c.offLoop() || c.state != connOpen || c.wrShut {
 		return nil
 	}
+	if c.tlsLayer() != nil {
+		// Plaintext is encrypted on its way to the queue: the loop's
+		// scratch serves instead, and Write encrypts straight from it.
+		return c.loop.tlsAvail()
+	}
 	return c.out.avail(c.loop)
 }
 
@@ -271,6 +278,9 @@ func (c *Conn) write(p []byte) (int, error) {
 	}
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if t := c.tlsLayer(); t != nil {
+		return c.loop.tlsWrite(c, t, p)
 	}
 	c.out.write(c.loop, p)
 	c.loop.wrote(c)
@@ -293,6 +303,10 @@ func (c *Conn) writev(bufs [][]byte) (int, error) {
 	for _, b := range bufs {
 		n += len(b)
 	}
+	if t := c.tlsLayer(); t != nil {
+		// One record for all of them, not one each.
+		return c.loop.tlsWrite(c, t, c.loop.tlsGather(bufs, n))
+	}
 	c.out.reserve(c.loop, n) // a frame's header and payload in one segment
 	for _, b := range bufs {
 		c.out.write(c.loop, b)
@@ -313,6 +327,9 @@ func (c *Conn) WriteString(s string) (int, error) {
 	}
 	if len(s) == 0 {
 		return 0, nil
+	}
+	if t := c.tlsLayer(); t != nil {
+		return c.loop.tlsWrite(c, t, append(c.loop.tlsAvail(), s...))
 	}
 	c.out.writeString(c.loop, s)
 	c.loop.wrote(c)
@@ -378,6 +395,9 @@ func (c *Conn) Close() error {
 	if c.state != connOpen {
 		return ErrClosed
 	}
+	if !c.wrShut {
+		c.tlsCloseNotify()
+	}
 	c.loop.closeGracefully(c)
 	return nil
 }
@@ -391,6 +411,7 @@ func (c *Conn) CloseWrite() error {
 	if c.state != connOpen || c.wrShut {
 		return ErrClosed
 	}
+	c.tlsCloseNotify()
 	c.wrShut = true
 	if c.out.len() == 0 {
 		c.loop.shutdownWrite(c)

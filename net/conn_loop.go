@@ -187,6 +187,17 @@ func (l *Loop) onInput(c *Conn, chunk []byte, bid int32) (kept bool) {
 		return false
 	}
 	c.lastActive = l.now
+	if x := c.aux; x != nil && x.tls != nil {
+		l.tlsInput(c, x.tls, chunk)
+		return false
+	}
+	return l.deliver(c, chunk, bid)
+}
+
+// deliver presents input to the handler: chunk is the backend's read
+// memory (bid >= 0 names its receive buffer) or, for TLS, the loop's
+// plaintext scratch (bid -1); either way it is valid only during the call.
+func (l *Loop) deliver(c *Conn, chunk []byte, bid int32) (kept bool) {
 	if len(c.in) == 0 && c.hold&stopsDelivery == 0 {
 		// The common case: the handler reads the backend's memory directly,
 		// and ForwardTo may keep it (l.chunk).
@@ -314,6 +325,12 @@ func (l *Loop) onEOF(c *Conn) {
 	if s := c.spliceSrc; s != nil {
 		l.endSplice(s) // io_uring: the recv saw the FIN before splicing began
 	}
+	l.eofArrived(c)
+}
+
+// eofArrived delivers the end of the input (the peer's FIN, or a TLS
+// close_notify) after the input before it.
+func (l *Loop) eofArrived(c *Conn) {
 	if c.state != connOpen {
 		return
 	}

@@ -32,6 +32,8 @@ const maxHeldPerConn = 4
 // which returns to the loop's buffer ring once the send completes. Use it
 // in OnData to relay input (a proxy). Both connections must belong to the
 // same loop. If dst cannot be written (ErrClosed), nothing is consumed.
+// Over TLS (either side) the bytes are plaintext and always copied: the
+// source's were decrypted, the destination encrypts them.
 func (c *Conn) ForwardTo(dst *Conn, n int) (int, error) {
 	if c.offLoop() {
 		return 0, ErrNotOnLoop
@@ -52,6 +54,14 @@ func (c *Conn) ForwardTo(dst *Conn, n int) (int, error) {
 		return 0, nil
 	}
 	l := c.loop
+	if dst.tlsLayer() != nil {
+		// Plaintext to be encrypted: Write's path, one copy into a record.
+		if _, err := dst.write(c.view[:n]); err != nil {
+			return 0, err
+		}
+		c.view = c.view[n:]
+		return n, nil
+	}
 	if n == len(c.view) && l.canHold(c, dst, n) {
 		dst.out.hold(c.view, uint16(l.chunk.bid))
 		l.chunk.kept = true

@@ -60,6 +60,10 @@ type Loop struct {
 		bid  int32 // -1: not a receive buffer (epoll)
 		kept bool
 	}
+	// TLS scratch (tls.go): decrypted input, plaintext output, Writev's
+	// gathered buffers.
+	tlsPlain, tlsOut, tlsJoin []byte
+
 	outPeak   int    // largest pending output of one connection (Stats.PeakConnOutput)
 	inPeak    int    // largest buffered input of one connection (Stats.PeakConnInput)
 	more      bool   // work is known to be pending: poll without blocking
@@ -102,6 +106,8 @@ type loopCounters struct {
 	completions, panics, acceptErrs, dialed atomic.Uint64
 	spliced, inPlace, blocked               atomic.Uint64
 	heldBufs, outPeak, inPeak, cached       atomic.Int64
+	tlsHandshakes, tlsErrors                atomic.Uint64
+	tlsTimeouts, tlsRefused                 atomic.Uint64
 }
 
 // Stats is a snapshot of a loop's counters.
@@ -141,6 +147,14 @@ type Stats struct {
 	// CachedBytes is what the loop's buffer cache keeps for reuse, at most
 	// Config.CacheBytes.
 	CachedBytes int64
+	// TLS (WithTLS): handshakes completed; connections closed because the
+	// peer's handshake or records failed (bad input, an alert, a failed
+	// certificate check); handshakes past the handshake timeout; new
+	// connections refused past the bound on concurrent handshakes.
+	TLSHandshakes        uint64
+	TLSHandshakeErrors   uint64
+	TLSHandshakeTimeouts uint64
+	TLSRefused           uint64
 }
 
 // NewLoop starts a loop and returns once its thread and backend are ready,
@@ -589,5 +603,7 @@ func (l *Loop) Stats() Stats {
 		AcceptErrs: s.acceptErrs.Load(), Spliced: s.spliced.Load(),
 		InPlace: s.inPlace.Load(), HeldBufs: s.heldBufs.Load(),
 		PeakConnOutput: s.outPeak.Load(), PeakConnInput: s.inPeak.Load(), CachedBytes: s.cached.Load(),
+		TLSHandshakes: s.tlsHandshakes.Load(), TLSHandshakeErrors: s.tlsErrors.Load(),
+		TLSHandshakeTimeouts: s.tlsTimeouts.Load(), TLSRefused: s.tlsRefused.Load(),
 	}
 }

@@ -1,6 +1,7 @@
 package net
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"reflect"
 	"runtime"
@@ -23,6 +24,7 @@ const (
 )
 
 type options struct {
+	tls       *tlsServer // nil: plaintext
 	loops     int
 	balance   Balance
 	pin       bool
@@ -125,6 +127,65 @@ func WithLoopConfig(c Config) Option {
 			if f := src.Field(i); !f.IsZero() {
 				dst.Field(i).Set(f)
 			}
+		}
+	}
+}
+
+// WithTLS serves every connection of the server over TLS with cfg, using
+// the standard crypto/tls, so every tls.Config feature applies:
+// certificates or GetCertificate (SNI, certificates reloaded without a
+// restart), NextProtos (ALPN; the protocol chosen is in Conn.TLS),
+// ClientAuth (mTLS), session tickets and resumption, MinVersion.
+//
+// TLS is a layer of the connection: handlers see plaintext in OnData,
+// Next, Peek and Read, and Write, Writev, WriteString and AsyncWrite
+// encrypt, so a protocol written for plaintext (package http, websocket,
+// a proxy) runs over TLS unchanged. The handshake runs off the loop, on a
+// goroutine of its own, bounded in time (WithTLSHandshakeTimeout) and in
+// number (WithMaxTLSHandshakes); the handler sees the connection (OnOpen)
+// only once it is done. An established connection holds no goroutine: its
+// records are decrypted and encrypted on its loop. Splicing a TLS
+// connection fails with ErrCannotSplice (the kernel would move
+// ciphertext); ForwardTo works, copying plaintext.
+//
+// cfg must not be changed after the server starts (clone it first if it
+// is shared), as with net/http.
+func WithTLS(cfg *tls.Config) Option {
+	return func(o *options) {
+		if o.tls == nil {
+			o.tls = &tlsServer{timeout: DefaultTLSHandshakeTimeout, max: DefaultMaxTLSHandshakes}
+		}
+		o.tls.cfg = cfg
+	}
+}
+
+// WithTLSHandshakeTimeout bounds a TLS handshake (default 10s): a peer
+// that has not finished it by then is disconnected
+// (ErrTLSHandshakeTimeout, Stats.TLSHandshakeTimeouts). It applies with
+// WithTLS.
+func WithTLSHandshakeTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if o.tls == nil {
+			o.tls = &tlsServer{timeout: DefaultTLSHandshakeTimeout, max: DefaultMaxTLSHandshakes}
+		}
+		if d > 0 {
+			o.tls.timeout = d
+		}
+	}
+}
+
+// WithMaxTLSHandshakes bounds the TLS handshakes the server runs at once
+// (default 4096). A connection that arrives past the bound is closed at
+// once (Stats.TLSRefused), before any handshake work: under a flood of
+// handshakes, the connections already established keep their loops. It
+// applies with WithTLS.
+func WithMaxTLSHandshakes(n int) Option {
+	return func(o *options) {
+		if o.tls == nil {
+			o.tls = &tlsServer{timeout: DefaultTLSHandshakeTimeout, max: DefaultMaxTLSHandshakes}
+		}
+		if n > 0 {
+			o.tls.max = int64(n)
 		}
 	}
 }

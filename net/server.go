@@ -50,6 +50,15 @@ func NewServer(h Handler, opts ...Option) (*Server, error) {
 	if o.loops <= 0 {
 		return nil, fmt.Errorf("veloq: loops must be positive, got %d", o.loops)
 	}
+	if ts := o.tls; ts != nil {
+		switch c := ts.cfg; {
+		case c == nil:
+			return nil, errors.New("veloq: WithTLS needs a tls.Config (a TLS option was given without it)")
+		case len(c.Certificates) == 0 && c.GetCertificate == nil && c.GetConfigForClient == nil:
+			return nil, errors.New("veloq: WithTLS: the tls.Config has no certificate (Certificates, GetCertificate or GetConfigForClient)")
+		}
+		h = &tlsAcceptor{ts: ts, inner: h}
+	}
 	if o.cfg.Backend == "" {
 		o.cfg.Backend = BackendAuto
 	}

@@ -1,0 +1,462 @@
+package net
+
+// TLS as a layer of the connection, under every protocol.
+//
+// A server started WithTLS accepts through tlsAcceptor, a Handler of its
+// own, and its connections carry a tlsLayer (in connAux). Handlers see
+// plaintext: onInput hands ciphertext to the layer, which returns the
+// plaintext it decrypted, and that plaintext is presented exactly like a
+// plaintext connection's input (holds, ReadBufferCap, OnData); Write,
+// Writev, WriteString and AsyncWrite encrypt through the layer into the
+// output queue, so the water marks count ciphertext. No protocol package
+// learns about TLS.
+//
+// The layer drives a standard crypto/tls Conn over tlsTransport, a
+// net.Conn of its own. A connection's layer goes through:
+//
+//	handshaking ──handshake done, handed over (posted)──▶ live
+//	     │
+//	     └── handshake failed, timed out, or connection closed ──▶ closed
+//	         (the user's handler never saw the connection)
+//
+//   - handshaking: the handshake runs on a goroutine, since it waits on
+//     the peer and crypto/tls cannot resume a handshake after a would-block
+//     error (its handshake error is sticky). Its transport blocks: Read
+//     waits for ciphertext the loop appends (under tlsTransport.mu), and
+//     Write posts a copy of the bytes to the loop, which queues them;
+//     crypto/tls makes any write error permanent, so every byte is
+//     accepted. The loop keeps the connection's timer (handshake timeout)
+//     and stops reading past maxHandshakeInput. The user's handler gets
+//     nothing yet; the peer's FIN is kept for after the hand-over.
+//   - live: the goroutine posted the hand-over and ended; from then on
+//     only the loop touches the tls.Conn, and the connection holds no
+//     goroutine. The transport's Read returns the ciphertext of the
+//     current input report, then a temporary net.Error (crypto/tls does
+//     not keep temporary errors, so records may be split anywhere), and
+//     Write queues on the output directly. The hand-over first decrypts
+//     what the handshake goroutine already pulled in (the client's first
+//     request can arrive with its Finished), after OnOpen.
+//
+// Counters: Stats.TLSHandshakes, TLSHandshakeErrors, TLSHandshakeTimeouts
+// and TLSRefused.
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrTLSHandshakeTimeout closes a connection whose TLS handshake did not
+// finish within the handshake timeout (WithTLSHandshakeTimeout).
+var ErrTLSHandshakeTimeout = errors.New("veloq: TLS handshake timed out")
+
+// ErrTLSHandshakeLimit closes a new TLS connection at once when the
+// server already runs its maximum of concurrent handshakes
+// (WithMaxTLSHandshakes).
+var ErrTLSHandshakeLimit = errors.New("veloq: too many TLS handshakes in progress")
+
+// ErrTLS is wrapped by the error a TLS connection closes with when its
+// peer sent something crypto/tls rejected (a bad record, a failed
+// handshake, an alert); errors.As finds crypto/tls's own error beside it.
+var ErrTLS = errors.New("veloq: tls")
+
+// Defaults of the TLS layer.
+const (
+	// DefaultTLSHandshakeTimeout bounds a handshake (net/http has none;
+	// nginx's client_header_timeout, 60 s, covers it there).
+	DefaultTLSHandshakeTimeout = 10 * time.Second
+	// DefaultMaxTLSHandshakes bounds the handshakes running at once, each
+	// a goroutine and tens of KB of state while the peer answers.
+	DefaultMaxTLSHandshakes = 4096
+)
+
+// maxHandshakeInput is how much ciphertext the loop buffers for a
+// handshake before it stops reading: a handshake message is at most 64 KiB
+// (crypto/tls's own bound), and what a peer sends after its Finished waits
+// for the hand-over.
+const maxHandshakeInput = 128 << 10
+
+// tlsServer is a server's TLS configuration and its handshake bound,
+// shared by its listeners.
+type tlsServer struct {
+	cfg     *tls.Config
+	timeout time.Duration
+	max     int64
+	running atomic.Int64
+}
+
+// tlsAcceptor is the listener's handler of a TLS server: it starts each
+// connection's handshake and hands the connection to the user's handler
+// when it is done.
+type tlsAcceptor struct {
+	ts    *tlsServer
+	inner Handler
+}
+
+// tlsLayer is one connection's TLS state.
+type tlsLayer struct {
+	tc    *tls.Conn
+	tr    tlsTransport
+	ts    *tlsServer // while it counts in ts.running; nil after
+	inner Handler
+	live  bool                 // handed over (loop only)
+	fin   bool                 // the peer's FIN came during the handshake
+	state *tls.ConnectionState // set at the hand-over, for Conn.TLS
+	timer *Timer               // handshake timeout
+}
+
+// tlsTransport is the net.Conn under a connection's tls.Conn.
+type tlsTransport struct {
+	c *Conn
+
+	// handshaking: shared with the handshake goroutine
+	mu   sync.Mutex
+	cond sync.Cond
+	raw  []byte // ciphertext the handshake has not read yet
+	rerr error  // why reading ended (the FIN, a close), after raw
+
+	// live: the loop's alone
+	live bool
+	cur  []byte // ciphertext of the input report being decrypted
+}
+
+// errWouldBlock ends a live transport's Read when the current input is
+// used up. crypto/tls keeps no net.Error whose Temporary is true, so the
+// next Read goes on where the record left off.
+var errWouldBlock error = wouldBlock{}
+
+type wouldBlock struct{}
+
+func (wouldBlock) Error() string   { return "veloq: tls transport: no more input yet" }
+func (wouldBlock) Timeout() bool   { return true }
+func (wouldBlock) Temporary() bool { return true }
+
+func (t *tlsTransport) Read(p []byte) (int, error) {
+	if t.live {
+		if len(t.cur) == 0 {
+			return 0, errWouldBlock
+		}
+		n := copy(p, t.cur)
+		t.cur = t.cur[n:]
+		return n, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for len(t.raw) == 0 && t.rerr == nil {
+		t.cond.Wait()
+	}
+	if len(t.raw) == 0 {
+		return 0, t.rerr
+	}
+	n := copy(p, t.raw)
+	t.raw = t.raw[n:]
+	if len(t.raw) == 0 {
+		t.raw = nil
+	}
+	return n, nil
+}
+
+func (t *tlsTransport) Write(p []byte) (int, error) {
+	c := t.c
+	if t.live {
+		c.loop.writeRaw(c, p)
+		return len(p), nil
+	}
+	b := append([]byte(nil), p...) // crypto/tls reuses p
+	if err := c.loop.Post(func() { c.loop.writeRaw(c, b) }); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Close ends a handshake's reading: crypto/tls calls it when it gives up,
+// and the loop (through end) when the connection goes away.
+func (t *tlsTransport) Close() error {
+	t.end(net.ErrClosed)
+	return nil
+}
+
+// end makes the handshake's reads return err once the buffered ciphertext
+// is read.
+func (t *tlsTransport) end(err error) {
+	t.mu.Lock()
+	if t.rerr == nil {
+		t.rerr = err
+	}
+	t.cond.Broadcast()
+	t.mu.Unlock()
+}
+
+func (t *tlsTransport) LocalAddr() net.Addr              { return t.c.laddr }
+func (t *tlsTransport) RemoteAddr() net.Addr             { return t.c.raddr }
+func (t *tlsTransport) SetDeadline(time.Time) error      { return nil }
+func (t *tlsTransport) SetReadDeadline(time.Time) error  { return nil }
+func (t *tlsTransport) SetWriteDeadline(time.Time) error { return nil }
+
+// feed appends ciphertext for the handshake and returns how much waits.
+func (t *tlsTransport) feed(b []byte) (buffered int) {
+	t.mu.Lock()
+	t.raw = append(t.raw, b...)
+	n := len(t.raw)
+	t.cond.Signal()
+	t.mu.Unlock()
+	return n
+}
+
+// OnOpen starts the handshake, unless too many are running.
+func (a *tlsAcceptor) OnOpen(c *Conn) {
+	l := c.loop
+	ts := a.ts
+	if ts.running.Add(1) > ts.max {
+		ts.running.Add(-1)
+		l.stats.tlsRefused.Add(1)
+		c.err = ErrTLSHandshakeLimit
+		l.closeGracefully(c)
+		return
+	}
+	t := &tlsLayer{inner: a.inner, ts: ts}
+	t.tr.c = c
+	t.tr.cond.L = &t.tr.mu
+	t.tc = tls.Server(&t.tr, ts.cfg)
+	c.more().tls = t
+	t.timer = c.AfterFunc(ts.timeout, func() {
+		if !t.live && c.state == connOpen {
+			l.stats.tlsTimeouts.Add(1)
+			l.abort(c, ErrTLSHandshakeTimeout)
+		}
+	})
+	go handshake(c, t)
+}
+
+// OnData cannot run: a handshaking connection's input goes to the layer.
+func (a *tlsAcceptor) OnData(c *Conn) {}
+
+// OnEOF keeps the peer's FIN for after the handshake: a client may send
+// its Finished, a request and its FIN in one go.
+func (a *tlsAcceptor) OnEOF(c *Conn) {
+	if x := c.aux; x != nil && x.tls != nil {
+		x.tls.fin = true
+		x.tls.tr.end(io.EOF)
+	}
+}
+
+// OnClose wakes a handshake still waiting for the peer.
+func (a *tlsAcceptor) OnClose(c *Conn, err error) {
+	if x := c.aux; x != nil && x.tls != nil {
+		x.tls.handshakeOver()
+		x.tls.tr.end(net.ErrClosed)
+	}
+}
+
+// handshakeOver takes the connection out of its server's count of running
+// handshakes, once. The count follows the loop's view (handshaking until
+// handed over, failed or closed), so a place is free again as soon as the
+// loop is done with a connection, not when its goroutine gets to run.
+func (t *tlsLayer) handshakeOver() {
+	if t.ts != nil {
+		t.ts.running.Add(-1)
+		t.ts = nil
+	}
+}
+
+// handshake runs a connection's handshake on its own goroutine and posts
+// the outcome to the loop.
+func handshake(c *Conn, t *tlsLayer) {
+	err := t.tc.Handshake()
+	l := c.loop
+	if err != nil {
+		_ = l.Post(func() { l.tlsFailed(c, t, err) }) // ErrClosed: the loop closed c
+		return
+	}
+	_ = l.Post(func() { l.tlsHandOver(c, t) })
+}
+
+// tlsFailed closes a connection whose handshake failed, after the alert
+// crypto/tls queued before it gave up.
+func (l *Loop) tlsFailed(c *Conn, t *tlsLayer, err error) {
+	t.timer.Stop()
+	t.handshakeOver()
+	if c.state != connOpen {
+		return // timed out, or closed by the peer or the loop
+	}
+	l.stats.tlsErrors.Add(1)
+	l.log.Debug("veloq: TLS handshake failed", "remote", c.raddr, "err", err)
+	c.err = fmt.Errorf("%w: handshake: %w", ErrTLS, err)
+	l.closeGracefully(c)
+}
+
+// tlsHandOver makes a connection whose handshake succeeded live: the
+// user's handler gets OnOpen, then the plaintext of whatever ciphertext
+// came with or after the peer's Finished, then the FIN if one came.
+func (l *Loop) tlsHandOver(c *Conn, t *tlsLayer) {
+	t.timer.Stop()
+	t.timer = nil
+	t.handshakeOver()
+	if c.state != connOpen {
+		return
+	}
+	l.stats.tlsHandshakes.Add(1)
+	t.tr.mu.Lock()
+	pending := t.tr.raw
+	t.tr.raw, t.tr.live = nil, true
+	t.tr.mu.Unlock()
+	t.live = true
+	st := t.tc.ConnectionState()
+	t.state = &st
+	c.h = t.inner
+	l.callOpen(c)
+	if c.state != connOpen {
+		return
+	}
+	l.tlsInput(c, t, pending)
+	if c.state == connOpen && t.fin {
+		l.eofArrived(c)
+	}
+	l.clearHold(c, holdTLS)
+}
+
+// tlsInput takes a report of ciphertext for a TLS connection.
+func (l *Loop) tlsInput(c *Conn, t *tlsLayer, in []byte) {
+	if !t.live {
+		if t.tr.feed(in) > maxHandshakeInput {
+			l.setHold(c, holdTLS)
+		}
+		return
+	}
+	plain, err := l.tlsDecrypt(t, in)
+	if len(plain) > 0 {
+		l.deliver(c, plain, -1)
+	}
+	if err == nil || c.state != connOpen {
+		return
+	}
+	if err == io.EOF {
+		// close_notify: the plaintext stream ended, like a FIN.
+		if !c.eof {
+			c.eof = true
+			l.syncReading(c)
+			l.eofArrived(c)
+		}
+		return
+	}
+	l.stats.tlsErrors.Add(1)
+	c.err = fmt.Errorf("%w: %w", ErrTLS, err)
+	l.closeGracefully(c) // after the alert crypto/tls queued
+}
+
+// tlsDecrypt passes ciphertext to a live connection's tls.Conn and
+// returns the plaintext it yields, in the loop's scratch buffer (valid
+// until the next decrypt). The error is nil when the input is used up,
+// io.EOF after the peer's close_notify, and crypto/tls's otherwise.
+func (l *Loop) tlsDecrypt(t *tlsLayer, in []byte) ([]byte, error) {
+	t.tr.cur = in
+	buf := l.tlsPlain[:0]
+	var err error
+	for {
+		if cap(buf)-len(buf) < tlsMinRead {
+			nb := make([]byte, len(buf), max(2*cap(buf), tlsPlainSize))
+			copy(nb, buf)
+			buf = nb
+		}
+		n, e := t.tc.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if e != nil {
+			if _, ok := e.(wouldBlock); !ok {
+				err = e
+			}
+			break
+		}
+	}
+	t.tr.cur = nil
+	if cap(buf) <= tlsPlainKeep {
+		l.tlsPlain = buf[:0]
+	}
+	return buf, err
+}
+
+// The loop's plaintext scratch: one read asks for at least tlsMinRead
+// bytes (a record's worth, so a record is rarely split between reads); the
+// buffer starts at tlsPlainSize and is kept up to tlsPlainKeep.
+const (
+	tlsMinRead   = 16 << 10
+	tlsPlainSize = 64 << 10
+	tlsPlainKeep = 1 << 20
+)
+
+// tlsWrite encrypts p into c's output.
+func (l *Loop) tlsWrite(c *Conn, t *tlsLayer, p []byte) (int, error) {
+	n, err := t.tc.Write(p)
+	if err != nil {
+		return n, fmt.Errorf("%w: %w", ErrTLS, err)
+	}
+	return n, nil
+}
+
+// writeRaw queues bytes that are already on the wire's form (ciphertext)
+// on c's output. A closing connection still takes them: they are the
+// alerts and close_notify that end it.
+func (l *Loop) writeRaw(c *Conn, p []byte) {
+	if c.state >= connTearingDown || c.wrShutDone {
+		return
+	}
+	c.out.write(l, p)
+	l.wrote(c)
+}
+
+// tlsCloseNotify sends close_notify on a live connection before it shuts
+// its write side or closes.
+func (c *Conn) tlsCloseNotify() {
+	if t := c.tlsLayer(); t != nil && t.live {
+		_ = t.tc.CloseWrite()
+	}
+}
+
+// tlsLayer returns c's TLS layer, or nil for a plaintext connection.
+func (c *Conn) tlsLayer() *tlsLayer {
+	if c.aux == nil {
+		return nil
+	}
+	return c.aux.tls
+}
+
+// TLS returns the state of a TLS connection's session (version, cipher
+// suite, negotiated ALPN protocol, server name, peer certificates), or nil
+// for a plaintext connection. It is set from OnOpen on (a TLS server's
+// handler sees a connection only once its handshake is done) and never
+// changes, so it may be kept, and read from any goroutine.
+func (c *Conn) TLS() *tls.ConnectionState {
+	if t := c.tlsLayer(); t != nil {
+		return t.state
+	}
+	return nil
+}
+
+// tlsAvail is AvailableBuffer for a TLS connection: the loop's plaintext
+// output scratch, empty.
+func (l *Loop) tlsAvail() []byte {
+	if l.tlsOut == nil {
+		l.tlsOut = make([]byte, 0, tlsMinRead)
+	}
+	return l.tlsOut[:0]
+}
+
+// tlsGather joins bufs (n bytes in all) in the loop's gather scratch, so
+// that Writev makes one record of them.
+func (l *Loop) tlsGather(bufs [][]byte, n int) []byte {
+	b := l.tlsJoin[:0]
+	if cap(b) < n {
+		b = make([]byte, 0, max(n, tlsMinRead))
+	}
+	for _, p := range bufs {
+		b = append(b, p...)
+	}
+	if cap(b) <= tlsPlainKeep {
+		l.tlsJoin = b[:0]
+	}
+	return b
+}

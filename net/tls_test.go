@@ -1,0 +1,481 @@
+package net
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/veloq/veloq/internal/selfsigned"
+)
+
+// testCert is one self-signed certificate for the package's TLS tests.
+var testCert = sync.OnceValue(func() *selfsigned.Cert {
+	c, err := selfsigned.New(24 * time.Hour)
+	if err != nil {
+		panic(err)
+	}
+	return c
+})
+
+// startTLS serves h over TLS with cfg (the test certificate when nil).
+func startTLS(t *testing.T, b Backend, h Handler, cfg *tls.Config, opts ...Option) *Server {
+	t.Helper()
+	if cfg == nil {
+		cfg = testCert().ServerConfig()
+	}
+	return startServer(t, b, h, append([]Option{WithTLS(cfg)}, opts...)...)
+}
+
+// dialTLS connects a crypto/tls client to s and completes the handshake.
+func dialTLS(t *testing.T, s *Server, cfg *tls.Config) *tls.Conn {
+	t.Helper()
+	if cfg == nil {
+		cfg = testCert().ClientConfig("localhost")
+	}
+	raw, err := net.Dial("tcp", s.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { raw.Close() })
+	raw.SetDeadline(time.Now().Add(10 * time.Second))
+	c := tls.Client(raw, cfg)
+	require.NoError(t, c.Handshake())
+	return c
+}
+
+// tlsTotals sums the TLS counters of a server's loops.
+func tlsTotals(s *Server) (st Stats) {
+	for _, l := range s.Stats() {
+		st.TLSHandshakes += l.TLSHandshakes
+		st.TLSHandshakeErrors += l.TLSHandshakeErrors
+		st.TLSHandshakeTimeouts += l.TLSHandshakeTimeouts
+		st.TLSRefused += l.TLSRefused
+		st.BytesIn += l.BytesIn
+		st.Conns += l.Conns
+	}
+	return st
+}
+
+// An echo handler over TLS sees plaintext and its writes are encrypted:
+// messages from one byte to several records come back whole, on TLS 1.2
+// and 1.3, for every cipher suite Go's client offers.
+func TestTLSEcho(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		s := startTLS(t, b, echoHandler(), nil)
+		type tc struct {
+			name  string
+			cfg   func(*tls.Config)
+			sizes []int
+		}
+		cases := []tc{
+			{"tls1.3", func(c *tls.Config) { c.MinVersion = tls.VersionTLS13 }, []int{1, 100, 16 << 10, 100 << 10}},
+			{"tls1.2", func(c *tls.Config) { c.MaxVersion = tls.VersionTLS12 }, []int{1, 100, 16 << 10, 100 << 10}},
+		}
+		for _, cs := range tls.CipherSuites() {
+			// The test certificate's key is ECDSA.
+			if !cs.Insecure && slicesContains(cs.SupportedVersions, tls.VersionTLS12) && strings.Contains(cs.Name, "ECDSA") {
+				id := cs.ID
+				cases = append(cases, tc{"tls1.2/" + cs.Name, func(c *tls.Config) {
+					c.MaxVersion = tls.VersionTLS12
+					c.CipherSuites = []uint16{id}
+				}, []int{1000}})
+			}
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				cfg := testCert().ClientConfig("localhost")
+				tc.cfg(cfg)
+				c := dialTLS(t, s, cfg)
+				for _, n := range tc.sizes {
+					msg := bytes.Repeat([]byte{byte(n)}, n)
+					for i := range msg {
+						msg[i] += byte(i * 7)
+					}
+					_, err := c.Write(msg)
+					require.NoError(t, err)
+					got := make([]byte, n)
+					_, err = io.ReadFull(c, got)
+					require.NoError(t, err)
+					require.Equal(t, msg, got)
+				}
+			})
+		}
+		require.Eventually(t, func() bool { return tlsTotals(s).TLSHandshakes == uint64(len(cases)) },
+			5*time.Second, time.Millisecond)
+	})
+}
+
+func slicesContains(s []uint16, v uint16) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// splitConn writes what a TLS client sends one byte at a time, each after
+// the server has taken the byte before, so the server meets a record (and
+// the handshake) split at every offset.
+type splitConn struct {
+	net.Conn
+	t     *testing.T
+	s     *Server
+	armed bool
+}
+
+func (c *splitConn) Write(p []byte) (int, error) {
+	if !c.armed {
+		return c.Conn.Write(p)
+	}
+	for i := range p {
+		before := tlsTotals(c.s).BytesIn
+		if _, err := c.Conn.Write(p[i : i+1]); err != nil {
+			return i, err
+		}
+		require.Eventually(c.t, func() bool { return tlsTotals(c.s).BytesIn > before },
+			5*time.Second, 20*time.Microsecond, "the server never read byte %d", i)
+	}
+	return len(p), nil
+}
+
+// Records split at every byte offset, in the handshake and after it, are
+// put together by the layer: crypto/tls resumes a record after the
+// transport's would-block.
+func TestTLSRecordsSplitAtEveryOffset(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		s := startTLS(t, b, echoHandler(), nil, WithLoops(1))
+		for _, split := range []string{"handshake", "records"} {
+			t.Run(split, func(t *testing.T) {
+				raw, err := net.Dial("tcp", s.Addr().String())
+				require.NoError(t, err)
+				defer raw.Close()
+				raw.SetDeadline(time.Now().Add(30 * time.Second))
+				sc := &splitConn{Conn: raw, t: t, s: s, armed: split == "handshake"}
+				cfg := testCert().ClientConfig("localhost")
+				cfg.CurvePreferences = []tls.CurveID{tls.X25519} // a short ClientHello
+				c := tls.Client(sc, cfg)
+				require.NoError(t, c.Handshake())
+				sc.armed = true
+				for _, msg := range []string{"hello", "a second record"} {
+					_, err = io.WriteString(c, msg)
+					require.NoError(t, err)
+					got := make([]byte, len(msg))
+					_, err = io.ReadFull(c, got)
+					require.NoError(t, err)
+					require.Equal(t, msg, string(got))
+				}
+			})
+		}
+	})
+}
+
+// close_notify ends the plaintext stream both ways: the peer's reaches
+// OnEOF while its TCP side is still open, and the handler's CloseWrite
+// and Close send one before the FIN.
+func TestTLSCloseNotify(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		var got bytes.Buffer
+		h := &HandlerFuncs{
+			Data: func(c *Conn) {
+				p, _ := c.Next(-1)
+				got.Write(p)
+			},
+			EOF: func(c *Conn) {
+				c.Write([]byte("got " + got.String()))
+				c.CloseWrite()
+			},
+		}
+		s := startTLS(t, b, h, nil, WithLoops(1))
+		cfg := testCert().ClientConfig("localhost")
+		cfg.MaxVersion = tls.VersionTLS12 // its alerts are visible on the wire
+		raw, err := net.Dial("tcp", s.Addr().String())
+		require.NoError(t, err)
+		defer raw.Close()
+		raw.SetDeadline(time.Now().Add(10 * time.Second))
+		rec := &recordingConn{Conn: raw}
+		c := tls.Client(rec, cfg)
+		_, err = io.WriteString(c, "ping")
+		require.NoError(t, err)
+		require.NoError(t, c.CloseWrite()) // close_notify, no FIN
+		reply, err := io.ReadAll(c)
+		require.NoError(t, err, "the server's close_notify ends the stream cleanly")
+		require.Equal(t, "got ping", string(reply))
+		// The last record the server sent is an alert (21): close_notify.
+		recs := rec.records()
+		require.NotEmpty(t, recs)
+		require.Equal(t, byte(21), recs[len(recs)-1], "last record type")
+	})
+}
+
+// recordingConn keeps what the server sent, to check its records.
+type recordingConn struct {
+	net.Conn
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (r *recordingConn) Read(p []byte) (int, error) {
+	n, err := r.Conn.Read(p)
+	r.mu.Lock()
+	r.buf = append(r.buf, p[:n]...)
+	r.mu.Unlock()
+	return n, err
+}
+
+// records returns the content type of each whole record received.
+func (r *recordingConn) records() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var types []byte
+	for b := r.buf; len(b) >= 5; {
+		n := 5 + int(b[3])<<8 + int(b[4])
+		if len(b) < n {
+			break
+		}
+		types = append(types, b[0])
+		b = b[n:]
+	}
+	return types
+}
+
+// OnOpen runs after the handshake, and Conn.TLS shows its outcome: the
+// version, the ALPN protocol chosen, the server name the client asked
+// for, and the client's certificate under mTLS.
+func TestTLSConnectionState(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		client, err := selfsigned.New(time.Hour, "client")
+		require.NoError(t, err)
+		states := make(chan *tls.ConnectionState, 1)
+		h := &HandlerFuncs{Open: func(c *Conn) { states <- c.TLS() }, Data: func(c *Conn) {
+			p, _ := c.Next(-1)
+			c.Write(p)
+		}}
+		scfg := testCert().ServerConfig()
+		scfg.NextProtos = []string{"h2", "http/1.1"}
+		scfg.ClientAuth = tls.VerifyClientCertIfGiven
+		scfg.ClientCAs = client.Pool
+		s := startTLS(t, b, h, scfg)
+
+		ccfg := testCert().ClientConfig("localhost")
+		ccfg.NextProtos = []string{"http/1.1"}
+		ccfg.Certificates = []tls.Certificate{client.TLS}
+		dialTLS(t, s, ccfg)
+		st := <-states
+		require.NotNil(t, st)
+		require.True(t, st.HandshakeComplete)
+		require.Equal(t, uint16(tls.VersionTLS13), st.Version)
+		require.Equal(t, "http/1.1", st.NegotiatedProtocol)
+		require.Equal(t, "localhost", st.ServerName)
+		require.Len(t, st.PeerCertificates, 1)
+		require.Equal(t, "client", st.PeerCertificates[0].Subject.CommonName)
+
+		// A plaintext connection has no TLS state.
+		plain := startServer(t, b, h)
+		pc, err := net.Dial("tcp", plain.Addr().String())
+		require.NoError(t, err)
+		defer pc.Close()
+		require.Nil(t, <-states)
+	})
+}
+
+// Client certificates under RequireAndVerifyClientCert: a valid one is
+// accepted, a missing, expired or untrusted one fails the handshake with
+// an alert, counted, and the handler never sees the connection.
+func TestTLSClientCertificates(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		good, err := selfsigned.New(time.Hour, "good")
+		require.NoError(t, err)
+		expired, err := selfsigned.NewAt(time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour), "expired")
+		require.NoError(t, err)
+		stranger, err := selfsigned.New(time.Hour, "stranger")
+		require.NoError(t, err)
+		pool := x509.NewCertPool()
+		pool.AddCert(good.Leaf)
+		pool.AddCert(expired.Leaf)
+
+		var opened sync.Map
+		h := &HandlerFuncs{Open: func(c *Conn) { opened.Store(c.TLS().PeerCertificates[0].Subject.CommonName, true) },
+			Data: func(c *Conn) {
+				p, _ := c.Next(-1)
+				c.Write(p)
+			}}
+		scfg := testCert().ServerConfig()
+		scfg.ClientAuth = tls.RequireAndVerifyClientCert
+		scfg.ClientCAs = pool
+		s := startTLS(t, b, h, scfg, WithLoops(1))
+
+		for _, tc := range []struct {
+			name string
+			cert *selfsigned.Cert
+			ok   bool
+		}{
+			{"valid", good, true},
+			{"none", nil, false},
+			{"expired", expired, false},
+			{"untrusted", stranger, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				cfg := testCert().ClientConfig("localhost")
+				if tc.cert != nil {
+					cfg.Certificates = []tls.Certificate{tc.cert.TLS}
+				}
+				raw, err := net.Dial("tcp", s.Addr().String())
+				require.NoError(t, err)
+				defer raw.Close()
+				raw.SetDeadline(time.Now().Add(10 * time.Second))
+				c := tls.Client(raw, cfg)
+				// TLS 1.3 reports a rejected client certificate on the
+				// first read after the handshake.
+				_, err = io.WriteString(c, "x")
+				if err == nil {
+					_, err = io.ReadFull(c, make([]byte, 1))
+				}
+				if tc.ok {
+					require.NoError(t, err)
+					return
+				}
+				// The server's alert, or the close after it.
+				require.Error(t, err)
+				require.True(t, strings.Contains(err.Error(), "remote error: tls:") || errors.Is(err, io.EOF), "want an alert, got %v", err)
+			})
+		}
+		require.Eventually(t, func() bool { return tlsTotals(s).TLSHandshakeErrors == 3 }, 5*time.Second, time.Millisecond)
+		_, ok := opened.Load("good")
+		require.True(t, ok)
+		n := 0
+		opened.Range(func(any, any) bool { n++; return true })
+		require.Equal(t, 1, n, "a rejected client reached the handler")
+	})
+}
+
+// A client that resumes a session skips the full handshake; session
+// tickets work through the layer on both versions.
+func TestTLSResumption(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		s := startTLS(t, b, echoHandler(), nil)
+		for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+			cfg := testCert().ClientConfig("localhost")
+			cfg.MaxVersion = v
+			cfg.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+			for i := range 2 {
+				c := dialTLS(t, s, cfg)
+				// TLS 1.3 tickets arrive after the handshake: one round
+				// trip takes them in.
+				_, err := io.WriteString(c, "x")
+				require.NoError(t, err)
+				_, err = io.ReadFull(c, make([]byte, 1))
+				require.NoError(t, err)
+				require.Equal(t, i == 1, c.ConnectionState().DidResume, "version %x connection %d", v, i)
+				c.Close()
+			}
+		}
+	})
+}
+
+// Bad input during the handshake gets a clear, bounded answer: garbage
+// instead of a ClientHello is answered with an alert and a close, a
+// handshake that stalls is cut at the handshake timeout, and past the
+// bound on concurrent handshakes a new connection is closed at once.
+// Each is counted; the handler never sees any of them.
+func TestTLSBadHandshakes(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		opened := make(chan struct{}, 10)
+		h := &HandlerFuncs{Open: func(c *Conn) { opened <- struct{}{} }}
+		s := startTLS(t, b, h, nil, WithLoops(1),
+			WithTLSHandshakeTimeout(300*time.Millisecond), WithMaxTLSHandshakes(2))
+
+		dial := func() net.Conn {
+			c, err := net.Dial("tcp", s.Addr().String())
+			require.NoError(t, err)
+			t.Cleanup(func() { c.Close() })
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			return c
+		}
+
+		// Plain HTTP to a TLS port: closed (crypto/tls sends no alert to
+		// what does not look like TLS); garbage that does gets an alert.
+		g := dial()
+		io.WriteString(g, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		reply, err := io.ReadAll(g)
+		require.NoError(t, err, "closed with a FIN")
+		require.Empty(t, reply)
+		g2 := dial()
+		g2.Write([]byte{22, 3, 1, 0, 4, 1, 0, 0, 0}) // a ClientHello of no body
+		reply, err = io.ReadAll(g2)
+		require.NoError(t, err)
+		require.NotEmpty(t, reply)
+		require.Equal(t, byte(21), reply[0], "an alert record")
+		require.Eventually(t, func() bool { return tlsTotals(s).TLSHandshakeErrors == 2 }, 5*time.Second, time.Millisecond)
+
+		// Two stalled handshakes (half a record) hold the two places...
+		stalled := []net.Conn{dial(), dial()}
+		for _, c := range stalled {
+			c.Write([]byte{22, 3, 1, 0, 200, 1})
+		}
+		// ...so a third connection is refused at once.
+		require.Eventually(t, func() bool { return tlsTotals(s).Conns == 2 }, 5*time.Second, time.Millisecond)
+		third := dial()
+		start := time.Now()
+		_, err = io.ReadAll(third)
+		if err != nil {
+			require.NotErrorIs(t, err, error(nil))
+		}
+		require.Less(t, time.Since(start), 250*time.Millisecond, "refused, not timed out")
+		require.Eventually(t, func() bool { return tlsTotals(s).TLSRefused == 1 }, 5*time.Second, time.Millisecond)
+
+		// The stalled ones are cut at the handshake timeout.
+		for _, c := range stalled {
+			_, err := io.ReadAll(c)
+			_ = err // a close or a reset, either ends the read
+		}
+		require.Eventually(t, func() bool { return tlsTotals(s).TLSHandshakeTimeouts == 2 }, 5*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return tlsTotals(s).Conns == 0 }, 5*time.Second, time.Millisecond)
+		require.Empty(t, opened)
+
+		// With the places free again, a real client is served.
+		dialTLS(t, s, nil)
+		<-opened
+	})
+}
+
+// Splicing a TLS connection would move ciphertext: SpliceTo refuses it
+// with ErrCannotSplice, changing nothing: the connection goes on echoing.
+func TestTLSSpliceRefused(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		errs := make(chan error, 1)
+		var first *Conn
+		h := &HandlerFuncs{
+			Open: func(c *Conn) {
+				if first == nil {
+					first = c
+				}
+			},
+			Data: func(c *Conn) {
+				if c != first {
+					errs <- c.SpliceTo(first)
+				}
+				p, _ := c.Next(-1)
+				c.Write(p)
+			}}
+		s := startTLS(t, b, h, nil, WithLoops(1))
+		c1 := dialTLS(t, s, nil)
+		io.WriteString(c1, "1")
+		_, err := io.ReadFull(c1, make([]byte, 1))
+		require.NoError(t, err)
+		c2 := dialTLS(t, s, nil)
+		io.WriteString(c2, "2")
+		require.ErrorIs(t, <-errs, ErrCannotSplice)
+		got := make([]byte, 1)
+		_, err = io.ReadFull(c2, got)
+		require.NoError(t, err)
+		require.Equal(t, "2", string(got))
+	})
+}

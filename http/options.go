@@ -1,6 +1,7 @@
 package http
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"time"
 
@@ -132,6 +133,22 @@ func WithLoops(n int) Option { return WithNetOptions(vnet.WithLoops(n)) }
 
 // WithBackend chooses the I/O backend (see [vnet.WithBackend]).
 func WithBackend(b vnet.Backend) Option { return WithNetOptions(vnet.WithBackend(b)) }
+
+// WithTLS serves HTTPS: every connection is TLS with cfg (see
+// [vnet.WithTLS]: the handshake runs off the loop, records are encrypted
+// and decrypted on it, and handlers are unchanged). When cfg.NextProtos
+// is empty, ALPN offers "http/1.1". FromStd handlers see
+// [net/http.Request.TLS]; fast ones reach the state through
+// ResponseWriter.Conn().TLS(). cfg is cloned.
+func WithTLS(cfg *tls.Config) Option {
+	if cfg != nil {
+		cfg = cfg.Clone()
+		if len(cfg.NextProtos) == 0 {
+			cfg.NextProtos = []string{"http/1.1"}
+		}
+	}
+	return WithNetOptions(vnet.WithTLS(cfg))
+}
 
 // WithNetOptions passes options through to the TCP server underneath
 // (loops, backend, pinning, balancing, buffer sizes...).

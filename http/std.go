@@ -169,6 +169,9 @@ func (sh *stdHandler) ServeHTTP(w *ResponseWriter, r *Request) {
 		w.WriteHeader(StatusBadRequest)
 		return
 	}
+	if w.cs != nil {
+		sreq.TLS = w.cs.c.TLS()
+	}
 	if len(r.Body) > 0 {
 		sreq.Body = io.NopCloser(bytes.NewReader(r.Body))
 	}
@@ -424,6 +427,7 @@ func (cs *conn) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 		cs.fail(StatusBadRequest)
 		return
 	}
+	sreq.TLS = c.TLS() // nil in plaintext, as net/http
 	x.req = sreq
 	_, mb := internMethod(req.Method)
 	x.vreq = Request{Method: mb, ProtoMajor: 1, ProtoMinor: req.ProtoMinor, Close: req.Close}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,6 +29,7 @@ type httpConfig struct {
 	// std serves the net/http handler stdHTTPHandler through FromStd
 	// instead of the fast handler.
 	std bool
+	tls *tls.Config // nil: plaintext
 }
 
 // helloBody is what GET / answers.
@@ -108,9 +110,13 @@ func runHTTP(ctx context.Context, cfg httpConfig) error {
 		h = vhttp.FromStd(stdHTTPHandler())
 		desc = "http (net/http handler via FromStd)"
 	}
-	s := vhttp.NewServer(h,
-		vhttp.WithLoops(cfg.loops), vhttp.WithBackend(cfg.backend), vhttp.WithLogger(cfg.logger),
-		vhttp.WithNetOptions(vnet.WithPin(cfg.pin), vnet.WithBatchWait(cfg.batchWait)))
+	opts := []vhttp.Option{vhttp.WithLoops(cfg.loops), vhttp.WithBackend(cfg.backend), vhttp.WithLogger(cfg.logger),
+		vhttp.WithNetOptions(vnet.WithPin(cfg.pin), vnet.WithBatchWait(cfg.batchWait))}
+	if cfg.tls != nil {
+		opts = append(opts, vhttp.WithTLS(cfg.tls))
+		desc += " over TLS"
+	}
+	s := vhttp.NewServer(h, opts...)
 	if _, err := s.Listen(cfg.network, cfg.addr); err != nil {
 		return err
 	}

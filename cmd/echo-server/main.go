@@ -4,6 +4,11 @@
 //	go run ./cmd/echo-server                 # TCP echo on 127.0.0.1:9000
 //	go run ./cmd/echo-server -backend epoll -loops 1 -pin
 //	go run ./cmd/echo-server -mode ws        # WebSocket echo on any path; GET / says hello
+//	go run ./cmd/echo-server -mode http -tls-self-signed   # HTTPS with a fresh certificate
+//
+// -tls-cert FILE -tls-key FILE serve every mode over TLS (HTTPS, WSS, TLS
+// echo); -tls-self-signed makes an ECDSA P-256 certificate for localhost
+// at start, for benchmarks.
 //
 // It prints the backend and loop count when it starts and stops cleanly on
 // SIGINT or SIGTERM.
@@ -60,6 +65,10 @@ func run(args []string) error {
 	heavyEvery := fs.Int("heavy-every", 0, "with -work, every K-th accepted connection is heavy (0: none)")
 	heavyFactor := fs.Int("heavy-factor", 100, "a heavy connection's messages cost this many times -work")
 	steal := fs.Bool("steal", true, "with -offload, idle workers steal queued tasks from busy ones (false: a task waits for the worker it was placed on)")
+	var tf tlsFlags
+	fs.StringVar(&tf.cert, "tls-cert", "", "serve over TLS with this PEM certificate (chain) file, with -tls-key")
+	fs.StringVar(&tf.key, "tls-key", "", "the PEM private key of -tls-cert")
+	fs.BoolVar(&tf.selfSigned, "tls-self-signed", false, "serve over TLS with a self-signed ECDSA P-256 certificate made at start (for benchmarks; clients skip verification)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,10 +91,14 @@ func run(args []string) error {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	tlsCfg, err := tf.config()
+	if err != nil {
+		return err
+	}
 
 	if *mode == "http" || *mode == "http-std" || *mode == "ws" {
 		return runHTTP(ctx, httpConfig{addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, batchWait: *batchWait, logger: logger,
-			std: *mode == "http-std", ws: *mode == "ws", wsCompress: *wsCompress})
+			std: *mode == "http-std", ws: *mode == "ws", wsCompress: *wsCompress, tls: tlsCfg})
 	}
 	if *mode != "tcp" {
 		return fmt.Errorf("-mode must be tcp, http, http-std or ws, not %q", *mode)
@@ -104,12 +117,16 @@ func run(args []string) error {
 	case *work > 0:
 		h = inlineEcho(costs)
 	}
-	s, err := vnet.Listen(*network, *addr, h,
-		vnet.WithLoops(*loops), vnet.WithBackend(b), vnet.WithPin(*pin), vnet.WithBatchWait(*batchWait), vnet.WithLogger(logger))
+	opts := []vnet.Option{vnet.WithLoops(*loops), vnet.WithBackend(b), vnet.WithPin(*pin), vnet.WithBatchWait(*batchWait), vnet.WithLogger(logger)}
+	desc := "tcp echo"
+	if tlsCfg != nil {
+		opts = append(opts, vnet.WithTLS(tlsCfg))
+		desc = "tls echo"
+	}
+	s, err := vnet.Listen(*network, *addr, h, opts...)
 	if err != nil {
 		return err
 	}
-	desc := "tcp echo"
 	if *work > 0 {
 		where := "inline"
 		if *offload {
@@ -119,7 +136,7 @@ func run(args []string) error {
 		if *heavyEvery > 0 {
 			heavy = fmt.Sprintf(" (x%d on one connection in %d)", *heavyFactor, *heavyEvery)
 		}
-		desc = fmt.Sprintf("tcp echo with %d rounds of work per message%s, %s,", *work, heavy, where)
+		desc = fmt.Sprintf("%s with %d rounds of work per message%s, %s,", desc, *work, heavy, where)
 	}
 	fmt.Printf("echo-server: %s on %s, backend %s, %d loops, pid %d\n", desc, s.Addr(), s.Backend(), *loops, os.Getpid())
 

@@ -225,7 +225,7 @@ func tooLarge(n int) error {
 // parseBody parses the body of a ClientHello message (RFC 8446 §4.1.2,
 // RFC 5246 §7.4.1.2), all of it or the part in hand.
 func (h *ClientHello) parseBody(m *vector) error {
-	v, err := m.uint(2, "legacy_version")
+	v, err := m.u16("legacy_version")
 	if err != nil {
 		return err
 	}
@@ -236,31 +236,32 @@ func (h *ClientHello) parseBody(m *vector) error {
 	if _, err := m.take(32, "random"); err != nil {
 		return err
 	}
-	if _, err := m.sub(1, 0, 32, "legacy_session_id"); err != nil {
+	var skip, suites vector
+	if err := m.sub(&skip, 1, 0, 32, "legacy_session_id"); err != nil {
 		return err
 	}
-	suites, err := m.sub(2, 2, 1<<16-2, "cipher_suites")
-	if err != nil {
+	if err := m.sub(&suites, 2, 2, 1<<16-2, "cipher_suites"); err != nil {
 		return err
 	}
 	if suites.left%2 != 0 {
 		return malformed("cipher_suites: odd length %d", suites.left)
 	}
+	h.CipherSuites = slices.Grow(h.CipherSuites, suites.left/2)
 	for suites.left > 0 {
-		c, err := suites.uint(2, "cipher suite")
+		c, err := suites.u16("cipher suite")
 		if err != nil {
 			return err
 		}
 		h.CipherSuites = append(h.CipherSuites, uint16(c))
 	}
-	if _, err := m.sub(1, 1, 1<<8-1, "legacy_compression_methods"); err != nil {
+	if err := m.sub(&skip, 1, 1, 1<<8-1, "legacy_compression_methods"); err != nil {
 		return err
 	}
 	if m.left == 0 {
 		return nil // no extensions, as RFC 5246 allows
 	}
-	exts, err := m.sub(2, 0, 1<<16-1, "extensions")
-	if err != nil {
+	var exts vector
+	if err := m.sub(&exts, 2, 0, 1<<16-1, "extensions"); err != nil {
 		return err
 	}
 	if err := m.end(); err != nil {
@@ -274,14 +275,14 @@ func (h *ClientHello) parseBody(m *vector) error {
 // to come last (§4.2.11).
 func (h *ClientHello) parseExtensions(exts *vector) error {
 	var low uint64 // the types below 64 seen so far, one bit each
+	var data vector
 	h.high = h.high[:0]
 	for exts.left > 0 {
-		typ, err := exts.uint(2, "extension type")
+		typ, err := exts.u16("extension type")
 		if err != nil {
 			return err
 		}
-		data, err := exts.sub(2, 0, 1<<16-1, extensionName(typ))
-		if err != nil {
+		if err := exts.sub(&data, 2, 0, 1<<16-1, extensionName(typ)); err != nil {
 			return err
 		}
 		if typ < 64 {
@@ -345,24 +346,24 @@ func extensionName(typ int) string {
 
 // parseServerName parses a server_name extension (RFC 6066 §3).
 func (h *ClientHello) parseServerName(d *vector) error {
-	list, err := d.sub(2, 1, 1<<16-1, "server_name_list")
-	if err != nil {
+	var list vector
+	if err := d.sub(&list, 2, 1, 1<<16-1, "server_name_list"); err != nil {
 		return err
 	}
 	if err := d.end(); err != nil {
 		return err
 	}
 	var types [4]uint64 // the name types seen so far, one bit each
+	var name vector
 	for list.left > 0 {
-		t, err := list.uint(1, "name_type")
+		t, err := list.u8("name_type")
 		if err != nil {
 			return err
 		}
 		// Only host_name (0) is defined, and RFC 6066 requires the
 		// names of any later type to start with a 16-bit length too,
 		// so names of other types are skipped.
-		name, err := list.sub(2, 0, 1<<16-1, "host_name")
-		if err != nil {
+		if err := list.sub(&name, 2, 0, 1<<16-1, "host_name"); err != nil {
 			return err
 		}
 		if types[t/64]&(1<<(t%64)) != 0 {
@@ -408,16 +409,16 @@ func checkHostName(p []byte) error {
 // parseALPN parses an application_layer_protocol_negotiation extension
 // (RFC 7301 §3.1).
 func (h *ClientHello) parseALPN(d *vector) error {
-	list, err := d.sub(2, 2, 1<<16-1, "protocol_name_list")
-	if err != nil {
+	var list vector
+	if err := d.sub(&list, 2, 2, 1<<16-1, "protocol_name_list"); err != nil {
 		return err
 	}
 	if err := d.end(); err != nil {
 		return err
 	}
+	var p vector
 	for list.left > 0 {
-		p, err := list.sub(1, 0, 1<<8-1, "protocol name")
-		if err != nil {
+		if err := list.sub(&p, 1, 0, 1<<8-1, "protocol name"); err != nil {
 			return err
 		}
 		if p.left == 0 {
@@ -454,8 +455,8 @@ func (h *ClientHello) protocol(p []byte) string {
 // parseSupportedVersions parses a supported_versions extension as a
 // ClientHello carries it (RFC 8446 §4.2.1).
 func (h *ClientHello) parseSupportedVersions(d *vector) error {
-	list, err := d.sub(1, 2, 254, "versions")
-	if err != nil {
+	var list vector
+	if err := d.sub(&list, 1, 2, 254, "versions"); err != nil {
 		return err
 	}
 	if err := d.end(); err != nil {
@@ -464,8 +465,9 @@ func (h *ClientHello) parseSupportedVersions(d *vector) error {
 	if list.left%2 != 0 {
 		return malformed("supported_versions: odd length %d", list.left)
 	}
+	h.SupportedVersions = slices.Grow(h.SupportedVersions, list.left/2)
 	for list.left > 0 {
-		v, err := list.uint(2, "version")
+		v, err := list.u16("version")
 		if err != nil {
 			return err
 		}

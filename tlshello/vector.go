@@ -37,58 +37,81 @@ func errorf(sentinel error, format string, args ...any) error {
 // complete reports whether all of the vector's declared bytes are in hand.
 func (v *vector) complete() bool { return len(v.b) == v.left }
 
+// The reads below have a fast path the compiler inlines, taken whenever
+// the bytes are in hand (len(v.b) <= v.left, so those are declared too),
+// and leave errors to short.
+
 // take returns the next n bytes, named what in errors.
 func (v *vector) take(n int, what string) ([]byte, error) {
+	if n <= len(v.b) {
+		p := v.b[:n:n]
+		v.b = v.b[n:]
+		v.left -= n
+		return p, nil
+	}
+	return nil, v.short(n, what, "")
+}
+
+// u8 and u16 read a one- and a two-byte big-endian integer.
+func (v *vector) u8(what string) (int, error) {
+	if len(v.b) >= 1 {
+		x := int(v.b[0])
+		v.b = v.b[1:]
+		v.left--
+		return x, nil
+	}
+	return 0, v.short(1, what, "")
+}
+
+func (v *vector) u16(what string) (int, error) {
+	if len(v.b) >= 2 {
+		x := int(v.b[0])<<8 | int(v.b[1])
+		v.b = v.b[2:]
+		v.left -= 2
+		return x, nil
+	}
+	return 0, v.short(2, what, "")
+}
+
+// short returns the error for a read of n bytes that are not all in hand:
+// malformed if they are not all declared, ErrNeedMore if they are. The
+// read is named what+suffix, so that callers need not join the two on the
+// way to success.
+func (v *vector) short(n int, what, suffix string) error {
 	if n > v.left {
-		return nil, v.malformed("%s takes %d bytes, only %d left", what, n, v.left)
+		return v.malformed("%s%s takes %d bytes, only %d left", what, suffix, n, v.left)
 	}
-	if n > len(v.b) {
-		return nil, ErrNeedMore
-	}
-	p := v.b[:n:n]
-	v.b = v.b[n:]
-	v.left -= n
-	return p, nil
+	return ErrNeedMore
 }
 
-// uint reads an n-byte big-endian unsigned integer (n is at most 3).
-func (v *vector) uint(n int, what string) (int, error) {
-	p, err := v.take(n, what)
-	if err != nil {
-		return 0, err
+// sub reads into s a vector whose length is the next prefix (1 or 2) bytes and must
+// lie in [lo, hi]. s holds what of it is in hand; v moves past all of its
+// declared bytes, so if they are not all in hand, v's next read needs more
+// input. (Filling s in place rather than returning it keeps this, the
+// busiest function of Parse, from copying a vector through memory.)
+func (v *vector) sub(s *vector, prefix, lo, hi int, name string) error {
+	if prefix > len(v.b) {
+		return v.short(prefix, name, " length")
 	}
-	x := 0
-	for _, c := range p {
-		x = x<<8 | int(c)
+	var n int
+	if prefix == 1 {
+		n = int(v.b[0])
+	} else {
+		n = int(v.b[0])<<8 | int(v.b[1])
 	}
-	return x, nil
-}
-
-// sub reads a vector whose length is the next prefix bytes and must lie in
-// [lo, hi]. The returned vector holds what of it is in hand; v moves past
-// all of its declared bytes, so if they are not all in hand, v's next read
-// needs more input.
-func (v *vector) sub(prefix, lo, hi int, name string) (vector, error) {
-	if prefix > v.left {
-		// The message take would give, made here so that no name is
-		// built on the way to success.
-		return vector{}, v.malformed("%s length takes %d bytes, only %d left", name, prefix, v.left)
-	}
-	n, err := v.uint(prefix, "")
-	if err != nil {
-		return vector{}, err
-	}
+	v.b = v.b[prefix:]
+	v.left -= prefix
 	if n < lo || n > hi {
-		return vector{}, v.malformed("%s length %d outside %d..%d", name, n, lo, hi)
+		return v.malformed("%s length %d outside %d..%d", name, n, lo, hi)
 	}
 	if n > v.left {
-		return vector{}, v.malformed("%s length %d overruns the %d bytes left", name, n, v.left)
+		return v.malformed("%s length %d overruns the %d bytes left", name, n, v.left)
 	}
 	in := min(n, len(v.b))
-	s := vector{b: v.b[:in:in], left: n, name: name}
+	s.b, s.left, s.name = v.b[:in:in], n, name
 	v.b = v.b[in:]
 	v.left -= n
-	return s, nil
+	return nil
 }
 
 // end returns an error if declared bytes are left unread.

@@ -42,24 +42,29 @@ func Example() {
 	}
 
 	// A TLS client.
-	client, proxy := net.Pipe()
-	go func() {
-		_ = tls.Client(client, &tls.Config{ServerName: "API.example.com", NextProtos: []string{"h2", "http/1.1"}}).Handshake()
-		client.Close()
-	}()
-	pick(proxy)
+	pick(connect(func(c net.Conn) {
+		_ = tls.Client(c, &tls.Config{ServerName: "API.example.com", NextProtos: []string{"h2", "http/1.1"}}).Handshake()
+	}))
 
 	// A client speaking plain HTTP to the TLS port.
-	client, proxy = net.Pipe()
-	go func() {
-		_, _ = io.WriteString(client, "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
-		client.Close()
-	}()
-	pick(proxy)
+	pick(connect(func(c net.Conn) {
+		_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	}))
 
 	// Output:
 	// API.example.com ["h2" "http/1.1"] -> 10.0.0.2:443
 	// not TLS ("GET"...): send to the HTTP listener
+}
+
+// connect runs client on one end of a new pipe and returns the other end,
+// the proxy's side of the connection.
+func connect(client func(net.Conn)) net.Conn {
+	c, proxy := net.Pipe()
+	go func() {
+		defer c.Close()
+		client(c)
+	}()
+	return proxy
 }
 
 // readHello reads from conn until the bytes read hold a ClientHello or

@@ -26,7 +26,7 @@ func Example() {
 		hello, first, err := readHello(conn)
 		switch {
 		case errors.Is(err, tlshello.ErrNotTLS):
-			fmt.Printf("not TLS (%q...): send to the HTTP listener\n", first[:3])
+			fmt.Printf("not TLS: the %d bytes read go to the HTTP listener\n", len(first))
 			return
 		case err != nil:
 			fmt.Println("drop:", err)
@@ -53,7 +53,7 @@ func Example() {
 
 	// Output:
 	// API.example.com ["h2" "http/1.1"] -> 10.0.0.2:443
-	// not TLS ("GET"...): send to the HTTP listener
+	// not TLS: the 37 bytes read go to the HTTP listener
 }
 
 // connect runs client on one end of a new pipe and returns the other end,

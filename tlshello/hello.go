@@ -81,7 +81,8 @@ type ClientHello struct {
 
 	// ALPN lists the protocols of the application_layer_protocol_negotiation
 	// extension (RFC 7301) in the client's order of preference, or is
-	// empty if the hello has none.
+	// empty if the hello has none. Protocol names are opaque bytes to
+	// RFC 7301, so Parse checks only that none is empty.
 	ALPN []string
 
 	// SupportedVersions lists the versions of the supported_versions
@@ -104,9 +105,12 @@ type ClientHello struct {
 // again with all of them. Bytes of b after the ClientHello are ignored. On
 // any error h's fields are zero (its slices empty).
 //
-// Parse is a method so that a ClientHello can be reused: with a reused
-// value, a hello that fits in one record, names a server it named before
-// and offers only h2 and http/1.1 parses without allocating.
+// Parse is a method so that a ClientHello can be reused, by a proxy loop for
+// every connection it accepts. Once a reused value's slices have grown, a
+// hello parses without allocating, in one record or several, if its server
+// name is the last one the value allocated and each of its protocols is
+// h2, http/1.1, acme-tls/1 or the one at the same place in the value's
+// last ALPN; a new name or protocol costs one allocation.
 func (h *ClientHello) Parse(b []byte) error {
 	h.reset()
 	if err := h.parse(b); err != nil {

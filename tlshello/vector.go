@@ -37,9 +37,9 @@ func errorf(sentinel error, format string, args ...any) error {
 // complete reports whether all of the vector's declared bytes are in hand.
 func (v *vector) complete() bool { return len(v.b) == v.left }
 
-// The reads below have a fast path the compiler inlines, taken whenever
-// the bytes are in hand (len(v.b) <= v.left, so those are declared too),
-// and leave errors to short.
+// The reads below check only that their bytes are in hand, which also
+// makes them declared (len(v.b) <= v.left), and leave the rest to short, so
+// their way to success is short and builds no message.
 
 // take returns the next n bytes, named what in errors.
 func (v *vector) take(n int, what string) ([]byte, error) {
@@ -84,11 +84,12 @@ func (v *vector) short(n int, what, suffix string) error {
 	return ErrNeedMore
 }
 
-// sub reads into s a vector whose length is the next prefix (1 or 2) bytes and must
-// lie in [lo, hi]. s holds what of it is in hand; v moves past all of its
-// declared bytes, so if they are not all in hand, v's next read needs more
-// input. (Filling s in place rather than returning it keeps this, the
-// busiest function of Parse, from copying a vector through memory.)
+// sub reads into s a vector whose length is the next prefix (1 or 2)
+// bytes and must lie in [lo, hi]. s holds what of it is in hand; v moves
+// past all of its declared bytes, so if they are not all in hand, v's next
+// read needs more input. (Filling s in place rather than returning it keeps
+// this, the busiest function of Parse, from copying a vector through
+// memory.)
 func (v *vector) sub(s *vector, prefix, lo, hi int, name string) error {
 	if prefix > len(v.b) {
 		return v.short(prefix, name, " length")

@@ -51,6 +51,9 @@ type options struct {
 	splice          SpliceMode
 	spliceThreshold int
 	logger          *slog.Logger
+	sni             bool
+	routes          []Route
+	helloTimeout    time.Duration
 }
 
 func defaultOptions() options {
@@ -59,6 +62,7 @@ func defaultOptions() options {
 		cooldown:        2 * time.Second,
 		limit:           256 << 10,
 		spliceThreshold: 16 << 10,
+		helloTimeout:    5 * time.Second,
 	}
 }
 
@@ -87,6 +91,31 @@ func WithSplice(m SpliceMode) Option { return func(o *options) { o.splice = m } 
 // buffer).
 func WithSpliceThreshold(n int) Option { return func(o *options) { o.spliceThreshold = n } }
 
+// WithSNI passes TLS through to backends chosen by the server name of the
+// client's ClientHello (SNI), without terminating it, as HAProxy's
+// req.ssl_sni and nginx's ssl_preread do. The proxy reads a new client's
+// first bytes before it dials, parses them with package tlshello, picks
+// the route whose Name matches (New's backends are the default route, for
+// names without a match and hellos without one; with none, such clients
+// are closed), and forwards every byte, the hello included, unchanged.
+// Clients whose first bytes are not a TLS ClientHello, or a malformed or
+// oversized one (over tlshello.MaxLen, 17 KiB), or one not complete
+// within the hello timeout, are closed and counted in Stats.
+//
+// The listener must be plaintext (not vnet.WithTLS): the proxy routes the
+// ciphertext. WithSNI with no routes sends every TLS client to the default
+// backends and closes everything else.
+func WithSNI(routes ...Route) Option {
+	return func(o *options) {
+		o.sni = true
+		o.routes = append(o.routes, routes...)
+	}
+}
+
+// WithHelloTimeout bounds the wait for a client's complete ClientHello,
+// from its accept, under WithSNI. Default 5 s.
+func WithHelloTimeout(d time.Duration) Option { return func(o *options) { o.helloTimeout = d } }
+
 // WithLogger sets the logger. Default slog.Default().
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
@@ -102,6 +131,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("proxy: unknown splice mode %d", int(o.splice))
 	case o.spliceThreshold < 1:
 		return fmt.Errorf("proxy: splice threshold must be positive, got %d", o.spliceThreshold)
+	case o.helloTimeout <= 0:
+		return fmt.Errorf("proxy: hello timeout must be positive, got %v", o.helloTimeout)
 	}
 	if o.logger == nil {
 		o.logger = slog.Default()

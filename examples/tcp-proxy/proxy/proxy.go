@@ -28,13 +28,21 @@ const maxBackends = 64
 // vnet.Handler (and EOFHandler) for the client side: serve it with
 // vnet.Listen or vnet.NewServer. It is safe to use from many loops.
 type Proxy struct {
-	backends []backendAddr
-	opts     options
-	next     atomic.Uint32
-	shards   [statShards]shard
+	def    *group     // the backends given to New; nil when there are none
+	routes routeTable // WithSNI's routes
+	opts   options
+	shards [statShards]shard
 
 	// WARN lines that a burst of failures would repeat, once a second each.
-	dialLog, noBackendLog, localLog rateLog
+	dialLog, noBackendLog, localLog, helloLog, noRouteLog rateLog
+}
+
+// group is a set of backends taken round-robin: the default ones, or
+// those of one SNI route.
+type group struct {
+	name     string // the route's name, or "default"
+	backends []*backendAddr
+	next     atomic.Uint32
 }
 
 type backendAddr struct {
@@ -43,22 +51,45 @@ type backendAddr struct {
 }
 
 // New returns a proxy to the given backends ("host:port"). Names are
-// resolved here, once, so that loops never block on a resolver.
+// resolved here, once, so that loops never block on a resolver. With
+// WithSNI, backends are the default route and may be empty.
 func New(backends []string, opts ...Option) (*Proxy, error) {
-	if len(backends) == 0 {
-		return nil, errors.New("proxy: no backends given")
-	}
-	if len(backends) > maxBackends {
-		return nil, fmt.Errorf("proxy: at most %d backends, got %d", maxBackends, len(backends))
-	}
-	p := &Proxy{opts: defaultOptions(), backends: make([]backendAddr, len(backends))}
+	p := &Proxy{opts: defaultOptions()}
 	for _, o := range opts {
 		o(&p.opts)
 	}
 	if err := p.opts.validate(); err != nil {
 		return nil, err
 	}
-	for i, b := range backends {
+	if len(backends) == 0 && !p.opts.sni {
+		return nil, errors.New("proxy: no backends given")
+	}
+	if len(backends) == 0 && len(p.opts.routes) == 0 {
+		return nil, errors.New("proxy: no backends and no SNI routes given")
+	}
+	// A backend named twice, by two routes or a route and the default, is
+	// one backend: a failed connect puts it in cooldown for all of them.
+	pool := make(map[string]*backendAddr)
+	var err error
+	if len(backends) > 0 {
+		if p.def, err = newGroup("default", backends, pool); err != nil {
+			return nil, err
+		}
+	}
+	if p.routes, err = newRouteTable(p.opts.routes, pool); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newGroup resolves addrs into a group, taking backends already resolved
+// from pool and adding the new ones to it.
+func newGroup(name string, addrs []string, pool map[string]*backendAddr) (*group, error) {
+	if len(addrs) > maxBackends {
+		return nil, fmt.Errorf("proxy: at most %d backends per route, got %d", maxBackends, len(addrs))
+	}
+	g := &group{name: name, backends: make([]*backendAddr, len(addrs))}
+	for i, b := range addrs {
 		a, err := net.ResolveTCPAddr("tcp", b)
 		if err != nil {
 			return nil, fmt.Errorf("proxy: backend %q: %w", b, err)
@@ -66,31 +97,50 @@ func New(backends []string, opts ...Option) (*Proxy, error) {
 		if a.Port == 0 || a.IP == nil {
 			return nil, fmt.Errorf("proxy: backend %q: want host:port with a non-zero port", b)
 		}
-		p.backends[i].addr = a.String()
+		ba := pool[a.String()]
+		if ba == nil {
+			ba = &backendAddr{addr: a.String()}
+			pool[ba.addr] = ba
+		}
+		g.backends[i] = ba
 	}
-	return p, nil
+	return g, nil
 }
 
-// Backends returns the backends' resolved addresses, in order.
+// Backends returns the default backends' resolved addresses, in order.
 func (p *Proxy) Backends() []string {
-	out := make([]string, len(p.backends))
-	for i := range p.backends {
-		out[i] = p.backends[i].addr
+	if p.def == nil {
+		return nil
+	}
+	return p.def.addrs()
+}
+
+func (g *group) addrs() []string {
+	out := make([]string, len(g.backends))
+	for i, b := range g.backends {
+		out[i] = b.addr
 	}
 	return out
 }
 
 // pair is one client and its backend connection. Both live on the same
-// loop, and so does every use of pair: no locks.
+// loop, and so does every use of pair: no locks. Its states (see the
+// package doc) are routing (WithSNI: no backend yet, the client's first
+// bytes are read and kept), connecting (backend set, not linked; the
+// client's reading paused), linked, and closed.
 type pair struct {
 	p        *Proxy
 	sh       *shard
 	client   *vnet.Conn
 	backend  *vnet.Conn
-	backIdx  int
-	tried    uint64 // backends tried, by index
-	linked   bool   // the backend connected
-	up, down flow   // client→backend, backend→client
+	grp      *group // the backends to try: the default ones or the route's
+	backIdx  int    // in grp
+	tried    uint64 // backends of grp tried, by index
+	routing  bool   // waiting for the ClientHello (WithSNI)
+	hello    *vnet.Timer
+	linked   bool // the backend connected
+	copyOnly bool // a TLS client: the proxy sees plaintext, its socket carries ciphertext
+	up, down flow // client→backend, backend→client
 }
 
 // flow is one direction's state.
@@ -113,16 +163,24 @@ func (p *Proxy) OnOpen(c *vnet.Conn) {
 	// that feeds it; the loop's own pause, which stops the reading of the
 	// connection whose output is large, would stop the wrong side here.
 	c.SetWriteWaterMarks(0, 0)
+	// A TLS client (vnet.WithTLS) cannot be spliced: the kernel would move
+	// ciphertext. Knowing it here spares a refused SpliceTo per large read.
+	pr.copyOnly = c.TLS() != nil
+	if p.opts.sni {
+		pr.startRouting(c)
+		return
+	}
+	pr.grp = p.def
 	c.PauseRead()
 	pr.dial()
 }
 
-// pick chooses the next backend for pr: round-robin over the backends
-// pr has not tried, preferring those not cooling down after a failure.
-// It returns -1 when every backend has been tried.
-func (p *Proxy) pick(tried uint64) int {
-	n := len(p.backends)
-	start := int(p.next.Add(1)-1) % n
+// pick chooses the next backend of g for a pair: round-robin over the
+// backends the pair has not tried, preferring those not cooling down after
+// a failure. It returns -1 when every backend has been tried.
+func (g *group) pick(tried uint64) int {
+	n := len(g.backends)
+	start := int(g.next.Add(1)-1) % n
 	now := time.Now().UnixNano()
 	fallback := -1
 	for k := range n {
@@ -130,7 +188,7 @@ func (p *Proxy) pick(tried uint64) int {
 		if tried&(1<<i) != 0 {
 			continue
 		}
-		if p.backends[i].downUntil.Load() <= now {
+		if g.backends[i].downUntil.Load() <= now {
 			return i
 		}
 		if fallback < 0 {
@@ -145,17 +203,17 @@ func (p *Proxy) pick(tried uint64) int {
 func (pr *pair) dial() {
 	p, c := pr.p, pr.client
 	for {
-		i := p.pick(pr.tried)
+		i := pr.grp.pick(pr.tried)
 		if i < 0 {
 			p.noBackendLog.log(p.opts.logger, slog.LevelWarn, "proxy: closing client: no backend reachable",
-				"client", addrString(c.RemoteAddr()), "tried", bits.OnesCount64(pr.tried))
+				"client", addrString(c.RemoteAddr()), "route", pr.grp.name, "tried", bits.OnesCount64(pr.tried))
 			pr.sh.noBackend.Add(1)
 			c.Abort(ErrNoBackend)
 			return
 		}
 		pr.tried |= 1 << i
 		pr.backIdx = i
-		b, err := c.Loop().Dial("tcp", p.backends[i].addr, pr, p.opts.dialTimeout)
+		b, err := c.Loop().Dial("tcp", pr.grp.backends[i].addr, pr, p.opts.dialTimeout)
 		if err != nil {
 			if isLocal(err) {
 				// No socket for the dial: this process is out of descriptors
@@ -179,7 +237,7 @@ func (pr *pair) dial() {
 // dialFailed records a failed connect and starts the backend's cooldown.
 func (pr *pair) dialFailed(err error) {
 	p := pr.p
-	b := &p.backends[pr.backIdx]
+	b := pr.grp.backends[pr.backIdx]
 	b.downUntil.Store(time.Now().Add(p.opts.cooldown).UnixNano())
 	pr.sh.dialFailures.Add(1)
 	p.dialLog.log(p.opts.logger, slog.LevelWarn, "proxy: backend connect failed", "backend", b.addr, "err", err)
@@ -207,6 +265,9 @@ func (pr *pair) OnOpen(b *vnet.Conn) {
 // splice switches one direction to splice(2). If the reactor cannot, the
 // direction goes on copying.
 func (pr *pair) splice(f *flow, src, dst *vnet.Conn) {
+	if pr.copyOnly {
+		return
+	}
 	if err := src.SpliceTo(dst); err != nil {
 		if !errors.Is(err, vnet.ErrClosed) {
 			pr.p.opts.logger.Debug("proxy: splicing unavailable; copying", "err", err)
@@ -216,9 +277,14 @@ func (pr *pair) splice(f *flow, src, dst *vnet.Conn) {
 	f.spliced = true
 }
 
-// OnData forwards the client's input to the backend.
+// OnData forwards the client's input to the backend, or, while the pair
+// is routing, looks for the ClientHello in it.
 func (p *Proxy) OnData(c *vnet.Conn) {
 	pr := c.Context().(*pair)
+	if pr.routing {
+		pr.route(c)
+		return
+	}
 	pr.forward(&pr.up, c, pr.backend)
 }
 
@@ -262,6 +328,10 @@ func (pr *pair) forward(f *flow, src, dst *vnet.Conn) {
 // client's last byte.
 func (p *Proxy) OnEOF(c *vnet.Conn) {
 	pr := c.Context().(*pair)
+	if pr.routing {
+		pr.endedInHello(c)
+		return
+	}
 	pr.halfClose(pr.backend, c)
 }
 
@@ -279,6 +349,7 @@ func (pr *pair) halfClose(dst, src *vnet.Conn) {
 // OnClose ends the client's side of the pair.
 func (p *Proxy) OnClose(c *vnet.Conn, err error) {
 	pr := c.Context().(*pair)
+	pr.endRouting()
 	pr.countSpliced(&pr.up, c)
 	pr.sh.active.Add(-1)
 	if b := pr.backend; b != nil && (err != nil || !pr.linked) {

@@ -22,6 +22,14 @@ type Stats struct {
 	// PeakQueued is the most output ever queued toward one connection when
 	// the proxy paused its peer: what backpressure let a pair buffer.
 	PeakQueued int64
+
+	// With WithSNI: clients routed by their ClientHello, and clients
+	// closed before a backend was dialled because their first bytes were
+	// not a TLS ClientHello (NotTLS), were a malformed or oversized one,
+	// or one their FIN cut short (BadHello), did not complete it within
+	// the hello timeout (HelloTimeouts), or named a server no route
+	// matched, with no default route (NoRoute).
+	Routed, NotTLS, BadHello, HelloTimeouts, NoRoute uint64
 }
 
 // statShards spreads the counters so that loops do not share cache lines;
@@ -31,6 +39,8 @@ const statShards = 16
 type shard struct {
 	accepted, connected, dialFailures, noBackend atomic.Uint64
 	localFailures                                atomic.Uint64
+	routed, notTLS, badHello, helloTimeouts      atomic.Uint64
+	noRoute                                      atomic.Uint64
 	bytesUp, bytesDown                           atomic.Uint64
 	active, peak                                 atomic.Int64
 	_                                            [64]byte // keep the next shard off this cache line
@@ -64,6 +74,11 @@ func (p *Proxy) Stats() Stats {
 		st.BytesUp += s.bytesUp.Load()
 		st.BytesDown += s.bytesDown.Load()
 		st.PeakQueued = max(st.PeakQueued, s.peak.Load())
+		st.Routed += s.routed.Load()
+		st.NotTLS += s.notTLS.Load()
+		st.BadHello += s.badHello.Load()
+		st.HelloTimeouts += s.helloTimeouts.Load()
+		st.NoRoute += s.noRoute.Load()
 	}
 	return st
 }

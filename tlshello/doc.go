@@ -34,6 +34,7 @@
 // (RFC 8446 §4.2.1). It also enforces that no extension appears twice and
 // that pre_shared_key comes last (RFC 8446 §4.2), that the ClientHello
 // ends where its last record does (§5.1), and that a host_name is
-// not empty and has no trailing dot (RFC 6066). The contents of other
+// not empty, has no trailing dot and is ASCII (RFC 6066; Parse refuses
+// controls and spaces too). The contents of other
 // extensions, such as key shares, are skipped unread.
 package tlshello

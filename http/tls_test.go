@@ -4,9 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"net"
 	nethttp "net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -112,4 +117,48 @@ func TestHTTPSNeedsCertificate(t *testing.T) {
 	s := NewServer(HandlerFunc(testHandler), WithTLS(&tls.Config{}), WithLoops(1))
 	_, err := s.Listen("tcp", "127.0.0.1:0")
 	require.ErrorContains(t, err, "no certificate")
+}
+
+// Real clients over HTTPS: curl (OpenSSL) on TLS 1.2 and 1.3, and
+// Python's ssl module. Each skips when its tool is not installed.
+func TestHTTPSInterop(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		s := startServer(t, b, HandlerFunc(testHandler), WithTLS(testCert().ServerConfig()))
+		port := s.Addr().(*net.TCPAddr).Port
+		url := fmt.Sprintf("https://localhost:%d/", port)
+		dir := t.TempDir()
+		ca := filepath.Join(dir, "ca.pem")
+		require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: testCert().TLS.Certificate[0]}), 0o600))
+		resolve := fmt.Sprintf("localhost:%d:127.0.0.1", port)
+		for _, tc := range []struct {
+			name string
+			cmd  []string
+		}{
+			{"curl-tls1.2", []string{"curl", "-sS", "--max-time", "10", "--cacert", ca, "--resolve", resolve, "--tlsv1.2", "--tls-max", "1.2", url}},
+			{"curl-tls1.3", []string{"curl", "-sS", "--max-time", "10", "--cacert", ca, "--resolve", resolve, "--tlsv1.3", url}},
+			{"python-ssl", []string{"python3", "-c", `
+import socket, ssl, sys
+ctx = ssl.create_default_context(cafile=sys.argv[1])
+with socket.create_connection(("127.0.0.1", int(sys.argv[2])), timeout=10) as raw:
+    with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+print(data.split(b"\r\n\r\n", 1)[1].decode(), end="")
+`, ca, fmt.Sprint(port)}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if _, err := exec.LookPath(tc.cmd[0]); err != nil {
+					t.Skipf("%s is not installed", tc.cmd[0])
+				}
+				out, err := exec.Command(tc.cmd[0], tc.cmd[1:]...).CombinedOutput()
+				require.NoError(t, err, "%s", out)
+				require.Equal(t, "Hello, World!", string(out))
+			})
+		}
+	})
 }

@@ -138,6 +138,7 @@ type pair struct {
 	tried    uint64 // backends of grp tried, by index
 	routing  bool   // waiting for the ClientHello (WithSNI)
 	hello    *vnet.Timer
+	heard    int  // bytes of the hello in hand (routing)
 	linked   bool // the backend connected
 	copyOnly bool // a TLS client: the proxy sees plaintext, its socket carries ciphertext
 	up, down flow // client→backend, backend→client

@@ -163,6 +163,7 @@ func (pr *pair) endRouting() {
 // them, unchanged.
 func (pr *pair) route(c *vnet.Conn) {
 	in, _ := c.Peek(0)
+	pr.heard = len(in)
 	h := helloPool.Get().(*tlshello.ClientHello)
 	defer helloPool.Put(h)
 	err := h.Parse(in)
@@ -204,7 +205,7 @@ func (pr *pair) routeTo(c *vnet.Conn, serverName string) {
 // sent nothing is closed quietly (a TCP health check does that); one
 // that stopped inside its hello counts as a bad hello.
 func (pr *pair) endedInHello(c *vnet.Conn) {
-	if c.Buffered() == 0 {
+	if pr.heard == 0 { // (Buffered answers only inside OnData)
 		pr.endRouting()
 		c.Close()
 		return

@@ -2,6 +2,7 @@ package net
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"os"
@@ -229,7 +230,7 @@ func (l *Loop) onConnected(c *Conn, err error) {
 		}
 		return
 	}
-	if x := c.aux; x != nil && x.onConnect != nil {
+	if x := c.aux; x != nil && x.onConnect != nil && x.tls == nil { // TLS: at the hand-over
 		fn := x.onConnect
 		x.onConnect = nil
 		fn(nil)
@@ -243,6 +244,22 @@ func (l *Loop) onConnected(c *Conn, err error) {
 // DialContext connects to address on this loop from any goroutine and
 // waits until the connection is established (OnOpen has run) or failed.
 func (l *Loop) DialContext(ctx context.Context, network, address string, h Handler) (*Conn, error) {
+	return l.dialWait(ctx, func(timeout time.Duration) (*Conn, error) {
+		return l.Dial(network, address, h, timeout)
+	})
+}
+
+// DialTLSContext is DialContext for a TLS connection (see DialTLS): it
+// waits until the handshake is done (OnOpen has run) or failed.
+func (l *Loop) DialTLSContext(ctx context.Context, network, address string, cfg *tls.Config, h Handler) (*Conn, error) {
+	return l.dialWait(ctx, func(timeout time.Duration) (*Conn, error) {
+		return l.DialTLS(network, address, cfg, h, timeout)
+	})
+}
+
+// dialWait runs dial on the loop and waits for the connection it starts
+// to be established, or to fail, or for ctx to end.
+func (l *Loop) dialWait(ctx context.Context, dial func(timeout time.Duration) (*Conn, error)) (*Conn, error) {
 	type result struct {
 		c   *Conn
 		err error
@@ -257,7 +274,7 @@ func (l *Loop) DialContext(ctx context.Context, network, address string, h Handl
 		}
 	}
 	if err := l.Post(func() {
-		c, err := l.Dial(network, address, h, timeout)
+		c, err := dial(timeout)
 		if err != nil {
 			ch <- result{nil, err}
 			return

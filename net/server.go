@@ -2,6 +2,7 @@ package net
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -263,6 +264,18 @@ func (s *Server) Dial(ctx context.Context, network, address string, h Handler) (
 		return nil, ErrServerClosed
 	}
 	return s.leastLoaded().DialContext(ctx, network, address, h)
+}
+
+// DialTLS is Dial for a TLS connection (see Loop.DialTLS): it waits until
+// the handshake is done (OnOpen has run) or failed.
+func (s *Server) DialTLS(ctx context.Context, network, address string, cfg *tls.Config, h Handler) (*Conn, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, ErrServerClosed
+	}
+	return s.leastLoaded().DialTLSContext(ctx, network, address, cfg, h)
 }
 
 // Shutdown stops accepting, waits for open connections to close by

@@ -90,9 +90,10 @@ type tlsServer struct {
 	running atomic.Int64
 }
 
-// tlsAcceptor is the listener's handler of a TLS server: it starts each
-// connection's handshake and hands the connection to the user's handler
-// when it is done.
+// tlsAcceptor is the listener's handler of a TLS server, and the handler
+// of a TLS dial until its handshake is done: it starts each connection's
+// handshake and hands the connection to the user's handler when it is
+// done.
 type tlsAcceptor struct {
 	ts    *tlsServer
 	inner Handler
@@ -100,10 +101,12 @@ type tlsAcceptor struct {
 
 // tlsLayer is one connection's TLS state.
 type tlsLayer struct {
-	tc    *tls.Conn
-	tr    tlsTransport
-	ts    *tlsServer // while it counts in ts.running; nil after
-	inner Handler
+	tc      *tls.Conn
+	tr      tlsTransport
+	ts      *tlsServer // while it counts in ts.running; nil after
+	inner   Handler
+	client  bool   // a DialTLS connection
+	pending []byte // plaintext a client wrote before its hand-over
 	live  bool                 // handed over (loop only)
 	fin   bool                 // the peer's FIN came during the handshake
 	state *tls.ConnectionState // set at the hand-over, for Conn.TLS
@@ -212,18 +215,18 @@ func (t *tlsTransport) feed(b []byte) (buffered int) {
 func (a *tlsAcceptor) OnOpen(c *Conn) {
 	l := c.loop
 	ts := a.ts
-	if ts.running.Add(1) > ts.max {
-		ts.running.Add(-1)
-		l.stats.tlsRefused.Add(1)
-		c.err = ErrTLSHandshakeLimit
-		l.closeGracefully(c)
-		return
+	t := c.tlsLayer() // a dial's, attached by DialTLS
+	if t == nil {
+		if ts.running.Add(1) > ts.max {
+			ts.running.Add(-1)
+			l.stats.tlsRefused.Add(1)
+			c.err = ErrTLSHandshakeLimit
+			l.closeGracefully(c)
+			return
+		}
+		t = newTLSLayer(c, a.inner, ts)
+		t.tc = tls.Server(&t.tr, ts.cfg)
 	}
-	t := &tlsLayer{inner: a.inner, ts: ts}
-	t.tr.c = c
-	t.tr.cond.L = &t.tr.mu
-	t.tc = tls.Server(&t.tr, ts.cfg)
-	c.more().tls = t
 	t.timer = c.AfterFunc(ts.timeout, func() {
 		if !t.live && c.state == connOpen {
 			l.stats.tlsTimeouts.Add(1)
@@ -231,6 +234,15 @@ func (a *tlsAcceptor) OnOpen(c *Conn) {
 		}
 	})
 	go handshake(c, t)
+}
+
+// newTLSLayer attaches a TLS layer to c, counted in ts.running.
+func newTLSLayer(c *Conn, inner Handler, ts *tlsServer) *tlsLayer {
+	t := &tlsLayer{inner: inner, ts: ts}
+	t.tr.c = c
+	t.tr.cond.L = &t.tr.mu
+	c.more().tls = t
+	return t
 }
 
 // OnData cannot run: a handshaking connection's input goes to the layer.
@@ -309,6 +321,20 @@ func (l *Loop) tlsHandOver(c *Conn, t *tlsLayer) {
 	st := t.tc.ConnectionState()
 	t.state = &st
 	c.h = t.inner
+	if len(t.pending) > 0 {
+		// What a client wrote while it connected goes first.
+		p := t.pending
+		t.pending = nil
+		if _, err := l.tlsWrite(c, t, p); err != nil {
+			l.abort(c, err)
+			return
+		}
+	}
+	if x := c.aux; x.onConnect != nil {
+		fn := x.onConnect
+		x.onConnect = nil
+		fn(nil)
+	}
 	l.callOpen(c)
 	if c.state != connOpen {
 		return
@@ -388,8 +414,13 @@ const (
 	tlsPlainKeep = 1 << 20
 )
 
-// tlsWrite encrypts p into c's output.
+// tlsWrite encrypts p into c's output. Before the hand-over (a dial's
+// writes while it connects) p waits in the layer.
 func (l *Loop) tlsWrite(c *Conn, t *tlsLayer, p []byte) (int, error) {
+	if !t.live {
+		t.pending = append(t.pending, p...)
+		return len(p), nil
+	}
 	n, err := t.tc.Write(p)
 	if err != nil {
 		return n, fmt.Errorf("%w: %w", ErrTLS, err)
@@ -459,4 +490,36 @@ func (l *Loop) tlsGather(bufs [][]byte, n int) []byte {
 		l.tlsJoin = b[:0]
 	}
 	return b
+}
+
+// DialTLS is Dial for a TLS connection: once the TCP connect completes,
+// the client handshake runs off the loop (within the TLS handshake
+// timeout, DefaultTLSHandshakeTimeout), and h.OnOpen runs only when it is
+// done; a handshake that fails closes the connection with an error
+// wrapping ErrTLS (h.OnClose, no OnOpen). Writes made before then are
+// encrypted and sent after the handshake. cfg is used as tls.Client uses
+// it; when its ServerName is empty, the host of address is used, as
+// crypto/tls.Dial does. Call it on the loop.
+func (l *Loop) DialTLS(network, address string, cfg *tls.Config, h Handler, timeout time.Duration) (*Conn, error) {
+	if cfg == nil {
+		return nil, errors.New("veloq: DialTLS needs a tls.Config")
+	}
+	if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
+		host, _, err := net.SplitHostPort(address)
+		if err != nil {
+			return nil, fmt.Errorf("veloq: DialTLS: %w", err)
+		}
+		cfg = cfg.Clone()
+		cfg.ServerName = host
+	}
+	ts := &tlsServer{cfg: cfg, timeout: DefaultTLSHandshakeTimeout, max: DefaultMaxTLSHandshakes}
+	c, err := l.Dial(network, address, &tlsAcceptor{ts: ts, inner: h}, timeout)
+	if err != nil {
+		return nil, err
+	}
+	ts.running.Add(1) // the dial's own count; nothing refuses it
+	t := newTLSLayer(c, h, ts)
+	t.client = true
+	t.tc = tls.Client(&t.tr, cfg)
+	return c, nil
 }

@@ -2,6 +2,7 @@ package net
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -555,5 +556,101 @@ func TestTLSHandshakeFlood(t *testing.T) {
 			return st.Conns == 1 && st.TLSHandshakes == uint64(served)+1 && st.TLSRefused == uint64(refused)
 		}, 10*time.Second, time.Millisecond, "%+v", tlsTotals(s))
 		require.Less(t, worst, 5*time.Second, "the loop stalled during the flood")
+	})
+}
+
+// tlsEchoPeer is a crypto/tls echo server on 127.0.0.1, the peer of the
+// DialTLS tests; it reports each connection's negotiated server name.
+func tlsEchoPeer(t *testing.T, cfg *tls.Config) (addr string, names chan string) {
+	t.Helper()
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	names = make(chan string, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				tc := c.(*tls.Conn)
+				if tc.Handshake() != nil {
+					return
+				}
+				names <- tc.ConnectionState().ServerName
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	return ln.Addr().String(), names
+}
+
+// A loop dials out over TLS: what the handler writes before the handshake
+// is done is encrypted and sent after it, OnOpen runs once the handshake
+// is done (Conn.TLS shows it), and the echo comes back decrypted. The
+// waiting form returns after the handshake.
+func TestDialTLS(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		addr, names := tlsEchoPeer(t, testCert().ServerConfig())
+		s := startServer(t, b, echoHandler())
+		got := make(chan string, 1)
+		opened := make(chan *tls.ConnectionState, 1)
+		h := &HandlerFuncs{
+			Open: func(c *Conn) { opened <- c.TLS() },
+			Data: func(c *Conn) {
+				if c.Buffered() >= len("early+late") {
+					p, _ := c.Next(-1)
+					got <- string(p)
+				}
+			},
+		}
+		l := s.Loops()[0]
+		dialed := make(chan *Conn, 1)
+		require.NoError(t, l.Post(func() {
+			cfg := &tls.Config{RootCAs: testCert().Pool}
+			c, err := l.DialTLS("tcp", "localhost"+addr[strings.LastIndex(addr, ":"):], cfg, h, 5*time.Second)
+			dialed <- c
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			c.Write([]byte("early+"))
+			c.AfterFunc(0, func() { c.Write([]byte("late")) })
+		}))
+		first := <-dialed
+		// The peer echoes until it is closed: close ours so the server
+		// can shut down.
+		t.Cleanup(func() { l.Post(func() { first.Close() }) })
+		st := <-opened
+		require.NotNil(t, st)
+		require.Equal(t, "localhost", st.ServerName)
+		require.Equal(t, "localhost", <-names)
+		require.Equal(t, "early+late", <-got)
+
+		// The waiting form, from another goroutine.
+		c, err := s.DialTLS(context.Background(), "tcp", addr, testCert().ClientConfig("localhost"), echoHandler())
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Loop().Post(func() { c.Close() }) })
+		require.NotNil(t, c.TLS())
+		require.Equal(t, "localhost", <-names)
+	})
+}
+
+// A TLS dial whose handshake fails (the server's certificate does not
+// cover the name asked for) closes with an error wrapping ErrTLS; the
+// handler never sees OnOpen, and the waiting form returns the error.
+func TestDialTLSFails(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		addr, _ := tlsEchoPeer(t, testCert().ServerConfig())
+		s := startServer(t, b, echoHandler())
+		opened := make(chan struct{}, 1)
+		h := &HandlerFuncs{Open: func(c *Conn) { opened <- struct{}{} }}
+		_, err := s.DialTLS(context.Background(), "tcp", addr, testCert().ClientConfig("wrong.example"), h)
+		require.ErrorIs(t, err, ErrTLS)
+		var verr *tls.CertificateVerificationError
+		require.ErrorAs(t, err, &verr)
+		require.Empty(t, opened)
 	})
 }

@@ -654,3 +654,87 @@ func TestDialTLSFails(t *testing.T) {
 		require.Empty(t, opened)
 	})
 }
+
+// GetCertificate picks the certificate by the name the client asks for
+// (SNI), and a certificate swapped in while the server runs is served to
+// the next handshake: reloading without a restart.
+func TestTLSGetCertificate(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		certs := map[string]*selfsigned.Cert{}
+		for _, name := range []string{"a.test", "b.test"} {
+			c, err := selfsigned.New(time.Hour, name)
+			require.NoError(t, err)
+			certs[name] = c
+		}
+		var mu sync.Mutex
+		cfg := &tls.Config{GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if c, ok := certs[hello.ServerName]; ok {
+				return &c.TLS, nil
+			}
+			return nil, errors.New("no certificate for " + hello.ServerName)
+		}}
+		s := startTLS(t, b, echoHandler(), cfg)
+		leaf := func(name string) string {
+			c := dialTLS(t, s, certs[name].ClientConfig(name))
+			return c.ConnectionState().PeerCertificates[0].SerialNumber.String()
+		}
+		require.Equal(t, certs["a.test"].Leaf.SerialNumber.String(), leaf("a.test"))
+		require.Equal(t, certs["b.test"].Leaf.SerialNumber.String(), leaf("b.test"))
+
+		renewed, err := selfsigned.New(2*time.Hour, "a.test")
+		require.NoError(t, err)
+		mu.Lock()
+		old := certs["a.test"]
+		certs["a.test"] = renewed
+		mu.Unlock()
+		require.Equal(t, renewed.Leaf.SerialNumber.String(), leaf("a.test"))
+		require.NotEqual(t, old.Leaf.SerialNumber, renewed.Leaf.SerialNumber)
+	})
+}
+
+// The write water marks count ciphertext: a TLS client that sends 8 MiB
+// to an echo and reads nothing until the server stopped reading leaves
+// the connection's output near the high-water mark, and every byte then
+// comes back, in order.
+func TestTLSSlowReaderBoundsOutput(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		const size, high = 8 << 20, 64 << 10
+		s := startTLS(t, b, echoHandler(), nil, WithLoops(1), WithWriteWaterMarks(high/2, high))
+		c := dialTLS(t, s, nil)
+		c.SetDeadline(time.Now().Add(60 * time.Second))
+		msg := make([]byte, size)
+		for i := range msg {
+			msg[i] = byte(i*7 + i>>12)
+		}
+		wrote := make(chan error, 1)
+		go func() {
+			_, err := c.Write(msg)
+			wrote <- err
+		}()
+		// Wait until the server's input stops growing: it paused.
+		var last uint64
+		stable := 0
+		require.Eventually(t, func() bool {
+			in := tlsTotals(s).BytesIn
+			if in == last && in > 0 {
+				stable++
+			} else {
+				stable = 0
+			}
+			last = in
+			return stable >= 5
+		}, 30*time.Second, 50*time.Millisecond)
+		peak := s.Stats()[0].PeakConnOutput
+		t.Logf("%s: server took %d KiB before pausing; peak pending output %d KiB, held input %d KiB",
+			b, last>>10, peak>>10, s.Stats()[0].PeakConnInput>>10)
+		// Above the mark by at most the echo of one input report's records.
+		require.LessOrEqual(t, peak, int64(high+96<<10))
+		got := make([]byte, size)
+		_, err := io.ReadFull(c, got)
+		require.NoError(t, err)
+		require.NoError(t, <-wrote)
+		require.True(t, bytes.Equal(msg, got), "echo differs")
+	})
+}

@@ -376,3 +376,23 @@ func TestNewRejectsBadRoutes(t *testing.T) {
 		{Name: "*.a.test", Backends: []string{"127.0.0.1:1", "127.0.0.1:2"}}}, p.Routes())
 	require.Empty(t, p.Backends())
 }
+
+// A burst of clients that are not TLS is closed and counted one by one,
+// and logged once: the line is rate-limited like the proxy's others.
+func TestSNIRefusalsLogOnce(t *testing.T) {
+	be := newSNISetup(t)
+	var logs logBuffer
+	p, s := startProxy(t, vnet.BackendEpoll, []string{be.def.addr}, proxy.WithSNI(be.routes(t)...),
+		proxy.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	const clients = 5
+	start := time.Now()
+	for range clients {
+		expectClosed(t, dial(t, s.Addr()))
+	}
+	idle(t, p, s)
+	// One line a second at most, should a slow machine take longer.
+	most := 1 + int(time.Since(start)/time.Second)
+	require.Equal(t, uint64(clients), p.Stats().NotTLS)
+	lines := strings.Count(logs.String(), "no usable TLS ClientHello")
+	require.True(t, lines >= 1 && lines <= most, "%d lines, want 1 to %d:\n%s", lines, most, logs.String())
+}

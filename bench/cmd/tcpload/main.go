@@ -16,15 +16,27 @@
 // each connect, write one message, read its echo, close, and start over; the
 // latency recorded is the whole cycle, connect included.
 //
+// With -tls every connection speaks TLS 1.3 (crypto/tls, X25519, no session
+// cache: with -churn every connection is a full handshake). With -http the
+// exchange is an HTTP/1.1 GET / instead of an echo: the answer must be a 200
+// whose body is -expect (keep-alive, or "Connection: close" with -churn), so
+// the same load runs against HTTP(S) servers, e.g. a full TLS handshake per
+// request, which wrk cannot make (it resumes TLS sessions when it
+// reconnects).
+//
 //	tcpload -addr 127.0.0.1:9000 -conns 64 -size 64 -duration 10s
 //	tcpload -addr 127.0.0.1:9000 -json -server-pid 1234   # + server CPU over the window
 //	tcpload -addr 127.0.0.1:9000 -idle 10000 -hold 30s     # open and hold idle connections
 //	tcpload -addr 127.0.0.1:9000 -churn -conns 32          # a new connection per request
+//	tcpload -addr 127.0.0.1:9443 -tls -churn -http         # a full TLS handshake per HTTPS request
+//	tcpload -addr 127.0.0.1:9443 -tls -idle 10000 -server-pid 1234 -json  # server KiB per idle TLS conn
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -33,6 +45,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -59,6 +72,10 @@ type config struct {
 	idle         int
 	hold         time.Duration
 	churn        bool
+	tls          bool
+	http         bool
+	expect       string
+	tlsConfig    *tls.Config // with -tls: every connection's client configuration
 }
 
 func main() {
@@ -84,6 +101,9 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&c.idle, "idle", 0, "idle mode: open this many connections, echo one message on each, then hold them")
 	fs.DurationVar(&c.hold, "hold", 30*time.Second, "idle mode: hold the connections this long at most (SIGINT/SIGTERM releases them earlier)")
 	fs.BoolVar(&c.churn, "churn", false, "a new connection per request: -conns workers each connect, echo one message, close, repeat")
+	fs.BoolVar(&c.tls, "tls", false, "speak TLS 1.3 (X25519, no session resumption: every connection is a full handshake; the server's certificate is not verified)")
+	fs.BoolVar(&c.http, "http", false, "the exchange is an HTTP/1.1 GET / answered by 200 and -expect (keep-alive; \"Connection: close\" with -churn) instead of an echo; -size is unused")
+	fs.StringVar(&c.expect, "expect", "Hello, World!", "with -http, the body GET / must answer")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -109,6 +129,12 @@ func run(args []string, out io.Writer) error {
 	case c.hold <= 0 || c.hold > time.Hour:
 		return fmt.Errorf("-hold %v: want (0, 1h]", c.hold)
 	}
+	if c.tls {
+		c.tlsConfig = clientTLS()
+	}
+	if c.http && c.expect == "" {
+		return errors.New("-expect must not be empty: the body is how a wrong answer is caught")
+	}
 	if c.idle > 0 {
 		if c.churn {
 			return errors.New("-idle and -churn exclude each other")
@@ -117,6 +143,9 @@ func run(args []string, out io.Writer) error {
 	}
 	if c.churn && c.pipeline != 1 {
 		return errors.New("-churn sends one message per connection: -pipeline must be 1")
+	}
+	if c.http && c.pipeline != 1 {
+		return errors.New("-http sends one request at a time: -pipeline must be 1")
 	}
 	if c.conns < 1 || c.conns > 100000 {
 		return fmt.Errorf("-conns %d: want 1..100000", c.conns)
@@ -140,6 +169,114 @@ func message(pattern []byte, conn, n, size int) []byte {
 	return pattern[off : off+size]
 }
 
+// clientTLS is the configuration of every -tls connection.
+func clientTLS() *tls.Config {
+	return &tls.Config{
+		// The servers under test present throwaway self-signed
+		// certificates (echo-server and the peers' -tls-self-signed, the
+		// nginx certificate bench/tls.sh makes), and loopback.Addr has
+		// already refused every address that is not this machine's, so
+		// there is nobody to authenticate. The client still checks the
+		// server's handshake signature against the certificate's key, so
+		// the server does all of a real handshake's work.
+		InsecureSkipVerify: true,
+		// TLS 1.3 with X25519 alone: what wrk and nginx (OpenSSL 3.0)
+		// settle on too, so handshake figures from tcpload and wrk
+		// compare. Go would otherwise offer Go servers the costlier
+		// X25519MLKEM768 hybrid.
+		MinVersion:       tls.VersionTLS13,
+		CurvePreferences: []tls.CurveID{tls.X25519},
+		// No ClientSessionCache, so no ticket is kept and no connection
+		// resumes a session: each is a full handshake (certificate and
+		// signature included), which is the cost -churn measures. The
+		// tickets servers send after the handshake are read and dropped.
+		ClientSessionCache: nil,
+	}
+}
+
+// dial opens one connection to c.addr; with -tls it returns once the
+// handshake is done, the whole within d's timeout and deadline.
+func (c config) dial(ctx context.Context, d *net.Dialer) (net.Conn, error) {
+	if c.tlsConfig == nil {
+		return d.DialContext(ctx, "tcp", c.addr)
+	}
+	td := tls.Dialer{NetDialer: d, Config: c.tlsConfig}
+	return td.DialContext(ctx, "tcp", c.addr)
+}
+
+// httpGet is the -http exchange: GET / and its answer, which must be a 200
+// whose Content-Length body is the expected one. One per connection at a
+// time (it holds the connection's read buffer).
+type httpGet struct {
+	req    []byte
+	expect []byte
+	body   []byte
+	br     *bufio.Reader
+}
+
+// errBody marks an answer that came whole but was not the expected one: a
+// mismatch, like an echo that differs.
+var errBody = errors.New("answer differs from the expected 200 and body")
+
+func newHTTPGet(c config) *httpGet {
+	connHdr := ""
+	if c.churn {
+		connHdr = "Connection: close\r\n"
+	}
+	return &httpGet{
+		req:    []byte("GET / HTTP/1.1\r\nHost: " + c.addr + "\r\n" + connHdr + "\r\n"),
+		expect: []byte(c.expect),
+		body:   make([]byte, len(c.expect)),
+		br:     bufio.NewReaderSize(nil, 4096),
+	}
+}
+
+// roundTrip writes the request on conn and reads the answer through h.br,
+// which must read from conn (h.br.Reset(conn) when the connection is new).
+// It understands just what the servers under test answer: a status line, headers
+// and a Content-Length body; anything else is an error.
+func (h *httpGet) roundTrip(conn net.Conn) error {
+	if _, err := conn.Write(h.req); err != nil {
+		return err
+	}
+	line, err := h.br.ReadSlice('\n')
+	if err != nil {
+		return fmt.Errorf("status line: %w", err)
+	}
+	if !bytes.HasPrefix(line, []byte("HTTP/1.1 200 ")) {
+		return fmt.Errorf("%w: status line %q", errBody, bytes.TrimSpace(line))
+	}
+	n := -1
+	for {
+		line, err = h.br.ReadSlice('\n')
+		if err != nil {
+			return fmt.Errorf("header: %w", err)
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			break
+		}
+		name, value, _ := bytes.Cut(line, []byte(":"))
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if n, err = strconv.Atoi(string(bytes.TrimSpace(value))); err != nil || n < 0 {
+				return fmt.Errorf("header %q: bad Content-Length", bytes.TrimSpace(line))
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			return fmt.Errorf("header %q: only Content-Length bodies are read", bytes.TrimSpace(line))
+		}
+	}
+	if n != len(h.expect) {
+		return fmt.Errorf("%w: Content-Length %d, want %d", errBody, n, len(h.expect))
+	}
+	if _, err := io.ReadFull(h.br, h.body); err != nil {
+		return fmt.Errorf("body: %w", err)
+	}
+	if !bytes.Equal(h.body, h.expect) {
+		return fmt.Errorf("%w: body %q", errBody, h.body)
+	}
+	return nil
+}
+
 // dialAll opens n connections with at most parallel connects in flight; ping,
 // if not nil, runs on each new connection. The result has a nil entry for
 // every connection that failed.
@@ -157,7 +294,7 @@ func dialAll(ctx context.Context, c config, n int, ping func(i int, conn net.Con
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			conn, err := d.DialContext(ctx, "tcp", c.addr)
+			conn, err := c.dial(ctx, &d)
 			if err != nil {
 				errs.Add(fmt.Errorf("dial: %w", err))
 				return
@@ -193,6 +330,7 @@ type worker struct {
 	pattern []byte
 	phase   *atomic.Int32
 	errs    *result.ErrCount
+	get     *httpGet // -http: the exchange is a GET instead of an echo
 
 	hist       *hdr.Histogram
 	requests   int64
@@ -210,6 +348,38 @@ func (w *worker) fail(err error) {
 func (w *worker) mismatch(n int) {
 	w.mismatches++
 	w.errs.Add(fmt.Errorf("conn %d: message %d: echoed bytes differ from those sent", w.id, n))
+}
+
+// runHTTP drives -http on one kept-alive connection: GET, answer, repeat.
+func (w *worker) runHTTP() {
+	w.get.br.Reset(w.conn)
+	for n := 0; w.phase.Load() != phaseStop; n++ {
+		t := time.Now()
+		if !w.exchange(w.conn, nil, nil, n) {
+			return
+		}
+		if w.phase.Load() == phaseMeasure {
+			w.hist.RecordValue(int64(time.Since(t)))
+			w.requests++
+		}
+	}
+}
+
+// exchange runs one request on conn: with -http a GET (w.get.br must read
+// from conn), otherwise an echo of msg read back into rbuf. It counts any
+// failure and reports whether the answer came back intact.
+func (w *worker) exchange(conn net.Conn, msg, rbuf []byte, n int) bool {
+	if w.get == nil {
+		return w.echoOnce(conn, msg, rbuf, n)
+	}
+	if err := w.get.roundTrip(conn); err != nil {
+		if errors.Is(err, errBody) {
+			w.mismatches++
+		}
+		w.fail(fmt.Errorf("request %d: %w", n, err))
+		return false
+	}
+	return true
 }
 
 // runSerial drives one message at a time: write, read it back, repeat.
@@ -243,13 +413,16 @@ func (w *worker) runSerial() {
 // back, close. The time recorded runs from the start of the connect to the
 // last byte of the echo. A failed connect is counted and retried after a
 // short pause, so a refusing server cannot turn the worker into a busy loop.
-func (w *worker) runChurn(addr string, dialTimeout time.Duration, deadline time.Time) {
-	d := net.Dialer{Timeout: dialTimeout, Deadline: deadline}
+//
+// With -tls the connect includes a full handshake; with -http the request
+// says "Connection: close", so the server closes its side too.
+func (w *worker) runChurn(c config, deadline time.Time) {
+	d := net.Dialer{Timeout: c.dialTimeout, Deadline: deadline}
 	rbuf := make([]byte, w.size)
 	for n := 0; w.phase.Load() != phaseStop; n++ {
 		msg := message(w.pattern, w.id, n, w.size)
 		t := time.Now()
-		conn, err := d.Dial("tcp", addr)
+		conn, err := c.dial(context.Background(), &d)
 		if err != nil {
 			w.dialErrors++
 			w.fail(fmt.Errorf("dial: %w", err))
@@ -257,7 +430,10 @@ func (w *worker) runChurn(addr string, dialTimeout time.Duration, deadline time.
 			continue
 		}
 		conn.SetDeadline(deadline)
-		ok := w.echoOnce(conn, msg, rbuf, n)
+		if w.get != nil {
+			w.get.br.Reset(conn)
+		}
+		ok := w.exchange(conn, msg, rbuf, n)
 		dur := time.Since(t)
 		conn.Close()
 		if ok && w.phase.Load() == phaseMeasure {
@@ -387,8 +563,12 @@ func runLoad(c config, out io.Writer) error {
 	var workers []*worker
 	for i, conn := range conns {
 		if conn != nil || c.churn {
-			workers = append(workers, &worker{id: i, conn: conn, size: c.size, pattern: pattern,
-				phase: &phase, errs: errs, hist: newHist()})
+			w := &worker{id: i, conn: conn, size: c.size, pattern: pattern,
+				phase: &phase, errs: errs, hist: newHist()}
+			if c.http {
+				w.get = newHTTPGet(c)
+			}
+			workers = append(workers, w)
 		}
 	}
 	dialErrors := errs.N()
@@ -401,15 +581,18 @@ func runLoad(c config, out io.Writer) error {
 	var wg sync.WaitGroup
 	for _, w := range workers {
 		if c.churn {
-			wg.Go(func() { w.runChurn(c.addr, c.dialTimeout, deadline) })
+			wg.Go(func() { w.runChurn(c, deadline) })
 			continue
 		}
 		w.conn.SetDeadline(deadline)
 		wg.Go(func() {
 			defer w.conn.Close()
-			if c.pipeline == 1 {
+			switch {
+			case c.http:
+				w.runHTTP()
+			case c.pipeline == 1:
 				w.runSerial()
-			} else {
+			default:
 				w.runPipelined(c.pipeline)
 			}
 		})
@@ -447,6 +630,7 @@ func runLoad(c config, out io.Writer) error {
 	total := newHist()
 	r := result.Load{
 		Tool: "tcpload", Addr: c.addr, Conns: c.conns, ConnsOK: len(workers), Size: c.size, Churn: c.churn,
+		TLS: c.tls, HTTP: c.http,
 		Pipeline: c.pipeline, WarmupS: c.warmup.Seconds(), WindowS: window,
 		Errors: errs.N(), DialErrors: dialErrors, FirstError: errs.First(),
 	}
@@ -459,6 +643,13 @@ func runLoad(c config, out io.Writer) error {
 	r.RPS = float64(r.Requests) / window
 	r.BytesSent = r.Requests * int64(c.size)
 	r.BytesRecv = r.BytesSent
+	if c.http {
+		// The answers' sizes differ from server to server (headers) and
+		// are not counted: only the requests' are known.
+		r.Size = 0
+		r.BytesSent = r.Requests * int64(len(newHTTPGet(c).req))
+		r.BytesRecv = 0
+	}
 	us := func(v int64) float64 { return float64(v) / 1e3 }
 	r.Latency = result.Latency{
 		P50: us(total.ValueAtQuantile(50)), P90: us(total.ValueAtQuantile(90)),
@@ -487,9 +678,20 @@ func runLoad(c config, out io.Writer) error {
 	if c.churn {
 		how = fmt.Sprintf("%d workers, a new connection per request", r.Conns)
 	}
-	fmt.Fprintf(out, "tcpload: %s, %s, %d B messages, pipeline %d, window %.2fs (after %v warmup)\n",
-		r.Addr, how, r.Size, r.Pipeline, r.WindowS, c.warmup)
-	fmt.Fprintf(out, "  requests   %d (%.0f req/s), %d bytes each way\n", r.Requests, r.RPS, r.BytesSent)
+	what := fmt.Sprintf("%d B messages", r.Size)
+	if c.http {
+		what = "GET /"
+	}
+	if c.tls {
+		what += " over TLS"
+	}
+	fmt.Fprintf(out, "tcpload: %s, %s, %s, pipeline %d, window %.2fs (after %v warmup)\n",
+		r.Addr, how, what, r.Pipeline, r.WindowS, c.warmup)
+	if c.http {
+		fmt.Fprintf(out, "  requests   %d (%.0f req/s), %d request bytes sent\n", r.Requests, r.RPS, r.BytesSent)
+	} else {
+		fmt.Fprintf(out, "  requests   %d (%.0f req/s), %d bytes each way\n", r.Requests, r.RPS, r.BytesSent)
+	}
 	fmt.Fprintf(out, "  latency    p50 %.1fµs  p90 %.1fµs  p99 %.1fµs  p99.9 %.1fµs  max %.1fµs  mean %.1fµs\n",
 		r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.P999, r.Latency.Max, r.Latency.Mean)
 	fmt.Fprintf(out, "  errors     %d (mismatches %d, dial %d)\n", r.Errors, r.Mismatches, r.DialErrors)
@@ -504,9 +706,26 @@ func runLoad(c config, out io.Writer) error {
 	return nil
 }
 
-// runIdle opens c.idle connections, echoes one message on each (so the
-// server has really accepted and set each one up), prints a "ready" line,
-// then holds them until -hold passes or SIGINT/SIGTERM arrives.
+// idleResult is an idle run's outcome; with -server-pid, the server's
+// memory too.
+type idleResult struct {
+	result.Idle
+	TLS  bool `json:"tls,omitempty"`
+	HTTP bool `json:"http,omitempty"`
+
+	ServerPID          int     `json:"server_pid,omitempty"`
+	ServerRSSBeforeKiB int64   `json:"server_rss_before_kib,omitempty"`
+	ServerRSSAfterKiB  int64   `json:"server_rss_after_kib,omitempty"`
+	ServerKiBPerConn   float64 `json:"server_kib_per_conn,omitempty"`
+}
+
+// runIdle opens c.idle connections, makes one exchange on each (an echo
+// of -size bytes, or with -http a GET /, so that the server has really
+// accepted and set up each one, TLS handshake included with -tls), prints
+// a "ready" line, then holds them until -hold passes or SIGINT/SIGTERM
+// arrives. With -server-pid it reads the server's VmRSS before the first
+// connect and again at the end of the hold, with every connection still
+// open, and reports the growth per connection held.
 func runIdle(c config, out io.Writer) error {
 	if c.idle > 200000 {
 		return fmt.Errorf("-idle %d: want at most 200000", c.idle)
@@ -519,11 +738,30 @@ func runIdle(c config, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(sig, c.hold+2*time.Minute)
 	defer cancel()
 
+	r := idleResult{Idle: result.Idle{Tool: "tcpload", Addr: c.addr, Conns: c.idle}, TLS: c.tls, HTTP: c.http}
+	if c.serverPID > 0 {
+		rss, err := proc.RSSKiB(c.serverPID)
+		if err != nil {
+			return fmt.Errorf("reading server pid %d's RSS: %w", c.serverPID, err)
+		}
+		r.ServerPID, r.ServerRSSBeforeKiB = c.serverPID, rss
+	}
 	pattern := makePattern(c.size)
 	start := time.Now()
 	conns, errs := dialAll(ctx, c, c.idle, func(i int, conn net.Conn) error {
 		conn.SetDeadline(time.Now().Add(10 * time.Second))
 		defer conn.SetDeadline(time.Time{})
+		if c.http {
+			// The reader is dropped after the answer: nothing more comes
+			// on an idle connection, so the client keeps no buffer per
+			// connection.
+			g := newHTTPGet(c)
+			g.br.Reset(conn)
+			if err := g.roundTrip(conn); err != nil {
+				return fmt.Errorf("conn %d: ping: %w", i, err)
+			}
+			return nil
+		}
 		msg := message(pattern, i, 0, c.size)
 		if _, err := conn.Write(msg); err != nil {
 			return fmt.Errorf("conn %d: ping: %w", i, err)
@@ -537,7 +775,7 @@ func runIdle(c config, out io.Writer) error {
 		}
 		return nil
 	})
-	r := result.Idle{Tool: "tcpload", Addr: c.addr, Conns: c.idle, OpenS: time.Since(start).Seconds()}
+	r.OpenS = time.Since(start).Seconds()
 	for _, conn := range conns {
 		if conn != nil {
 			r.ConnsOK++
@@ -553,6 +791,16 @@ func runIdle(c config, out io.Writer) error {
 	case <-hold.C:
 	case <-sig.Done():
 	}
+	if c.serverPID > 0 {
+		// Read while every connection is still open: the figure is what
+		// the server holds for them, after the hold let it settle.
+		if rss, err := proc.RSSKiB(c.serverPID); err == nil {
+			r.ServerRSSAfterKiB = rss
+			if r.ConnsOK > 0 {
+				r.ServerKiBPerConn = float64(rss-r.ServerRSSBeforeKiB) / float64(r.ConnsOK)
+			}
+		}
+	}
 	for _, conn := range conns {
 		if conn != nil {
 			conn.Close()
@@ -565,5 +813,9 @@ func runIdle(c config, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "tcpload: held %d/%d idle conns (opened in %.2fs), errors %d %s\n",
 		r.ConnsOK, r.Conns, r.OpenS, r.Errors, r.FirstError)
+	if r.ServerPID > 0 {
+		fmt.Fprintf(out, "  server RSS %d -> %d KiB, %.2f KiB per idle conn\n",
+			r.ServerRSSBeforeKiB, r.ServerRSSAfterKiB, r.ServerKiBPerConn)
+	}
 	return nil
 }

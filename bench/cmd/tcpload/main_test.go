@@ -2,13 +2,20 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/veloq/veloq/bench/internal/result"
+	"github.com/veloq/veloq/bench/internal/selfsigned"
 )
 
 func TestMessagesDiffer(t *testing.T) {
@@ -35,6 +42,8 @@ func TestRejectsBadFlags(t *testing.T) {
 		{"-conns", "0"},
 		{"-churn", "-pipeline", "2"},
 		{"-churn", "-idle", "5"},
+		{"-http", "-pipeline", "2"},
+		{"-http", "-expect", ""},
 		{"extra"},
 	} {
 		if err := run(args, &out); err == nil {
@@ -115,6 +124,164 @@ func TestChurnCountsRefusedConnects(t *testing.T) {
 	ln.Close() // nothing listens there now
 	r := runJSON(t, "-addr", addr, "-churn", "-conns", "2")
 	if r.Requests != 0 || r.DialErrors == 0 || r.Errors < r.DialErrors || r.FirstError == "" {
+		t.Fatalf("result = %+v", r)
+	}
+}
+
+// tlsEcho serves TLS echo (crypto/tls, the bench's self-signed
+// certificate, session tickets issued as crypto/tls does by default) on a
+// loopback port until the test ends, and counts full and resumed
+// handshakes.
+func tlsEcho(t *testing.T) (addr string, full, resumed *atomic.Int64) {
+	t.Helper()
+	ln := tlsListener(t)
+	full, resumed = countHandshakes(ln)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	return ln.Addr().String(), full, resumed
+}
+
+type countingListener struct {
+	net.Listener
+	cfg *tls.Config
+}
+
+// tlsListener listens on 127.0.0.1 with a fresh self-signed certificate;
+// it closes when the test ends.
+func tlsListener(t *testing.T) *countingListener {
+	t.Helper()
+	cert, err := selfsigned.New(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inner.Close() })
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}}
+	return &countingListener{Listener: tls.NewListener(inner, cfg), cfg: cfg}
+}
+
+// countHandshakes counts ln's completed handshakes, full and resumed.
+func countHandshakes(ln *countingListener) (full, resumed *atomic.Int64) {
+	full, resumed = new(atomic.Int64), new(atomic.Int64)
+	ln.cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		if cs.DidResume {
+			resumed.Add(1)
+		} else {
+			full.Add(1)
+		}
+		return nil
+	}
+	return full, resumed
+}
+
+func TestTLSLoadAgainstEcho(t *testing.T) {
+	addr, full, _ := tlsEcho(t)
+	r := runJSON(t, "-addr", addr, "-tls", "-conns", "4", "-size", "100")
+	if !r.TLS || r.Requests == 0 || r.Errors != 0 || r.ConnsOK != 4 {
+		t.Fatalf("result = %+v", r)
+	}
+	if n := full.Load(); n != 4 {
+		t.Fatalf("server completed %d handshakes, want 4", n)
+	}
+}
+
+// Every churned TLS connection is a full handshake, although the server
+// issues session tickets a caching client would resume with.
+func TestTLSChurnIsAFullHandshakePerRequest(t *testing.T) {
+	addr, full, resumed := tlsEcho(t)
+	r := runJSON(t, "-addr", addr, "-tls", "-churn", "-conns", "2")
+	if !r.Churn || !r.TLS || r.Requests == 0 || r.Errors != 0 {
+		t.Fatalf("result = %+v", r)
+	}
+	if f, res := full.Load(), resumed.Load(); f < r.Requests || res != 0 {
+		t.Fatalf("%d full and %d resumed handshakes for %d requests: want a full one each", f, res, r.Requests)
+	}
+}
+
+// A TLS client against a plaintext server fails loudly instead of
+// measuring anything.
+func TestTLSAgainstPlaintextFails(t *testing.T) {
+	addr, _ := echoServer(t)
+	var out bytes.Buffer
+	err := run([]string{"-addr", addr, "-tls", "-conns", "2", "-dial-timeout", "1s", "-warmup", "0s", "-duration", "100ms"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "no connection") {
+		t.Fatalf("err = %v, want no connection opened", err)
+	}
+}
+
+func TestTLSIdleReportsServerMemory(t *testing.T) {
+	addr, full, _ := tlsEcho(t)
+	var out bytes.Buffer
+	// This process is the server: its RSS is read before and after.
+	err := run([]string{"-addr", addr, "-tls", "-idle", "5", "-hold", "100ms", "-server-pid", strconv.Itoa(os.Getpid()), "-json"}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var r idleResult
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		t.Fatalf("%v: %s", err, out.Bytes())
+	}
+	if r.ConnsOK != 5 || r.Errors != 0 || !r.TLS || r.ServerRSSBeforeKiB <= 0 || r.ServerRSSAfterKiB <= 0 {
+		t.Fatalf("result = %+v", r)
+	}
+	if n := full.Load(); n != 5 {
+		t.Fatalf("server completed %d handshakes, want 5", n)
+	}
+}
+
+// httpsServer serves GET / with body over TLS, counting handshakes and
+// requests.
+func httpsServer(t *testing.T, body string) (addr string, full, requests *atomic.Int64) {
+	t.Helper()
+	ln := tlsListener(t)
+	full, _ = countHandshakes(ln)
+	requests = new(atomic.Int64)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Write([]byte(body))
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String(), full, requests
+}
+
+func TestHTTPSChurnAndKeepAlive(t *testing.T) {
+	addr, full, requests := httpsServer(t, "Hello, World!")
+	r := runJSON(t, "-addr", addr, "-tls", "-http", "-churn", "-conns", "2")
+	if !r.HTTP || r.Requests == 0 || r.Errors != 0 {
+		t.Fatalf("churn: result = %+v", r)
+	}
+	if f, n := full.Load(), requests.Load(); f != n || n < r.Requests {
+		t.Fatalf("churn: %d handshakes for %d requests served, %d counted: want one each", f, n, r.Requests)
+	}
+	before := full.Load()
+	r = runJSON(t, "-addr", addr, "-tls", "-http", "-conns", "3")
+	if r.Requests == 0 || r.Errors != 0 || r.ConnsOK != 3 {
+		t.Fatalf("keep-alive: result = %+v", r)
+	}
+	if f := full.Load() - before; f != 3 {
+		t.Fatalf("keep-alive: %d handshakes, want 3 (one per connection)", f)
+	}
+}
+
+func TestHTTPWrongBodyIsAMismatch(t *testing.T) {
+	addr, _, _ := httpsServer(t, "something else")
+	r := runJSON(t, "-addr", addr, "-tls", "-http", "-conns", "1")
+	if r.Requests != 0 || r.Mismatches == 0 || !strings.Contains(r.FirstError, "body") {
 		t.Fatalf("result = %+v", r)
 	}
 }

@@ -22,6 +22,8 @@ type Load struct {
 	Size     int     `json:"size"`            // message size, bytes
 	Pipeline int     `json:"pipeline"`        // messages in flight per connection
 	Churn    bool    `json:"churn,omitempty"` // a new connection per request (Conns = concurrent workers)
+	TLS      bool    `json:"tls,omitempty"`   // over TLS (tcpload -tls)
+	HTTP     bool    `json:"http,omitempty"`  // each request a GET / instead of an echo (tcpload -http)
 	WarmupS  float64 `json:"warmup_s"`        // warmup asked for
 	WindowS  float64 `json:"window_s"`        // measured window, as sampled
 

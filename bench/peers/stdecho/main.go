@@ -7,10 +7,19 @@
 // the same cost echo-server's -work gives a message) before it is echoed,
 // in the connection's goroutine: the Go scheduler shares the CPU between
 // busy connections.
+//
+// With -tls-self-signed it is the crypto/tls echo baseline (go-tls in
+// bench/tls.sh): the listener is wrapped in tls.NewListener with an ECDSA
+// P-256 certificate made at start, crypto/tls's defaults otherwise
+// (session tickets issued, as veloq's are), and each connection's
+// goroutine reads plaintext through its tls.Conn. The handshake runs on
+// that goroutine's first Read. On shutdown it prints the full and resumed
+// handshakes it completed.
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,11 +30,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
+
+	"github.com/veloq/veloq/bench/internal/selfsigned"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:9001", "listen address")
 	work := flag.Int("work", 0, "CPU cost per chunk read: rounds of FNV-1a hashing over it")
+	selfSigned := flag.Bool("tls-self-signed", false, "serve TLS echo with a self-signed ECDSA P-256 certificate made at start (clients must skip verification)")
 	flag.Parse()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -33,8 +46,30 @@ func main() {
 		os.Exit(1)
 	}
 	desc := "tcp echo"
+	var full, resumed atomic.Int64
+	if *selfSigned {
+		cert, err := selfsigned.New(24 * time.Hour)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stdecho:", err)
+			os.Exit(1)
+		}
+		ln = tls.NewListener(ln, &tls.Config{
+			Certificates: []tls.Certificate{cert},
+			// Called once per completed handshake: counts them off the
+			// data path.
+			VerifyConnection: func(cs tls.ConnectionState) error {
+				if cs.DidResume {
+					resumed.Add(1)
+				} else {
+					full.Add(1)
+				}
+				return nil
+			},
+		})
+		desc = "tls echo"
+	}
 	if *work > 0 {
-		desc = fmt.Sprintf("tcp echo with %d rounds of work per read", *work)
+		desc = fmt.Sprintf("%s with %d rounds of work per read", desc, *work)
 	}
 	fmt.Printf("stdecho: %s on %s, GOMAXPROCS %d, pid %d\n", desc, ln.Addr(), runtime.GOMAXPROCS(0), os.Getpid())
 
@@ -75,6 +110,10 @@ func main() {
 		})
 	}
 	wg.Wait()
+	if *selfSigned {
+		fmt.Printf("stdecho: shut down: %d full TLS handshakes, %d resumed\n", full.Load(), resumed.Load())
+		return
+	}
 	fmt.Println("stdecho: shut down")
 }
 

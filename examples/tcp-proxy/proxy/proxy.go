@@ -139,6 +139,7 @@ type pair struct {
 	routing  bool   // waiting for the ClientHello (WithSNI)
 	hello    *vnet.Timer
 	heard    int  // bytes of the hello in hand (routing)
+	marks    int  // recordMarks of the input at the last parse (routing)
 	linked   bool // the backend connected
 	copyOnly bool // a TLS client: the proxy sees plaintext, its socket carries ciphertext
 	up, down flow // client→backend, backend→client

@@ -164,6 +164,10 @@ func (pr *pair) endRouting() {
 func (pr *pair) route(c *vnet.Conn) {
 	in, _ := c.Peek(0)
 	pr.heard = len(in)
+	if m := recordMarks(in); len(in) >= 5 && m == pr.marks {
+		return // no new header or record since the last parse: no new answer
+	}
+	pr.marks = recordMarks(in)
 	h := helloPool.Get().(*tlshello.ClientHello)
 	defer helloPool.Put(h)
 	err := h.Parse(in)
@@ -222,4 +226,24 @@ func (pr *pair) refuse(c *vnet.Conn, n *atomic.Uint64, err error) {
 	p.helloLog.log(p.opts.logger, slog.LevelWarn, "proxy: closing client: no usable TLS ClientHello",
 		"client", addrString(c.RemoteAddr()), "err", err)
 	c.Abort(err)
+}
+
+// recordMarks counts the TLS record headers, and the records complete
+// behind them, at the start of in. A hello's parse can give a new answer
+// only when that count grows, so route parses once per record piece
+// instead of once per read: a client trickling its hello a byte at a
+// time cost about 17,000 parses of up to 16 KiB each (some 50 ms of the
+// loop) and now costs two per record.
+func recordMarks(in []byte) int {
+	marks, off := 0, 0
+	for off+5 <= len(in) {
+		marks++
+		end := off + 5 + (int(in[off+3])<<8 | int(in[off+4]))
+		if end > len(in) {
+			break
+		}
+		marks++
+		off = end
+	}
+	return marks
 }

@@ -20,12 +20,22 @@
 // wrk also applies its own coordinated-omission correction to the latency
 // histogram, so its percentiles are not comparable with tcpload's.
 // Only loopback addresses are accepted.
+//
+// With -tls the URL is https:// (wrk does not verify certificates, nor does
+// the preflight: the servers' certificates are self-signed and the address
+// is loopback). With -close every request says "Connection: close", so wrk
+// opens a connection per request; the result then carries the TCP
+// connections accepted on this machine over the measured run
+// (tcp_passive_opens), to check that it did. Note that wrk (OpenSSL) resumes
+// the TLS session on each reconnect when the server issues tickets: for a
+// full handshake per request use tcpload -tls -http -churn.
 package main
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -59,6 +69,8 @@ type config struct {
 	serverPID int
 	json      bool
 	wrk       string
+	tls       bool
+	close     bool
 }
 
 func main() {
@@ -82,6 +94,8 @@ func run(args []string, out, log io.Writer) error {
 	fs.IntVar(&c.serverPID, "server-pid", 0, "if set, sample this process's CPU time (/proc) around the measured run")
 	fs.BoolVar(&c.json, "json", false, "print the result as one JSON object")
 	fs.StringVar(&c.wrk, "wrk", "wrk", "wrk binary")
+	fs.BoolVar(&c.tls, "tls", false, "https:// (no certificate verification: for self-signed benchmark servers on loopback)")
+	fs.BoolVar(&c.close, "close", false, `send "Connection: close": a new connection per request (wrk resumes TLS sessions when the server allows)`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -106,6 +120,8 @@ func run(args []string, out, log io.Writer) error {
 		return fmt.Errorf("-timeout %v: want at least 1s", c.timeout)
 	case !strings.HasPrefix(c.path, "/"):
 		return fmt.Errorf("-path %q must start with /", c.path)
+	case c.close && c.pipeline != 1:
+		return errors.New("-close ends the connection after each request: -pipeline must be 1")
 	}
 	wrk, err := exec.LookPath(c.wrk)
 	if err != nil {
@@ -132,7 +148,11 @@ func wholeSeconds(d time.Duration) int {
 }
 
 func runLoad(ctx context.Context, c config, log io.Writer) (*result.Load, error) {
-	url := "http://" + c.addr + c.path
+	scheme := "http://"
+	if c.tls {
+		scheme = "https://"
+	}
+	url := scheme + c.addr + c.path
 	if err := preflight(url, c.expect); err != nil {
 		return nil, err
 	}
@@ -146,9 +166,12 @@ func runLoad(ctx context.Context, c config, log io.Writer) (*result.Load, error)
 		return nil, err
 	}
 	wrkArgs := func(secs int) []string {
-		return []string{"-t1", "-c" + strconv.Itoa(c.conns), "-d" + strconv.Itoa(secs) + "s",
-			"--timeout", strconv.Itoa(wholeSeconds(c.timeout)) + "s", "--latency",
-			"-s", script, url, "--", strconv.Itoa(c.pipeline)}
+		a := []string{"-t1", "-c" + strconv.Itoa(c.conns), "-d" + strconv.Itoa(secs) + "s",
+			"--timeout", strconv.Itoa(wholeSeconds(c.timeout)) + "s", "--latency"}
+		if c.close {
+			a = append(a, "-H", "Connection: close")
+		}
+		return append(a, "-s", script, url, "--", strconv.Itoa(c.pipeline))
 	}
 
 	if c.warmup > 0 {
@@ -163,6 +186,7 @@ func runLoad(ctx context.Context, c config, log io.Writer) (*result.Load, error)
 			return nil, fmt.Errorf("sampling server pid %d: %w", c.serverPID, err)
 		}
 	}
+	opens0, opensErr := proc.PassiveOpens()
 	t0 := time.Now()
 	secs := wholeSeconds(c.duration)
 	stdout, clientCPU, err := runWrk(ctx, c.wrk, secs, wrkArgs(secs), log)
@@ -170,6 +194,7 @@ func runLoad(ctx context.Context, c config, log io.Writer) (*result.Load, error)
 	if err != nil {
 		return nil, err
 	}
+	opens1, opensErr1 := proc.PassiveOpens()
 	var rss int64
 	if c.serverPID > 0 {
 		if s1, err = proc.Take(c.serverPID); err != nil {
@@ -184,6 +209,10 @@ func runLoad(ctx context.Context, c config, log io.Writer) (*result.Load, error)
 
 	r := rep.load()
 	r.Addr, r.Conns, r.Pipeline, r.WarmupS = c.addr, c.conns, c.pipeline, float64(wholeSeconds(c.warmup))
+	r.TLS, r.Churn = c.tls, c.close
+	if c.close && opensErr == nil && opensErr1 == nil {
+		r.PassiveOpens = opens1 - opens0
+	}
 	r.ClientCPUS = clientCPU
 	r.ClientCPUUtil = clientCPU / wall
 	if c.serverPID > 0 {
@@ -204,7 +233,13 @@ func runLoad(ctx context.Context, c config, log io.Writer) (*result.Load, error)
 // answers something else (a 404, another body) fails loudly instead of
 // being benchmarked on different work.
 func preflight(url, expect string) error {
-	cl := &http.Client{Timeout: 5 * time.Second}
+	cl := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		// https:// is only used against the benchmarks' self-signed
+		// servers on a loopback address (checked in run), as wrk, which
+		// verifies nothing, will be.
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+	}}
+	defer cl.CloseIdleConnections()
 	resp, err := cl.Get(url)
 	if err != nil {
 		return fmt.Errorf("preflight: %w", err)
@@ -362,6 +397,10 @@ func printText(out io.Writer, r *result.Load) {
 	fmt.Fprintf(out, "  latency    p50 %.1fµs  p90 %.1fµs  p99 %.1fµs  p99.9 %.1fµs  max %.1fµs  mean %.1fµs\n",
 		r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.P999, r.Latency.Max, r.Latency.Mean)
 	fmt.Fprintf(out, "  errors     %d %s\n", r.Errors, r.FirstError)
+	if r.Churn {
+		fmt.Fprintf(out, "  reconnects %d TCP connections accepted on this machine in the window (%.2f per request)\n",
+			r.PassiveOpens, float64(r.PassiveOpens)/max(1, float64(r.Requests)))
+	}
 	fmt.Fprintf(out, "  wrk CPU    %.2fs (%.0f%% of one core)\n", r.ClientCPUS, 100*r.ClientCPUUtil)
 	if r.ServerPID > 0 {
 		fmt.Fprintf(out, "  server CPU %.2fs (%.0f%% of one core), %.0f req per server CPU-second, RSS %d KiB\n",

@@ -53,6 +53,7 @@ func TestRejects(t *testing.T) {
 		{"-duration", "0s"},
 		{"-path", "x"},
 		{"-wrk", "/nonexistent/wrk"},
+		{"-close", "-pipeline", "2"},
 	} {
 		if err := run(args, io.Discard, io.Discard); err == nil {
 			t.Errorf("run(%q) = nil, want an error", args)
@@ -100,5 +101,33 @@ func TestAgainstServer(t *testing.T) {
 	}
 	if r.Requests == 0 || r.Errors != 0 || r.Pipeline != 4 || r.Latency.P50 <= 0 || r.ClientCPUS <= 0 {
 		t.Fatalf("result = %+v", r)
+	}
+}
+
+// TestAgainstHTTPSWithClose runs the real wrk over TLS with a connection
+// per request, for one second, and checks that wrk did reconnect.
+func TestAgainstHTTPSWithClose(t *testing.T) {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		t.Skip("wrk not installed")
+	}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "Hello, World!")
+	}))
+	defer srv.Close()
+	var out bytes.Buffer
+	addr := strings.TrimPrefix(srv.URL, "https://")
+	if err := run([]string{"-addr", addr, "-tls", "-close", "-conns", "2", "-warmup", "0", "-duration", "1s", "-json"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var r result.Load
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v: %s", err, out.Bytes())
+	}
+	if r.Requests == 0 || r.Errors != 0 || !r.TLS || !r.Churn {
+		t.Fatalf("result = %+v", r)
+	}
+	// Other processes may accept connections too: only a lower bound holds.
+	if r.PassiveOpens < r.Requests {
+		t.Fatalf("%d connections accepted for %d requests: wrk did not reconnect", r.PassiveOpens, r.Requests)
 	}
 }

@@ -139,3 +139,38 @@ func FDCount(pid int) (int, error) {
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	return len(ents), err
 }
+
+// PassiveOpens returns the TCP connections accepted so far in this network
+// namespace (PassiveOpens in /proc/net/snmp), by every process: over a
+// window in which one server alone is loaded, its change tells how many
+// connections that load opened.
+func PassiveOpens() (int64, error) {
+	b, err := os.ReadFile("/proc/net/snmp")
+	if err != nil {
+		return 0, err
+	}
+	return parseSNMP(b, "Tcp:", "PassiveOpens")
+}
+
+// parseSNMP finds field in /proc/net/snmp's contents: each protocol has a
+// line of names, then a line of values, both starting with proto.
+func parseSNMP(b []byte, proto, field string) (int64, error) {
+	var names []string
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != proto {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, name := range names {
+			if name == field && i < len(f) {
+				return strconv.ParseInt(f[i], 10, 64)
+			}
+		}
+		break
+	}
+	return 0, fmt.Errorf("proc: no %s %s in snmp", proto, field)
+}

@@ -63,3 +63,17 @@ func TestSelf(t *testing.T) {
 		t.Fatal("CLK_TCK <= 0")
 	}
 }
+
+func TestParseSNMP(t *testing.T) {
+	b := []byte("Ip: Forwarding DefaultTTL\nIp: 1 64\n" +
+		"Tcp: RtoAlgorithm RtoMin ActiveOpens PassiveOpens AttemptFails\nTcp: 1 200 305842 305582 230\n")
+	if n, err := parseSNMP(b, "Tcp:", "PassiveOpens"); err != nil || n != 305582 {
+		t.Fatalf("PassiveOpens = %d, %v", n, err)
+	}
+	if _, err := parseSNMP(b, "Tcp:", "Nope"); err == nil {
+		t.Fatal("a missing field must fail")
+	}
+	if _, err := PassiveOpens(); err != nil {
+		t.Fatalf("this machine's /proc/net/snmp: %v", err)
+	}
+}

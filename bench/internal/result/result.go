@@ -35,6 +35,10 @@ type Load struct {
 	Mismatches int64   `json:"mismatches"` // echoed bytes that differ from what was sent
 	DialErrors int64   `json:"dial_errors"`
 	FirstError string  `json:"first_error,omitempty"`
+	// wrkload -close: TCP connections accepted on the machine during the
+	// window (/proc/net/snmp PassiveOpens, every process's): about one per
+	// request when wrk really reconnects.
+	PassiveOpens int64 `json:"tcp_passive_opens,omitempty"`
 
 	Latency Latency `json:"latency"`
 

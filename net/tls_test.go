@@ -738,3 +738,60 @@ func TestTLSSlowReaderBoundsOutput(t *testing.T) {
 		require.True(t, bytes.Equal(msg, got), "echo differs")
 	})
 }
+
+// Handshakes the server's configuration rules out end with the alert that
+// says why, counted, and the handler never sees them: a protocol the
+// client offers that the server does not speak (ALPN), a version below
+// the server's MinVersion.
+func TestTLSRefusedHandshakes(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		opened := make(chan struct{}, 4)
+		scfg := testCert().ServerConfig()
+		scfg.NextProtos = []string{"h2", "http/1.1"}
+		scfg.MinVersion = tls.VersionTLS13
+		s := startTLS(t, b, &HandlerFuncs{Open: func(*Conn) { opened <- struct{}{} }}, scfg, WithLoops(1))
+		for i, tc := range []struct {
+			name  string
+			cfg   func(*tls.Config)
+			alert string
+		}{
+			{"alpn", func(c *tls.Config) { c.NextProtos = []string{"smtp"} }, "no application protocol"},
+			{"version", func(c *tls.Config) { c.MaxVersion = tls.VersionTLS12 }, "protocol version"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				raw, err := net.Dial("tcp", s.Addr().String())
+				require.NoError(t, err)
+				defer raw.Close()
+				raw.SetDeadline(time.Now().Add(10 * time.Second))
+				cfg := testCert().ClientConfig("localhost")
+				tc.cfg(cfg)
+				err = tls.Client(raw, cfg).Handshake()
+				require.ErrorContains(t, err, tc.alert)
+				require.Eventually(t, func() bool { return tlsTotals(s).TLSHandshakeErrors == uint64(i+1) },
+					5*time.Second, time.Millisecond)
+			})
+		}
+		require.Empty(t, opened)
+	})
+}
+
+// A record longer than TLS allows, after the handshake, is answered with
+// record_overflow and the connection closes with ErrTLS.
+func TestTLSOversizedRecord(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		closed := make(chan error, 1)
+		s := startTLS(t, b, &HandlerFuncs{Close: func(c *Conn, err error) { closed <- err }}, nil)
+		raw, err := net.Dial("tcp", s.Addr().String())
+		require.NoError(t, err)
+		defer raw.Close()
+		raw.SetDeadline(time.Now().Add(10 * time.Second))
+		c := tls.Client(raw, testCert().ClientConfig("localhost"))
+		require.NoError(t, c.Handshake())
+		// Application data, 18,433 bytes announced: past 2^14 + 256.
+		_, err = raw.Write([]byte{23, 3, 3, 0x48, 0x01, 0, 0, 0})
+		require.NoError(t, err)
+		_, err = c.Read(make([]byte, 1))
+		require.ErrorContains(t, err, "record overflow")
+		require.ErrorIs(t, <-closed, ErrTLS)
+	})
+}

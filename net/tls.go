@@ -105,12 +105,11 @@ type tlsLayer struct {
 	tr      tlsTransport
 	ts      *tlsServer // while it counts in ts.running; nil after
 	inner   Handler
-	client  bool   // a DialTLS connection
-	pending []byte // plaintext a client wrote before its hand-over
-	live  bool                 // handed over (loop only)
-	fin   bool                 // the peer's FIN came during the handshake
-	state *tls.ConnectionState // set at the hand-over, for Conn.TLS
-	timer *Timer               // handshake timeout
+	pending []byte               // plaintext a client wrote before its hand-over
+	live    bool                 // handed over (loop only)
+	fin     bool                 // the peer's FIN came during the handshake
+	state   *tls.ConnectionState // set at the hand-over, for Conn.TLS
+	timer   *Timer               // handshake timeout
 }
 
 // tlsTransport is the net.Conn under a connection's tls.Conn.
@@ -519,7 +518,6 @@ func (l *Loop) DialTLS(network, address string, cfg *tls.Config, h Handler, time
 	}
 	ts.running.Add(1) // the dial's own count; nothing refuses it
 	t := newTLSLayer(c, h, ts)
-	t.client = true
 	t.tc = tls.Client(&t.tr, cfg)
 	return c, nil
 }

@@ -8,13 +8,14 @@
 //     and opens one TLS 1.3 record of 64 B and of 16 KiB, as an echo server
 //     does once per message: it opens the client's record and seals its
 //     answer;
-//
 //   - BenchmarkHandshakeCrypto: the public-key work a server does in each
 //     full TLS 1.3 handshake with an ECDSA P-256 certificate and X25519
 //     (a key pair, the shared secret, one signature). HKDF, the transcript
 //     hash and the records are not in it.
 //
-//     go test -run '^$' -bench . ./tlscost
+// Run from bench/ (tls.sh runs it on the server's CPU):
+//
+//	go test -run '^$' -bench . ./tlscost
 package tlscost
 
 import (

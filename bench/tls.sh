@@ -467,7 +467,7 @@ us_per() { awk -v e="$1" 'BEGIN {if (e == "n/a" || e + 0 == 0) print "n/a"; else
 	echo
 	echo "- The idle figures are (server VmRSS with every connection open and idle, after a $hold hold) − (VmRSS before the first connect), ÷ connections held; for the Go servers they include garbage the collector has not returned yet. Each HTTPS connection made one GET / on keep-alive first, each TLS echo connection one 64 B echo (the plaintext rows the same without TLS), so every server has finished the handshake and served once."
 	echo "- Full handshakes (tcpload -tls -http -churn): tcpload's client keeps no session cache, so every connection is a full TLS 1.3 handshake (certificate and signature), although every server issues tickets; net/http's own count, under its table, checks it. The client verifies the server's signature (not the self-signed chain), so the load generator spends more per handshake than the server: watch the load CPU column."
-	echo "- wrk's \"Connection: close\" reconnects for every request (conns/request is the TCP connections the machine accepted over the window, ÷ requests: about 1), but OpenSSL keeps the session across wrk's reconnects and every server resumes it (the resumes column, checked with openssl s_client): those are resumed handshakes (PSK with X25519, no certificate, no signature)."
+	have wrk && echo "- wrk's \"Connection: close\" reconnects for every request (conns/request is the TCP connections the machine accepted over the window, ÷ requests: about 1), but OpenSSL keeps the session across wrk's reconnects and every server resumes it (the resumes column, checked with openssl s_client): those are resumed handshakes (PSK with X25519, no certificate, no signature)."
 	for n in "${notes[@]}"; do echo "- $n"; done
 } >>"$out"
 

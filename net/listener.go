@@ -27,6 +27,12 @@ type listener struct {
 	retry    *Timer
 	closed   chan struct{}
 	closeErr error // from close(2), read after closed is closed
+	// unlink is the path of a Unix socket this server bound itself, removed
+	// once the socket is closed, as net.UnixListener does: the file outlives
+	// the socket, and a stale one makes the next bind fail with
+	// EADDRINUSE. Empty for a socket handed in by the caller, whose file
+	// is the caller's to manage (like net.FileListener).
+	unlink string
 }
 
 // Listener is the handle AddListener returns.
@@ -55,11 +61,17 @@ func (h *Listener) Closed() <-chan struct{} { return h.ln.closed }
 // the loop each accepted connection goes to (one-acceptor balancing); the
 // loop owns fd from here on. Safe from any goroutine.
 func (l *Loop) AddListener(fd int, network string, h Handler, dispatch func() *Loop) (*Listener, error) {
+	return l.addListener(fd, network, h, dispatch, "")
+}
+
+// addListener is AddListener for a socket bound to the Unix path unlink
+// (empty: none to remove), which is removed once the socket is closed.
+func (l *Loop) addListener(fd int, network string, h Handler, dispatch func() *Loop, unlink string) (*Listener, error) {
 	addr, err := sock.LocalAddr(fd)
 	if err != nil {
 		return nil, err
 	}
-	ln := &listener{fd: fd, network: network, addr: addr, h: h, dispatch: dispatch, closed: make(chan struct{})}
+	ln := &listener{fd: fd, network: network, addr: addr, h: h, dispatch: dispatch, closed: make(chan struct{}), unlink: unlink}
 	errc := make(chan error, 1)
 	if err := l.Post(func() {
 		if l.stopping {
@@ -107,6 +119,12 @@ func (l *Loop) closeListener(ln *listener) {
 func (l *Loop) closedListener(ln *listener) {
 	if err := unix.Close(ln.fd); err != nil {
 		ln.closeErr = os.NewSyscallError("close", err)
+	}
+	if ln.unlink != "" {
+		// Like net.UnixListener, ignore the error: the file may have been
+		// removed or replaced by someone else, and either way the socket
+		// is closed.
+		_ = unix.Unlink(ln.unlink)
 	}
 	if int(ln.idx) < len(l.listeners) && l.listeners[ln.idx] == ln {
 		l.listeners[ln.idx] = nil

@@ -157,6 +157,12 @@ func (s *Server) Listen(network, address string) (net.Addr, error) {
 			return nil, fmt.Errorf("veloq: listen %s %s: %w", network, address, err)
 		}
 	}
+	// A Unix socket file this server binds is its to remove on close
+	// (see listener.unlink); an abstract name ('@') has no file.
+	var unlink string
+	if ua, ok := a.Net.(*net.UnixAddr); ok && ua.Name != "" && ua.Name[0] != '@' {
+		unlink = ua.Name
+	}
 	var added []*Listener
 	undo := func() {
 		for _, ln := range added {
@@ -187,9 +193,12 @@ func (s *Server) Listen(network, address string) (net.Addr, error) {
 		if !perLoop && len(s.loops) > 1 {
 			dispatch = s.pick
 		}
-		ln, err := l.AddListener(fd, network, s.h, dispatch)
+		ln, err := l.addListener(fd, network, s.h, dispatch, unlink)
 		if err != nil {
 			unix.Close(fd)
+			if unlink != "" {
+				_ = unix.Unlink(unlink) // bound above, never handed to a listener
+			}
 			undo()
 			return nil, err
 		}

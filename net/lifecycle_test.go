@@ -1,0 +1,96 @@
+package net
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A Unix socket file the server bound is removed when it stops, by
+// Shutdown or by Close, so the next server can listen on the same path
+// (it failed with EADDRINUSE while the file stayed).
+func TestUnixSocketFileRemoved(t *testing.T) {
+	stops := []struct {
+		name string
+		stop func(*Server) error
+	}{
+		{"Shutdown", func(s *Server) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return s.Shutdown(ctx)
+		}},
+		{"Close", (*Server).Close},
+	}
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		for _, st := range stops {
+			t.Run(st.name, func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "veloq.sock")
+				for round := range 2 { // the second round listens where the first left off
+					s, err := Listen("unix", path, echoHandler(), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+					if err != nil {
+						t.Fatalf("round %d: listen: %v", round, err)
+					}
+					c, err := net.Dial("unix", path)
+					if err != nil {
+						t.Fatalf("round %d: dial: %v", round, err)
+					}
+					c.SetDeadline(time.Now().Add(5 * time.Second))
+					c.Write([]byte("ping"))
+					if p, err := readFull(c, 4); err != nil || string(p) != "ping" {
+						t.Fatalf("round %d: echo %q, %v", round, p, err)
+					}
+					c.Close()
+					if err := st.stop(s); err != nil {
+						t.Fatalf("round %d: %s: %v", round, st.name, err)
+					}
+					if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+						t.Fatalf("round %d: after %s the socket file is still there (stat: %v)", round, st.name, err)
+					}
+				}
+			})
+		}
+	})
+}
+
+// A socket the caller bound and handed to AddListener keeps its file: like
+// net.FileListener's, it is the caller's to remove.
+func TestUnixSocketFileKeptForAddListener(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		path := filepath.Join(t.TempDir(), "veloq.sock")
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+			unix.Close(fd)
+			t.Fatal(err)
+		}
+		if err := unix.Listen(fd, 16); err != nil {
+			unix.Close(fd)
+			t.Fatal(err)
+		}
+		s, err := NewServer(echoHandler(), WithBackend(b), WithLoops(1), WithLogger(testLogger(t)))
+		if err != nil {
+			unix.Close(fd)
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ln, err := s.Loops()[0].AddListener(fd, "unix", echoHandler(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ln.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("the caller's socket file was removed: %v", err)
+		}
+	})
+}

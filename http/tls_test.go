@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,13 +22,8 @@ import (
 	"github.com/veloq/veloq/reactor"
 )
 
-var testCert = sync.OnceValue(func() *selfsigned.Cert {
-	c, err := selfsigned.New(24 * time.Hour)
-	if err != nil {
-		panic(err)
-	}
-	return c
-})
+// testCert is the certificate the package's TLS tests serve.
+var testCert = selfsigned.Shared
 
 // tlsClient is a net/http client that trusts the test certificate.
 // It offers ALPN "http/1.1", as browsers do besides "h2".

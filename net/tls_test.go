@@ -18,14 +18,8 @@ import (
 	"github.com/veloq/veloq/internal/selfsigned"
 )
 
-// testCert is one self-signed certificate for the package's TLS tests.
-var testCert = sync.OnceValue(func() *selfsigned.Cert {
-	c, err := selfsigned.New(24 * time.Hour)
-	if err != nil {
-		panic(err)
-	}
-	return c
-})
+// testCert is the certificate the package's TLS tests serve.
+var testCert = selfsigned.Shared
 
 // startTLS serves h over TLS with cfg (the test certificate when nil).
 func startTLS(t *testing.T, b Backend, h Handler, cfg *tls.Config, opts ...Option) *Server {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"sync"
 	"time"
 )
 
@@ -84,3 +85,14 @@ func (c *Cert) ServerConfig() *tls.Config {
 func (c *Cert) ClientConfig(serverName string) *tls.Config {
 	return &tls.Config{RootCAs: c.Pool, ServerName: serverName}
 }
+
+// Shared returns one certificate for localhost and the loopback
+// addresses, made on first use and kept for the process: the tests of
+// several packages serve it, and an ECDSA key per test adds up.
+var Shared = sync.OnceValue(func() *Cert {
+	c, err := New(24 * time.Hour)
+	if err != nil {
+		panic(err) // crypto/rand failed: nothing in the process works
+	}
+	return c
+})

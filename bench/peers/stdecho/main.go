@@ -46,26 +46,14 @@ func main() {
 		os.Exit(1)
 	}
 	desc := "tcp echo"
-	var full, resumed atomic.Int64
+	var hs selfsigned.Handshakes
 	if *selfSigned {
 		cert, err := selfsigned.New(24 * time.Hour)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stdecho:", err)
 			os.Exit(1)
 		}
-		ln = tls.NewListener(ln, &tls.Config{
-			Certificates: []tls.Certificate{cert},
-			// Called once per completed handshake: counts them off the
-			// data path.
-			VerifyConnection: func(cs tls.ConnectionState) error {
-				if cs.DidResume {
-					resumed.Add(1)
-				} else {
-					full.Add(1)
-				}
-				return nil
-			},
-		})
+		ln = tls.NewListener(ln, hs.Config(cert))
 		desc = "tls echo"
 	}
 	if *work > 0 {
@@ -111,7 +99,7 @@ func main() {
 	}
 	wg.Wait()
 	if *selfSigned {
-		fmt.Printf("stdecho: shut down: %d full TLS handshakes, %d resumed\n", full.Load(), resumed.Load())
+		fmt.Printf("stdecho: shut down: %d full TLS handshakes, %d resumed\n", hs.Full.Load(), hs.Resumed.Load())
 		return
 	}
 	fmt.Println("stdecho: shut down")

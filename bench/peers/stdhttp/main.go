@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"flag"
 	"fmt"
 	"log"
@@ -37,7 +36,8 @@ func main() {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write(hello)
 	})
-	var accepted, full, resumed atomic.Int64
+	var accepted atomic.Int64
+	var hs selfsigned.Handshakes
 	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ConnState: func(_ net.Conn, s http.ConnState) {
 			if s == http.StateNew {
@@ -50,20 +50,7 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		srv.TLSConfig = &tls.Config{
-			Certificates: []tls.Certificate{cert},
-			// Called once per completed handshake, resumed or not: the
-			// cheapest place to count them without touching the
-			// request path.
-			VerifyConnection: func(cs tls.ConnectionState) error {
-				if cs.DidResume {
-					resumed.Add(1)
-				} else {
-					full.Add(1)
-				}
-				return nil
-			},
-		}
+		srv.TLSConfig = hs.Config(cert)
 		proto = "https"
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -88,5 +75,5 @@ func main() {
 	}
 	<-done
 	fmt.Printf("stdhttp: shut down: %d connections accepted, %d full TLS handshakes, %d resumed\n",
-		accepted.Load(), full.Load(), resumed.Load())
+		accepted.Load(), hs.Full.Load(), hs.Resumed.Load())
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"log/slog"
 	nethttp "net/http"
-	"runtime/debug"
 	"time"
 
+	"github.com/veloq/veloq/internal/panicstack"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -448,14 +448,16 @@ func (cs *conn) recoverHandler(w *ResponseWriter) {
 	}
 }
 
-// handlerPanicked logs a handler's recovered panic r with its stack and
-// attrs, and reports whether it was net/http.ErrAbortHandler instead: the
-// handler's way to drop the connection, with no 500 and no log.
+// handlerPanicked logs a handler's recovered panic r with its stack (one
+// attribute per frame, so that it reads as a stack with the text and JSON
+// handlers alike: see internal/panicstack) and attrs, and reports whether
+// it was net/http.ErrAbortHandler instead: the handler's way to drop the
+// connection, with no 500 and no log.
 func (s *Server) handlerPanicked(r any, attrs ...any) (aborted bool) {
 	if r == nethttp.ErrAbortHandler {
 		return true
 	}
-	s.opts.logger.Error("http: handler panicked", append(attrs, "panic", r, "stack", string(debug.Stack()))...)
+	s.opts.logger.Error("http: handler panicked", append(attrs, "panic", r, "stack", panicstack.Capture())...)
 	return false
 }
 

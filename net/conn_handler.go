@@ -9,8 +9,9 @@ package net
 
 import (
 	"fmt"
-	"runtime/debug"
 	"time"
+
+	"github.com/veloq/veloq/internal/panicstack"
 )
 
 func (l *Loop) callOpen(c *Conn) {
@@ -47,7 +48,7 @@ func (l *Loop) leaveHandler(c *Conn, where string, outer bool) {
 	if r == nil {
 		return
 	}
-	l.logPanic(where, fmt.Sprintf("%T", c.h), r, debug.Stack())
+	l.logPanic(where, fmt.Sprintf("%T", c.h), r, panicstack.Capture())
 	c.view = nil
 	l.abort(c, fmt.Errorf("%w in %s: %v", ErrHandlerPanic, where, r))
 }
@@ -56,9 +57,10 @@ func (l *Loop) leaveHandler(c *Conn, where string, outer bool) {
 // request must not turn the log into the bottleneck.
 const panicLogEvery = time.Second
 
-// logPanic counts a recovered panic and logs it with its stack, at most
-// once per panicLogEvery; the line says how many were not logged since.
-func (l *Loop) logPanic(where, kind string, r any, stack []byte) {
+// logPanic counts a recovered panic and logs it with its stack (one
+// attribute per frame: see internal/panicstack), at most once per
+// panicLogEvery; the line says how many were not logged since.
+func (l *Loop) logPanic(where, kind string, r any, stack panicstack.Stack) {
 	l.stats.panics.Add(1)
 	now := l.clock()
 	if l.lastPanicLog != 0 && now-l.lastPanicLog < int64(panicLogEvery) {
@@ -68,6 +70,6 @@ func (l *Loop) logPanic(where, kind string, r any, stack []byte) {
 	l.lastPanicLog = now
 	l.log.Error("veloq: handler panicked; closing its connection",
 		"callback", where, "handler", kind, "panic", r,
-		"unlogged_since_last", l.panicsUnlogged, "stack", string(stack))
+		"unlogged_since_last", l.panicsUnlogged, "stack", stack)
 	l.panicsUnlogged = 0
 }

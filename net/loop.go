@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/veloq/veloq/bufpool"
 	"github.com/veloq/veloq/internal/affinity"
 	"github.com/veloq/veloq/internal/mpsc"
+	"github.com/veloq/veloq/internal/panicstack"
 )
 
 // Park states; see "Park and wake" in doc.go.
@@ -403,7 +403,7 @@ func (l *Loop) safeCall(fn func(), what string) {
 			l.leaveUser(func() string { return what })
 		}
 		if r != nil {
-			l.logPanic(what, fmt.Sprintf("%T", fn), r, debug.Stack())
+			l.logPanic(what, fmt.Sprintf("%T", fn), r, panicstack.Capture())
 		}
 	}()
 	fn()

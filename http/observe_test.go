@@ -1,0 +1,93 @@
+package http
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/veloq/veloq/reactor"
+)
+
+// lockedLog is a log destination the test reads while loops write it.
+type lockedLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedLog) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// panickingHandler is named so that the test can find it in the stack.
+func panickingHandler(w *ResponseWriter, r *Request) {
+	panic("observe: boom")
+}
+
+// TestPanicStackReadable: a handler's panic is logged with its stack as one
+// attribute per frame, so the text handler prints no \n escapes and the
+// JSON handler prints valid JSON, one record a line, both naming the
+// panicking function.
+func TestPanicStackReadable(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		for _, format := range []string{"text", "json"} {
+			t.Run(format, func(t *testing.T) {
+				var logs lockedLog
+				var h slog.Handler = slog.NewTextHandler(&logs, nil)
+				if format == "json" {
+					h = slog.NewJSONHandler(&logs, nil)
+				}
+				s := startServer(t, b, HandlerFunc(panickingHandler), WithLogger(slog.New(h)))
+				c, br := rawConn(t, s)
+				_, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+				require.NoError(t, err)
+				resp, _ := readResponse(t, br, "GET")
+				require.Equal(t, StatusInternalServerError, resp.StatusCode)
+				require.Eventually(t, func() bool { return strings.Contains(logs.String(), "handler panicked") },
+					5*time.Second, 5*time.Millisecond)
+
+				var line string
+				sc := bufio.NewScanner(strings.NewReader(logs.String()))
+				sc.Buffer(nil, 1<<20)
+				for sc.Scan() {
+					if strings.Contains(sc.Text(), "handler panicked") {
+						line = sc.Text()
+					}
+				}
+				require.NotEmpty(t, line)
+				t.Log(line)
+				if format == "text" {
+					require.Contains(t, line, `panic="observe: boom"`)
+					i := strings.Index(line, " stack.0=")
+					require.GreaterOrEqual(t, i, 0, "no stack.0 attribute")
+					stack := line[i:]
+					require.NotContains(t, stack, `\n`)
+					require.Contains(t, stack, "http.panickingHandler")
+					return
+				}
+				var rec struct {
+					Msg   string            `json:"msg"`
+					Panic string            `json:"panic"`
+					Stack map[string]string `json:"stack"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(line), &rec))
+				require.Equal(t, "observe: boom", rec.Panic)
+				require.Contains(t, rec.Stack["0"], "http.panickingHandler",
+					"the first frame is the function that panicked")
+			})
+		}
+	})
+}

@@ -94,3 +94,52 @@ func TestUnixSocketFileKeptForAddListener(t *testing.T) {
 		}
 	})
 }
+
+// stdUnnamedPeer returns what the standard library's UnixConn.RemoteAddr
+// shows, on the accepting side, for a client that dialed without binding.
+func stdUnnamedPeer(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "std.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	return a.RemoteAddr().String()
+}
+
+// A Unix client that never bound a name shows as the standard library
+// shows it ("@"), not as an empty string.
+func TestUnixUnnamedPeerAddr(t *testing.T) {
+	want := stdUnnamedPeer(t)
+	if want == "" {
+		t.Fatal("the standard library shows an unnamed peer as an empty string; this test expects a name")
+	}
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		got := make(chan string, 1)
+		h := &HandlerFuncs{Open: func(c *Conn) { got <- c.RemoteAddr().String() }}
+		s, err := Listen("unix", filepath.Join(t.TempDir(), "veloq.sock"), h, WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		c, err := net.Dial("unix", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if g := await(t, got, "no connection opened"); g != want {
+			t.Fatalf("RemoteAddr().String() = %q, want %q as net.UnixConn shows", g, want)
+		}
+	})
+}

@@ -264,8 +264,8 @@ func PeerAddr(fd int) (net.Addr, error) {
 
 // rawToNet converts an address of n bytes the kernel wrote into a
 // net.Addr: a TCP address in one allocation, a Unix one (an abstract name
-// shown with a leading '@', as the standard library does), or nil for
-// other families.
+// shown with a leading '@', and an unnamed socket as "@", as the standard
+// library does), or nil for other families.
 func rawToNet(raw *unix.RawSockaddrAny, n uint32) net.Addr {
 	switch raw.Addr.Family {
 	case unix.AF_INET:
@@ -290,8 +290,15 @@ func rawToNet(raw *unix.RawSockaddrAny, n uint32) net.Addr {
 		for i, c := range path {
 			name[i] = byte(c)
 		}
-		if abstract {
+		switch {
+		case abstract:
 			name[0] = '@'
+		case len(name) == 0:
+			// An unnamed socket (a client that never bound): the standard
+			// library reads its all-zero path as an abstract one and shows
+			// "@", which net/http passes on as Request.RemoteAddr. Show
+			// the same, not an empty string that logs as nothing.
+			name = []byte{'@'}
 		}
 		return &net.UnixAddr{Name: string(name), Net: "unix"}
 	}

@@ -124,7 +124,9 @@ type tlsLayer struct {
 	tr      tlsTransport
 	ts      *tlsServer // while it counts in ts.running; nil after
 	inner   Handler
+	client  bool                 // a DialTLS connection: its handshake starts at the connect
 	pending []byte               // plaintext a client wrote before its hand-over
+	started bool                 // the handshake goroutine runs (loop only)
 	live    bool                 // handed over (loop only)
 	fin     bool                 // the peer's FIN came during the handshake
 	state   *tls.ConnectionState // set at the hand-over, for Conn.TLS
@@ -273,7 +275,21 @@ func (a *tlsAcceptor) OnOpen(c *Conn) {
 			l.abort(c, ErrTLSHandshakeTimeout)
 		}
 	})
-	go handshake(c, t)
+	if t.client {
+		t.start(c) // a client speaks first
+	}
+}
+
+// start runs the handshake goroutine, once. A server's starts with the
+// first ciphertext from the peer rather than at the accept: the goroutine
+// then finds its ClientHello waiting instead of parking for it and being
+// woken (one thread handoff fewer per handshake), and a peer that
+// connects and says nothing costs no goroutine.
+func (t *tlsLayer) start(c *Conn) {
+	if !t.started {
+		t.started = true
+		go handshake(c, t)
+	}
 }
 
 // newTLSLayer attaches a TLS layer to c, counted in ts.running.
@@ -291,10 +307,18 @@ func (a *tlsAcceptor) OnData(c *Conn) {}
 // OnEOF keeps the peer's FIN for after the handshake: a client may send
 // its Finished, a request and its FIN in one go.
 func (a *tlsAcceptor) OnEOF(c *Conn) {
-	if x := c.aux; x != nil && x.tls != nil {
-		x.tls.fin = true
-		x.tls.tr.end(io.EOF)
+	x := c.aux
+	if x == nil || x.tls == nil {
+		return
 	}
+	if !x.tls.started {
+		// Nothing was said (a TCP health check): close, no handshake.
+		c.err = io.EOF
+		c.loop.closeGracefully(c)
+		return
+	}
+	x.tls.fin = true
+	x.tls.tr.end(io.EOF)
 }
 
 // OnClose wakes a handshake still waiting for the peer.
@@ -394,6 +418,7 @@ func (l *Loop) tlsInput(c *Conn, t *tlsLayer, in []byte) {
 		if t.tr.feed(in) > maxHandshakeInput {
 			l.setHold(c, holdTLS)
 		}
+		t.start(c)
 		return
 	}
 	plain, err := l.tlsDecrypt(t, in)
@@ -561,6 +586,7 @@ func (l *Loop) DialTLS(network, address string, cfg *tls.Config, h Handler, time
 	}
 	ts.running.Add(1) // the dial's own count; nothing refuses it
 	t := newTLSLayer(c, h, ts)
+	t.client = true
 	t.tc = tls.Client(&t.tr, cfg)
 	return c, nil
 }

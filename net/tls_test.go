@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -787,5 +788,32 @@ func TestTLSOversizedRecord(t *testing.T) {
 		_, err = c.Read(make([]byte, 1))
 		require.ErrorContains(t, err, "record overflow")
 		require.ErrorIs(t, <-closed, ErrTLS)
+	})
+}
+
+// A peer that connects to a TLS server and says nothing costs no
+// goroutine (the handshake's starts with the first ciphertext), and one
+// that closes without a word is closed at once, not counted as a failed
+// handshake.
+func TestTLSSilentPeersCostNoGoroutine(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		const n = 100
+		s := startTLS(t, b, echoHandler(), nil, WithLoops(1))
+		before := runtime.NumGoroutine()
+		conns := make([]net.Conn, n)
+		for i := range conns {
+			c, err := net.Dial("tcp", s.Addr().String())
+			require.NoError(t, err)
+			conns[i] = c
+		}
+		require.Eventually(t, func() bool { return tlsTotals(s).Conns == n }, 5*time.Second, time.Millisecond)
+		require.Less(t, runtime.NumGoroutine()-before, n/2, "silent peers hold goroutines")
+		for _, c := range conns {
+			c.Close()
+		}
+		require.Eventually(t, func() bool { return tlsTotals(s).Conns == 0 }, 5*time.Second, time.Millisecond)
+		st := tlsTotals(s)
+		require.Zero(t, st.TLSHandshakeErrors+st.TLSHandshakeTimeouts)
+		dialTLS(t, s, nil) // and the server still serves
 	})
 }

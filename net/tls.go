@@ -143,6 +143,8 @@ type tlsTransport struct {
 	raw  []byte // ciphertext the handshake has not read yet
 	rerr error  // why reading ended (the FIN, a close), after raw
 
+	wbuf []byte // what the handshake wrote since its last flush (its goroutine's)
+
 	// live: the loop's alone
 	live bool
 	cur  []byte // ciphertext of the input report being decrypted
@@ -173,7 +175,11 @@ func (t *tlsTransport) Read(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.raw) == 0 && t.rerr == nil {
-		// Waiting on the peer: another handshake may compute meanwhile.
+		// Waiting on the peer, who waits for what was written; another
+		// handshake may compute meanwhile.
+		if err := t.flush(); err != nil {
+			return 0, err
+		}
 		t.yieldCPU()
 		for len(t.raw) == 0 && t.rerr == nil {
 			t.cond.Wait()
@@ -199,11 +205,22 @@ func (t *tlsTransport) Write(p []byte) (int, error) {
 		c.loop.writeRaw(c, p)
 		return len(p), nil
 	}
-	b := append([]byte(nil), p...) // crypto/tls reuses p
-	if err := c.loop.Post(func() { c.loop.writeRaw(c, b) }); err != nil {
-		return 0, err
-	}
+	// Kept until the handshake waits for the peer or ends (flush): a
+	// server's flight and its session tickets, two writes, leave in one
+	// post and one send.
+	t.wbuf = append(t.wbuf, p...)
 	return len(p), nil
+}
+
+// flush posts what the handshake wrote since the last flush to the loop,
+// which queues it on the connection's output.
+func (t *tlsTransport) flush() error {
+	if len(t.wbuf) == 0 {
+		return nil
+	}
+	b, c := t.wbuf, t.c
+	t.wbuf = nil
+	return c.loop.Post(func() { c.loop.writeRaw(c, b) })
 }
 
 // takeCPU waits for a handshake CPU token; yieldCPU gives it back.
@@ -347,11 +364,20 @@ func handshake(c *Conn, t *tlsLayer) {
 	err := t.tc.Handshake()
 	t.tr.yieldCPU()
 	l := c.loop
-	if err != nil {
-		_ = l.Post(func() { l.tlsFailed(c, t, err) }) // ErrClosed: the loop closed c
-		return
-	}
-	_ = l.Post(func() { l.tlsHandOver(c, t) })
+	// The last writes (an alert, a client's Finished) go in the same
+	// post as the outcome, ahead of it.
+	last := t.tr.wbuf
+	t.tr.wbuf = nil
+	_ = l.Post(func() { // ErrClosed: the loop stopped and closed c
+		if len(last) > 0 {
+			l.writeRaw(c, last)
+		}
+		if err != nil {
+			l.tlsFailed(c, t, err)
+			return
+		}
+		l.tlsHandOver(c, t)
+	})
 }
 
 // tlsFailed closes a connection whose handshake failed, after the alert

@@ -3,8 +3,10 @@ package http
 import (
 	"context"
 	"io"
+	"io/fs"
 	"net"
 	nethttp "net/http"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -67,6 +69,50 @@ func TestUnixUnnamedRemoteAddr(t *testing.T) {
 				require.NoError(t, err)
 				defer s.Close()
 				require.Equal(t, want, unixGet(t, path))
+			})
+		}
+	})
+}
+
+// Server.ListenAndServe serves like the package-level function while the
+// caller keeps the Server and reads its Stats; it returns nil when its
+// context ends and ErrServerClosed when the server is closed under it. A
+// Unix socket file it bound is gone afterwards.
+func TestServerListenAndServe(t *testing.T) {
+	stops := []struct {
+		name string
+		stop func(s *Server, cancel context.CancelFunc)
+		want error
+	}{
+		{"context", func(_ *Server, cancel context.CancelFunc) { cancel() }, nil},
+		{"Close", func(s *Server, _ context.CancelFunc) { s.Close() }, ErrServerClosed},
+	}
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		for _, st := range stops {
+			t.Run(st.name, func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "veloq.sock")
+				s := NewServer(HandlerFunc(testHandler), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				served := make(chan error, 1)
+				go func() { served <- s.ListenAndServe(ctx, "unix", path, 5*time.Second) }()
+				require.Eventually(t, func() bool { return s.Addr() != nil }, 10*time.Second, time.Millisecond, "never listened")
+				require.Equal(t, "Hello, World!", unixGet(t, path))
+				// Counted after the loop iteration that answered, which may end
+				// after the client has the response.
+				require.Eventually(t, func() bool { return s.Stats().Requests == 1 }, 10*time.Second, time.Millisecond, "Stats while serving")
+
+				st.stop(s, cancel)
+				select {
+				case err := <-served:
+					require.ErrorIs(t, err, st.want)
+				case <-time.After(20 * time.Second):
+					t.Fatal("ListenAndServe did not return")
+				}
+				_, err := s.Listen("unix", path)
+				require.ErrorIs(t, err, ErrServerClosed, "the server is stopped when ListenAndServe returns")
+				_, err = os.Stat(path)
+				require.ErrorIs(t, err, fs.ErrNotExist, "the socket file outlived the server")
 			})
 		}
 	})

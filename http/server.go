@@ -65,6 +65,7 @@ type Server struct {
 	ns     *vnet.Server
 	loops  []*loopState // by loop ID
 	closed bool
+	done   chan struct{} // closed when Shutdown or Close starts
 
 	shutting  atomic.Bool
 	active    atomic.Int64
@@ -73,7 +74,7 @@ type Server struct {
 
 // NewServer returns a server for h. It serves nothing until Listen.
 func NewServer(h Handler, opts ...Option) *Server {
-	s := &Server{pipeBufs: bufpool.NewPool()}
+	s := &Server{pipeBufs: bufpool.NewPool(), done: make(chan struct{})}
 	for _, opt := range opts {
 		opt(&s.opts)
 	}
@@ -131,13 +132,38 @@ func (s *Server) Listen(network, address string) (net.Addr, error) {
 // ListenAndServe serves h on address until ctx is done, then shuts the
 // server down gracefully, giving the requests in progress up to grace to
 // finish (as net.ListenAndServe does); past it the remaining connections
-// are cut and context.DeadlineExceeded is returned.
+// are cut and context.DeadlineExceeded is returned. It is NewServer
+// followed by [Server.ListenAndServe]; use those two to keep the Server
+// (for Stats) while it runs.
 func ListenAndServe(ctx context.Context, network, address string, h Handler, grace time.Duration, opts ...Option) error {
-	s := NewServer(h, opts...)
+	return NewServer(h, opts...).ListenAndServe(ctx, network, address, grace)
+}
+
+// ListenAndServe listens on network and address and serves until ctx is
+// done, then shuts the server down gracefully, giving the requests in
+// progress up to grace to finish; past it the remaining connections are
+// cut and context.DeadlineExceeded is returned. The caller keeps the
+// Server for Stats and the like while this runs:
+//
+//	s := vhttp.NewServer(h)
+//	go s.ListenAndServe(ctx, "tcp", ":8080", 10*time.Second)
+//
+// When Shutdown or Close is called meanwhile, it returns ErrServerClosed
+// at once (as net/http's does) and leaves the shutting down to that call.
+// The server is stopped when it returns: if Listen fails it is closed, so
+// that its loops do not outlive it, and the Listen error is returned.
+func (s *Server) ListenAndServe(ctx context.Context, network, address string, grace time.Duration) error {
 	if _, err := s.Listen(network, address); err != nil {
+		if cerr := s.Close(); cerr != nil {
+			return errors.Join(err, cerr)
+		}
 		return err
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-s.done:
+		return ErrServerClosed
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	return s.Shutdown(sctx)
@@ -172,6 +198,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
+	close(s.done)
 	ns := s.ns
 	s.mu.Unlock()
 	s.shutting.Store(true)

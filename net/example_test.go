@@ -5,9 +5,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/veloq/veloq/executor"
@@ -118,4 +122,55 @@ func ExampleConn_AvailableBuffer() {
 	}
 	fmt.Printf("%d %s\n", frame[0], frame[1:])
 	// Output: 5 veloq
+}
+
+// Server.ListenAndServe is the one-call form that keeps the Server: it
+// runs on its own goroutine while the caller reads Stats, and returns
+// once the context ends and the server has shut down.
+func ExampleServer_ListenAndServe() {
+	dir, err := os.MkdirTemp("", "veloq-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "echo.sock")
+
+	s, err := vnet.NewServer(&vnet.HandlerFuncs{Data: func(c *vnet.Conn) {
+		b, _ := c.Next(-1)
+		c.Write(b)
+	}}, vnet.WithLoops(1))
+	if err != nil {
+		panic(err)
+	}
+	ctx, stop := context.WithCancel(context.Background()) // signal.NotifyContext(ctx, os.Interrupt) in main
+	served := make(chan error, 1)
+	go func() { served <- s.ListenAndServe(ctx, "unix", path, 5*time.Second) }()
+	for s.Addr() == nil { // until it listens
+		time.Sleep(time.Millisecond)
+	}
+
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		panic(err)
+	}
+	c.Write([]byte("ping"))
+	reply := make([]byte, 4)
+	io.ReadFull(c, reply)
+	c.Close()
+	fmt.Println("echo:", string(reply))
+	accepted := uint64(0)
+	for _, st := range s.Stats() {
+		accepted += st.Accepted
+	}
+	fmt.Println("accepted:", accepted)
+
+	stop() // Ctrl-C
+	fmt.Println("shut down:", <-served)
+	_, err = os.Stat(path)
+	fmt.Println("socket file removed:", errors.Is(err, fs.ErrNotExist))
+	// Output:
+	// echo: ping
+	// accepted: 1
+	// shut down: <nil>
+	// socket file removed: true
 }

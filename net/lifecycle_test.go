@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
@@ -141,5 +142,71 @@ func TestUnixUnnamedPeerAddr(t *testing.T) {
 		if g := await(t, got, "no connection opened"); g != want {
 			t.Fatalf("RemoteAddr().String() = %q, want %q as net.UnixConn shows", g, want)
 		}
+	})
+}
+
+// Server.ListenAndServe serves like the package-level function while the
+// caller keeps the Server: its Stats are readable as it runs. It returns
+// nil when its context ends (after a graceful shutdown) and
+// ErrServerClosed when the server is closed under it.
+func TestServerListenAndServe(t *testing.T) {
+	stops := []struct {
+		name string
+		stop func(s *Server, cancel context.CancelFunc)
+		want error
+	}{
+		{"context", func(_ *Server, cancel context.CancelFunc) { cancel() }, nil},
+		{"Close", func(s *Server, _ context.CancelFunc) { s.Close() }, ErrServerClosed},
+	}
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		for _, st := range stops {
+			t.Run(st.name, func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "veloq.sock")
+				s, err := NewServer(echoHandler(), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+				require.NoError(t, err)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				served := make(chan error, 1)
+				go func() { served <- s.ListenAndServe(ctx, "unix", path, 5*time.Second) }()
+				require.Eventually(t, func() bool { return s.Addr() != nil }, 10*time.Second, time.Millisecond, "never listened")
+
+				c, err := net.Dial("unix", path)
+				require.NoError(t, err)
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				c.Write([]byte("ping"))
+				p, err := readFull(c, 4)
+				require.NoError(t, err)
+				require.Equal(t, "ping", string(p))
+				c.Close()
+				accepted := func() (n uint64) {
+					for _, ls := range s.Stats() {
+						n += ls.Accepted
+					}
+					return n
+				}
+				require.Equal(t, uint64(1), accepted(), "Stats while serving")
+
+				st.stop(s, cancel)
+				require.ErrorIs(t, await(t, served, "ListenAndServe did not return"), st.want)
+				_, err = s.Listen("unix", path)
+				require.ErrorIs(t, err, ErrServerClosed, "the server is stopped when ListenAndServe returns")
+			})
+		}
+	})
+}
+
+// When Listen fails, ListenAndServe returns its error at once and closes
+// the server, whose loops would otherwise outlive it.
+func TestServerListenAndServeListenError(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		busy, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer busy.Close()
+		s, err := NewServer(echoHandler(), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+		require.NoError(t, err)
+		err = s.ListenAndServe(context.Background(), "tcp", busy.Addr().String(), time.Second)
+		require.ErrorIs(t, err, unix.EADDRINUSE)
+		_, err = s.Listen("tcp", "127.0.0.1:0")
+		require.ErrorIs(t, err, ErrServerClosed)
 	})
 }

@@ -34,6 +34,7 @@ type Server struct {
 	listeners []*Listener
 	addrs     []net.Addr
 	closed    bool
+	done      chan struct{} // closed when Shutdown or Close starts
 
 	rr atomic.Uint32
 }
@@ -93,7 +94,7 @@ func NewServer(h Handler, opts ...Option) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{h: h, opts: o, backend: o.cfg.Backend}
+	s := &Server{h: h, opts: o, backend: o.cfg.Backend, done: make(chan struct{})}
 	for i := 0; i < o.loops; i++ {
 		cfg := o.cfg
 		if o.pin {
@@ -122,13 +123,43 @@ func Listen(network, address string, h Handler, opts ...Option) (*Server, error)
 }
 
 // ListenAndServe runs a server until ctx is done, then shuts it down
-// gracefully, giving connections up to grace to finish.
+// gracefully, giving connections up to grace to finish. It is
+// NewServer followed by [Server.ListenAndServe]; use those two to keep
+// the Server (for Stats, Addr or Dial) while it runs.
 func ListenAndServe(ctx context.Context, network, address string, h Handler, grace time.Duration, opts ...Option) error {
-	s, err := Listen(network, address, h, opts...)
+	s, err := NewServer(h, opts...)
 	if err != nil {
 		return err
 	}
-	<-ctx.Done()
+	return s.ListenAndServe(ctx, network, address, grace)
+}
+
+// ListenAndServe listens on network and address and serves until ctx is
+// done, then shuts the server down gracefully, giving connections up to
+// grace to finish; past it the rest are cut and context.DeadlineExceeded
+// is returned. It is the one-call form for a server built with NewServer,
+// which the caller keeps for Stats and the like while this runs:
+//
+//	s, _ := vnet.NewServer(h)
+//	go s.ListenAndServe(ctx, "tcp", ":7000", 10*time.Second)
+//
+// When Shutdown or Close is called meanwhile, it returns ErrServerClosed
+// at once (as net/http's does) and leaves the shutting down to that call.
+// The server is stopped when it returns: if Listen fails it is closed, so
+// that its loops do not outlive a server nobody serves with, and the
+// Listen error is returned.
+func (s *Server) ListenAndServe(ctx context.Context, network, address string, grace time.Duration) error {
+	if _, err := s.Listen(network, address); err != nil {
+		if cerr := s.Close(); cerr != nil {
+			return errors.Join(err, cerr)
+		}
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-s.done:
+		return ErrServerClosed
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	return s.Shutdown(sctx)
@@ -307,6 +338,7 @@ func (s *Server) shutdown(ctx context.Context) (cut, closeErr error) {
 		return nil, nil
 	}
 	s.closed = true
+	close(s.done)
 	lns := s.listeners
 	s.listeners = nil
 	s.mu.Unlock()

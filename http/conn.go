@@ -40,7 +40,8 @@ type conn struct {
 	parser     Parser
 	dec        ChunkedDecoder
 	phase      phase
-	phaseStart int64 // loop clock (Loop.Clock) when the phase began
+	pattern    string // the Router pattern of the last request handled
+	phaseStart int64  // loop clock (Loop.Clock) when the phase began
 
 	timer       *vnet.Timer
 	timerAt     int64
@@ -434,11 +435,15 @@ func (cs *conn) handOver(h vnet.Handler) {
 }
 
 func (cs *conn) callHandler(w *ResponseWriter, req *Request) {
-	defer cs.recoverHandler(w)
+	defer cs.recoverHandler(w, req)
+	req.pattern = ""
 	cs.srv.h.ServeHTTP(w, req)
 }
 
-func (cs *conn) recoverHandler(w *ResponseWriter) {
+func (cs *conn) recoverHandler(w *ResponseWriter, req *Request) {
+	// Kept for netHandler.Describe, which runs after OnData returns, when
+	// the loop's Request may already hold the next request.
+	cs.pattern = req.pattern
 	if r := recover(); r != nil {
 		w.panicked = true
 		w.job = nil

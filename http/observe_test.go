@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	vnet "github.com/veloq/veloq/net"
 	"github.com/veloq/veloq/reactor"
 )
 
@@ -87,6 +88,49 @@ func TestPanicStackReadable(t *testing.T) {
 				require.Equal(t, "observe: boom", rec.Panic)
 				require.Contains(t, rec.Stack["0"], "http.panickingHandler",
 					"the first frame is the function that panicked")
+			})
+		}
+	})
+}
+
+// slowHandler blocks the loop: the stall under test.
+type slowHandler struct{}
+
+func (slowHandler) ServeHTTP(w *ResponseWriter, r *Request) {
+	time.Sleep(150 * time.Millisecond)
+	w.WriteString("late")
+}
+
+// TestBlockedLoopNamesRoute: the blocked-loop warning names what the user
+// wrote, the route pattern a Router matched or the handler's type, not
+// the server's adapter to the net layer.
+func TestBlockedLoopNamesRoute(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		rt := NewRouter()
+		rt.Handle("GET /slow/{id}", slowHandler{})
+		for _, tc := range []struct {
+			name string
+			h    Handler
+			want string
+		}{
+			{"router", rt, `callback="OnData of route GET /slow/{id}"`},
+			{"handler", slowHandler{}, `callback="OnData of handler http.slowHandler"`},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				var logs lockedLog
+				s := startServer(t, b, tc.h, WithLoops(1),
+					WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+					WithNetOptions(vnet.WithLoopConfig(vnet.Config{BlockThreshold: 20 * time.Millisecond})))
+				c, br := rawConn(t, s)
+				_, err := c.Write([]byte("GET /slow/7 HTTP/1.1\r\nHost: x\r\n\r\n"))
+				require.NoError(t, err)
+				resp, body := readResponse(t, br, "GET")
+				require.Equal(t, StatusOK, resp.StatusCode)
+				require.Equal(t, "late", body)
+				require.Eventually(t, func() bool { return strings.Contains(logs.String(), "blocked the loop") },
+					5*time.Second, 5*time.Millisecond)
+				require.Contains(t, logs.String(), tc.want)
+				require.NotContains(t, logs.String(), "netHandler")
 			})
 		}
 	})

@@ -68,6 +68,9 @@ type Request struct {
 	// Wildcard values set by a Router (see PathValue).
 	params  [maxPathParams]pathParam
 	nparams int
+	// pattern is the Router pattern that matched, which the server keeps
+	// to name the route in the blocked-loop warning.
+	pattern string
 
 	// spans is the Parser's scratch: where each field of the head being
 	// parsed lies, kept with the Request (one per loop in the server)

@@ -90,6 +90,7 @@ type rchild struct {
 type routes struct {
 	methods []string
 	hs      []Handler
+	pats    []string // the patterns as registered, by method, for Request.pattern
 	names   []string // wildcard names along the path, in order
 	allow   string   // the Allow field value for a 405
 }
@@ -174,6 +175,7 @@ func (m *Router) Handle(pattern string, h Handler) {
 	}
 	r.methods = append(r.methods, method)
 	r.hs = append(r.hs, h)
+	r.pats = append(r.pats, pattern)
 	r.allow = allowList(r.methods)
 }
 
@@ -232,13 +234,13 @@ func allowList(methods []string) string {
 	return strings.Join(ms, ", ")
 }
 
-// pick returns the handler of rs for method, or nil.
-func (rs *routes) pick(method []byte) Handler {
+// pick returns the handler of rs for method and its pattern, or nil.
+func (rs *routes) pick(method []byte) (Handler, string) {
 	anyMethod := -1
 	for i, m := range rs.methods {
 		switch {
 		case m == string(method):
-			return rs.hs[i]
+			return rs.hs[i], rs.pats[i]
 		case m == "":
 			anyMethod = i
 		}
@@ -246,14 +248,14 @@ func (rs *routes) pick(method []byte) Handler {
 	if string(method) == "HEAD" {
 		for i, m := range rs.methods {
 			if m == "GET" {
-				return rs.hs[i]
+				return rs.hs[i], rs.pats[i]
 			}
 		}
 	}
 	if anyMethod >= 0 {
-		return rs.hs[anyMethod]
+		return rs.hs[anyMethod], rs.pats[anyMethod]
 	}
-	return nil
+	return nil, ""
 }
 
 // matcher is the state of one match: the request, and the Allow values
@@ -350,7 +352,8 @@ func (mt *matcher) descend(n *rnode, end int, last bool) Handler {
 }
 
 func (mt *matcher) serve(rs *routes) Handler {
-	if h := rs.pick(mt.method); h != nil {
+	if h, pattern := rs.pick(mt.method); h != nil {
+		mt.req.pattern = pattern
 		return h
 	}
 	if mt.allow == nil {

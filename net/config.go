@@ -87,7 +87,8 @@ type Config struct {
 	// BlockThreshold is how long one callback (a handler's, or a posted,
 	// timer or drain function) may run before it counts as blocking the
 	// loop: it is counted in Stats.Blocked and logged, naming the handler
-	// type, at most once per threshold. Default 100ms; negative: off.
+	// (its type, or what it says of itself as a Describer), at most once
+	// per threshold. Default 100ms; negative: off.
 	BlockThreshold time.Duration
 	// BatchWait lets a loop that waits for events hold its wake-up back
 	// by up to this long while more events are likely to follow, so that

@@ -43,7 +43,7 @@ func (l *Loop) callClose(c *Conn) {
 func (l *Loop) leaveHandler(c *Conn, where string, outer bool) {
 	r := recover()
 	if outer {
-		l.leaveUser(func() string { return fmt.Sprintf("%s of %T", where, c.h) })
+		l.leaveUser(func() string { return where + " of " + describe(c) })
 	}
 	if r == nil {
 		return
@@ -51,6 +51,18 @@ func (l *Loop) leaveHandler(c *Conn, where string, outer bool) {
 	l.logPanic(where, fmt.Sprintf("%T", c.h), r, panicstack.Capture())
 	c.view = nil
 	l.abort(c, fmt.Errorf("%w in %s: %v", ErrHandlerPanic, where, r))
+}
+
+// describe names the user code c's handler runs: the handler's own
+// answer when it is a Describer (an adapter such as the HTTP server's),
+// else its type.
+func describe(c *Conn) string {
+	if d, ok := c.h.(Describer); ok {
+		if s := d.Describe(c); s != "" {
+			return s
+		}
+	}
+	return fmt.Sprintf("%T", c.h)
 }
 
 // panicLogEvery bounds panic logging: a handler that panics on every

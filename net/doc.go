@@ -10,7 +10,8 @@
 //   - Handlers must not block the loop; offload heavy or blocking work
 //     with Offload or OffloadBlocking (or the executor package and
 //     Conn.Loop().Post). A callback that runs past Config.BlockThreshold is
-//     logged with its handler type and counted in Stats.Blocked.
+//     logged with its handler type (or, for an adapter such as the HTTP
+//     server's, what it says as a Describer) and counted in Stats.Blocked.
 //   - Conn methods run on the connection's loop. Called from another
 //     goroutine, the ones that return an error do nothing and return
 //     ErrNotOnLoop; use Conn.AsyncWrite or Loop.Post there.

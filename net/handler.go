@@ -42,6 +42,22 @@ type EOFHandler interface {
 	OnEOF(c *Conn)
 }
 
+// Describer is implemented by a Handler that adapts user code, such as a
+// protocol layer's handler, to say which user code a connection runs. The
+// blocked-loop warning (see Config.BlockThreshold) names the callback by
+// Describe's answer instead of by the Handler's type, which for such an
+// adapter would be the same for every program: the HTTP server answers
+// with the route pattern that matched or the type of the handler the
+// server was given, the WebSocket layer with the type of the connection's
+// websocket handler.
+//
+// Describe runs on c's loop, right after the callback that blocked
+// returns, and only then: it may read the connection's state, and what
+// it costs does not matter to a loop that is not stalling.
+type Describer interface {
+	Describe(c *Conn) string
+}
+
 // HandlerFuncs adapts plain functions to Handler (and EOFHandler). Nil
 // fields do nothing, except that a nil EOF means "close on FIN": the
 // connection closes and Close gets io.EOF, exactly as for a Handler without

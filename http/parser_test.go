@@ -653,6 +653,8 @@ func TestParseResetsEveryField(t *testing.T) {
 			f.SetInt(7)
 		case reflect.Bool:
 			f.SetBool(true)
+		case reflect.String:
+			f.SetString("junk")
 		case reflect.Array:
 			// the router's parameters: emptied through nparams
 		default:

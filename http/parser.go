@@ -334,7 +334,7 @@ func (p *Parser) fill(b []byte, req *Request, from int) error {
 	req.Headers = hdrs
 	req.ContentLength = -1
 	req.Chunked, req.Close, req.Expect100 = false, false, false
-	req.nparams = 0
+	req.nparams, req.pattern = 0, ""
 	if err := req.splitTarget(); err != nil {
 		return err
 	}

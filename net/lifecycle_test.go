@@ -210,3 +210,29 @@ func TestServerListenAndServeListenError(t *testing.T) {
 		require.ErrorIs(t, err, ErrServerClosed)
 	})
 }
+
+// CloseListeners stops accepting (removing the Unix socket file) while the
+// open connections go on being served.
+func TestCloseListeners(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		path := filepath.Join(t.TempDir(), "veloq.sock")
+		s, err := Listen("unix", path, echoHandler(), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+		require.NoError(t, err)
+		defer s.Close()
+		c, err := net.Dial("unix", path)
+		require.NoError(t, err)
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+
+		require.NoError(t, s.CloseListeners())
+		_, err = net.Dial("unix", path)
+		require.Error(t, err, "still accepting")
+		_, err = os.Stat(path)
+		require.ErrorIs(t, err, fs.ErrNotExist)
+
+		c.Write([]byte("ping"))
+		p, err := readFull(c, 4)
+		require.NoError(t, err)
+		require.Equal(t, "ping", string(p))
+	})
+}

@@ -339,13 +339,8 @@ func (s *Server) shutdown(ctx context.Context) (cut, closeErr error) {
 	}
 	s.closed = true
 	close(s.done)
-	lns := s.listeners
-	s.listeners = nil
 	s.mu.Unlock()
-	var errs []error
-	for _, ln := range lns {
-		errs = append(errs, ln.Close())
-	}
+	errs := []error{s.CloseListeners()}
 	var err error
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -360,6 +355,24 @@ func (s *Server) shutdown(ctx context.Context) (cut, closeErr error) {
 	}
 	errs = append(errs, s.closeLoops())
 	return err, errors.Join(errs...)
+}
+
+// CloseListeners stops accepting: it closes every listening socket (and
+// removes a Unix socket file the server bound) and returns once they are
+// closed, with the errors met. Open connections and the loops go on; a
+// protocol server that waits for some connections and not others during
+// its own graceful shutdown (as vhttp's does for hijacked ones) calls it
+// before that wait, then Shutdown. Listen may add addresses again.
+func (s *Server) CloseListeners() error {
+	s.mu.Lock()
+	lns := s.listeners
+	s.listeners = nil
+	s.mu.Unlock()
+	var errs []error
+	for _, ln := range lns {
+		errs = append(errs, ln.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // Close stops the server at once: listeners and connections are closed

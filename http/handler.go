@@ -159,8 +159,10 @@ func (w *ResponseWriter) reset(cs *conn, req *Request, head, body []byte) {
 // connection context (Conn.Context) is h's to set.
 //
 // Only a handler running inline on the loop can hijack; an offloaded one
-// gets [ErrHijackUnavailable]. A hijacked connection is still closed when
-// its loops stop (Server.Shutdown's context ending, or Server.Close).
+// gets [ErrHijackUnavailable]. As in net/http, Server.Shutdown does not
+// wait for a hijacked connection (see Server.RegisterOnShutdown);
+// Server.Close cuts it, as does a Shutdown whose context ends before the
+// requests in progress do.
 func (w *ResponseWriter) Hijack(h vnet.Handler) error {
 	if h == nil {
 		return errors.New("http: Hijack with a nil handler")

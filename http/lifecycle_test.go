@@ -8,11 +8,13 @@ import (
 	nethttp "net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	vnet "github.com/veloq/veloq/net"
 	"github.com/veloq/veloq/reactor"
 )
 
@@ -116,4 +118,121 @@ func TestServerListenAndServe(t *testing.T) {
 			})
 		}
 	})
+}
+
+// Shutdown does not wait for a hijacked connection, as net/http's does
+// not: it returns well within its grace, the connection stays open and
+// served after it, the RegisterOnShutdown function runs, and Close cuts
+// the connection. For both ways to hijack: a FromStd handler's
+// http.Hijacker and the fast ResponseWriter.Hijack.
+func TestShutdownLeavesHijacked(t *testing.T) {
+	echo := &vnet.HandlerFuncs{
+		Open: func(c *vnet.Conn) { c.WriteString("hijacked\n") },
+		Data: func(c *vnet.Conn) {
+			b, _ := c.Next(-1)
+			c.Write(b)
+		},
+	}
+	handlers := []struct {
+		name string
+		h    Handler
+	}{
+		{"FromStd", FromStd(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			w.Header().Set("Connection", "Upgrade")
+			w.Header().Set("Upgrade", "echo")
+			w.WriteHeader(StatusSwitchingProtocols)
+			conn, _, err := w.(nethttp.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			io.WriteString(conn, "hijacked\n")
+			io.Copy(conn, conn) // until Close cuts it
+		}))},
+		{"fast", HandlerFunc(func(w *ResponseWriter, r *Request) {
+			w.Header().Set("Connection", "Upgrade")
+			w.Header().Set("Upgrade", "echo")
+			w.WriteHeader(StatusSwitchingProtocols)
+			w.Hijack(echo)
+		})},
+	}
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		for _, tc := range handlers {
+			t.Run(tc.name, func(t *testing.T) {
+				s := NewServer(tc.h, WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+				addr, err := s.Listen("tcp", "127.0.0.1:0")
+				require.NoError(t, err)
+				t.Cleanup(func() { s.Close() })
+				ran := make(chan struct{})
+				s.RegisterOnShutdown(func() { close(ran) })
+
+				c, br := rawConn(t, s)
+				io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+				resp, err := nethttp.ReadResponse(br, nil)
+				require.NoError(t, err)
+				require.Equal(t, StatusSwitchingProtocols, resp.StatusCode)
+				line, err := br.ReadString('\n')
+				require.NoError(t, err)
+				require.Equal(t, "hijacked\n", line)
+
+				const grace = 30 * time.Second
+				ctx, cancel := context.WithTimeout(context.Background(), grace)
+				defer cancel()
+				shut := make(chan error, 1)
+				go func() { shut <- s.Shutdown(ctx) }()
+				select {
+				case err := <-shut:
+					require.NoError(t, err)
+				case <-time.After(grace / 3):
+					t.Fatal("Shutdown waited for the hijacked connection")
+				}
+				select {
+				case <-ran:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the RegisterOnShutdown function did not run")
+				}
+				_, err = net.DialTimeout("tcp", addr.String(), 5*time.Second)
+				require.Error(t, err, "still accepting after Shutdown")
+
+				// Still open and served, as net/http leaves it.
+				io.WriteString(c, "after shutdown\n")
+				line, err = br.ReadString('\n')
+				require.NoError(t, err)
+				require.Equal(t, "after shutdown\n", line)
+
+				require.NoError(t, s.Close())
+				rest, err := io.ReadAll(br)
+				if err != nil && !strings.Contains(err.Error(), "reset") {
+					t.Fatalf("hijacked connection not closed by Close: %v (read %q)", err, rest)
+				}
+			})
+		}
+	})
+}
+
+// RegisterOnShutdown functions run on Shutdown even when the server never
+// listened, and not on Close (as in net/http).
+func TestRegisterOnShutdown(t *testing.T) {
+	cases := []struct {
+		name string
+		stop func(*Server) error
+		runs bool
+	}{
+		{"Shutdown", func(s *Server) error { return s.Shutdown(context.Background()) }, true},
+		{"Close", (*Server).Close, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewServer(HandlerFunc(testHandler))
+			ran := make(chan struct{}, 2)
+			s.RegisterOnShutdown(func() { ran <- struct{}{} })
+			s.RegisterOnShutdown(func() { ran <- struct{}{} })
+			require.NoError(t, tc.stop(s))
+			if !tc.runs {
+				require.Never(t, func() bool { return len(ran) > 0 }, 50*time.Millisecond, time.Millisecond)
+				return
+			}
+			require.Eventually(t, func() bool { return len(ran) == 2 }, 10*time.Second, time.Millisecond)
+		})
+	}
 }

@@ -66,6 +66,14 @@ type Server struct {
 	loops  []*loopState // by loop ID
 	closed bool
 	done   chan struct{} // closed when Shutdown or Close starts
+	// Once shutting down, ns stops in the background: it waits for every
+	// connection, hijacked ones included, which Shutdown no longer waits
+	// for. cutNet cuts what it waits for; netDone is closed once it has
+	// stopped, and netErr (read after netDone) holds the errors met
+	// closing listeners and loops.
+	cutNet  context.CancelFunc
+	netDone chan struct{}
+	netErr  error
 
 	shutting  atomic.Bool
 	active    atomic.Int64
@@ -187,11 +195,25 @@ func (s *Server) NetServer() *vnet.Server {
 	return s.ns
 }
 
-// Shutdown stops the server gracefully: it stops accepting, closes idle
-// keep-alive connections, lets the requests in progress finish (their
-// responses carry "Connection: close"), then stops the loops. If ctx ends
-// first, the remaining connections are cut and ctx's error is returned.
+// Shutdown stops the server gracefully: it stops accepting, runs the
+// functions given to RegisterOnShutdown, closes idle keep-alive
+// connections, lets the requests in progress finish (their responses carry
+// "Connection: close"), and returns once the server's own connections are
+// closed. If ctx ends first, every remaining connection is cut and ctx's
+// error is returned.
+//
+// As in net/http, Shutdown does not wait for hijacked connections (by
+// [ResponseWriter.Hijack], a FromStd handler's http.Hijacker, or so a
+// WebSocket): they stay open after it returns, and the loops stop once
+// they have closed too. Use RegisterOnShutdown to tell them the server is
+// going, and Close to cut them.
 func (s *Server) Shutdown(ctx context.Context) error {
+	return s.shutdown(ctx, true)
+}
+
+// shutdown is Shutdown; hooks says whether to run the RegisterOnShutdown
+// functions, which Close does not (neither does net/http's).
+func (s *Server) shutdown(ctx context.Context, hooks bool) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -200,30 +222,99 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.closed = true
 	close(s.done)
 	ns := s.ns
+	var netCtx context.Context
+	if ns != nil {
+		netCtx, s.cutNet = context.WithCancel(context.Background())
+		s.netDone = make(chan struct{})
+	}
 	s.mu.Unlock()
 	s.shutting.Store(true)
-	// Runs the functions net/http handlers registered with
-	// RegisterOnShutdown; it has no listener or connection to wait for.
-	_ = s.stdSrv.Shutdown(ctx)
+	if hooks {
+		// Starts the RegisterOnShutdown functions, ours and those net/http
+		// handlers registered through ServerContextKey, each on a
+		// goroutine of its own; stdSrv has no listener or connection to
+		// wait for.
+		_ = s.stdSrv.Shutdown(ctx)
+	} else {
+		_ = s.stdSrv.Close()
+	}
 	if ns == nil {
 		return nil
 	}
+	// Stop accepting before returning, as net/http does, whatever the
+	// connections left.
+	lnErr := ns.CloseListeners()
 	for _, l := range ns.Loops() {
 		ls := s.loops[l.ID()]
 		_ = l.Post(ls.closeIdle)
 	}
-	return ns.Shutdown(ctx)
+	// ns stops its loops once no connection is left; hijacked ones live
+	// on those loops, so it waits for them until cutNet, while this waits
+	// for the server's own connections.
+	go func() {
+		s.netErr = errors.Join(lnErr, closeErrors(ns.Shutdown(netCtx)))
+		close(s.netDone)
+	}()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for s.active.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			s.cutNet()
+			<-s.netDone
+			return errors.Join(ctx.Err(), s.netErr)
+		case <-s.netDone: // every connection closed, loops stopped
+			return s.netErr
+		case <-tick.C:
+		}
+	}
+	return lnErr
 }
 
-// Close stops the server at once, cutting every connection.
+// RegisterOnShutdown registers f to be called on a goroutine of its own
+// when Shutdown starts, as net/http's Server.RegisterOnShutdown does: the
+// place to close hijacked connections (a WebSocket's close handshake, say),
+// which Shutdown does not wait for. Close does not call f.
+func (s *Server) RegisterOnShutdown(f func()) {
+	s.stdSrv.RegisterOnShutdown(f)
+}
+
+// Close stops the server at once, cutting every connection, hijacked ones
+// included (also those a Shutdown that has returned left open), and
+// returns once the loops have stopped, with the errors met closing.
 func (s *Server) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := s.Shutdown(ctx)
-	if errors.Is(err, context.Canceled) {
-		err = nil
+	err := s.shutdown(ctx, false)
+	s.mu.Lock()
+	cut, done := s.cutNet, s.netDone
+	s.mu.Unlock()
+	if cut == nil { // never listened
+		return closeErrors(err)
 	}
-	return err
+	cut()
+	<-done
+	return s.netErr
+}
+
+// closeErrors returns the errors met closing from what vnet.Server's
+// Shutdown returned, without context.Canceled: that only says the
+// connections were cut, which was asked for.
+func closeErrors(err error) error {
+	if err == nil || err == context.Canceled {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err
+	}
+	var keep []error
+	for _, e := range j.Unwrap() {
+		if e != context.Canceled {
+			keep = append(keep, e)
+		}
+	}
+	return errors.Join(keep...)
 }
 
 // Stats are a server's counters, summed over its loops.

@@ -31,8 +31,9 @@ var _ nethttp.Hijacker = (*stdWriter)(nil)
 // The net.Conn is built on the reactor: Read waits for input the loop
 // posts to it (reading from the client pauses while 64 KiB wait), Write
 // hands bytes to the loop and waits while the client is 256 KiB behind,
-// and the deadlines bound those waits. It is still closed when the
-// server's loops stop (Shutdown's context ending, or Close).
+// and the deadlines bound those waits. As in net/http, Server.Shutdown
+// does not wait for it (see Server.RegisterOnShutdown); Close cuts it, as
+// does a Shutdown whose context ends before the requests in progress do.
 func (w *stdWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if w.hijacked {
 		return nil, nil, nethttp.ErrHijacked

@@ -223,6 +223,12 @@ func TestCloseListeners(t *testing.T) {
 		require.NoError(t, err)
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(5 * time.Second))
+		// One round trip first: a connection still in the accept queue
+		// would be reset by closing the listener.
+		c.Write([]byte("ping"))
+		p, err := readFull(c, 4)
+		require.NoError(t, err)
+		require.Equal(t, "ping", string(p))
 
 		require.NoError(t, s.CloseListeners())
 		_, err = net.Dial("unix", path)
@@ -230,9 +236,9 @@ func TestCloseListeners(t *testing.T) {
 		_, err = os.Stat(path)
 		require.ErrorIs(t, err, fs.ErrNotExist)
 
-		c.Write([]byte("ping"))
-		p, err := readFull(c, 4)
+		c.Write([]byte("pong"))
+		p, err = readFull(c, 4)
 		require.NoError(t, err)
-		require.Equal(t, "ping", string(p))
+		require.Equal(t, "pong", string(p), "served after CloseListeners")
 	})
 }

@@ -2,36 +2,18 @@ package http
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
 	"github.com/veloq/veloq/reactor"
 )
-
-// lockedLog is a log destination the test reads while loops write it.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedLog) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedLog) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // panickingHandler is named so that the test can find it in the stack.
 func panickingHandler(w *ResponseWriter, r *Request) {
@@ -46,7 +28,7 @@ func TestPanicStackReadable(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
 		for _, format := range []string{"text", "json"} {
 			t.Run(format, func(t *testing.T) {
-				var logs lockedLog
+				var logs backendtest.Buffer
 				var h slog.Handler = slog.NewTextHandler(&logs, nil)
 				if format == "json" {
 					h = slog.NewJSONHandler(&logs, nil)
@@ -117,7 +99,7 @@ func TestBlockedLoopNamesRoute(t *testing.T) {
 			{"handler", slowHandler{}, `callback="OnData of handler http.slowHandler"`},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				var logs lockedLog
+				var logs backendtest.Buffer
 				s := startServer(t, b, tc.h, WithLoops(1),
 					WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
 					WithNetOptions(vnet.WithLoopConfig(vnet.Config{BlockThreshold: 20 * time.Millisecond})))

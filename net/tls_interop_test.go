@@ -1,36 +1,17 @@
 package net
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/veloq/veloq/internal/backendtest"
 )
-
-// lockedBuffer collects a child process's output for assertions while it
-// runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // sClient runs openssl s_client against addr with args; lines are typed
 // into it one at a time, each once the previous one's echo came back.
@@ -38,7 +19,7 @@ type sClient struct {
 	t     *testing.T
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
-	out   lockedBuffer
+	out   backendtest.Buffer
 }
 
 func startSClient(t *testing.T, addr string, args ...string) *sClient {

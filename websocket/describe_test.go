@@ -1,11 +1,9 @@
 package websocket
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +14,6 @@ import (
 	vnet "github.com/veloq/veloq/net"
 	"github.com/veloq/veloq/reactor"
 )
-
-// lockedLog is a log destination the test reads while loops write it.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedLog) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedLog) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // slowWSHandler blocks the loop in OnMessage: the stall under test.
 type slowWSHandler struct{ HandlerFuncs }
@@ -47,7 +27,7 @@ func (h *slowWSHandler) OnMessage(c *Conn, typ MessageType, data []byte) {
 // is named by its own type in the warning, not by the package's adapter.
 func TestBlockedLoopNamesWSHandler(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
-		var logs lockedLog
+		var logs backendtest.Buffer
 		u := NewUpgrader(WithLogger(testLogger(t)))
 		h := &slowWSHandler{}
 		srv := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {

@@ -9,7 +9,11 @@
 // and test support does not sit above the package it tests.
 package backendtest
 
-import "testing"
+import (
+	"bytes"
+	"sync"
+	"testing"
+)
 
 // Backend is what the table needs of a backend name.
 type Backend interface {
@@ -42,4 +46,24 @@ func Run[B Backend](t *testing.T, f func(t *testing.T, b B)) {
 			f(t, b)
 		})
 	}
+}
+
+// Buffer collects what another goroutine writes (a server's log, a child
+// process's output) for a test to read while the writer is still going.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *Buffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+// String returns everything written so far.
+func (w *Buffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/veloq/veloq/internal/panicstack"
 )
 
 // BlockingPool runs functions that block (file I/O, DNS, cgo, syscalls
@@ -153,7 +154,7 @@ func (b *BlockingPool) call(task func()) {
 	defer func() {
 		if r := recover(); r != nil {
 			b.panics.Add(1)
-			b.log.Error("executor: blocking task panicked", "panic", r, "stack", string(debug.Stack()))
+			b.log.Error("executor: blocking task panicked", "panic", r, "stack", panicstack.Capture())
 		}
 	}()
 	task()

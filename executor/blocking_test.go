@@ -168,7 +168,7 @@ func TestBlockingPanic(t *testing.T) {
 	if s := b.Stats(); s.Panics != 1 {
 		t.Fatalf("stats = %+v", s)
 	}
-	if !strings.Contains(logs.String(), "blocking boom") {
+	if !strings.Contains(logs.String(), "blocking boom") || !strings.Contains(logs.String(), "stack.0=\"github.com/veloq/veloq/executor.TestBlockingPanic") {
 		t.Fatalf("panic not logged: %q", logs.String())
 	}
 	if err := b.Submit(nil); !errors.Is(err, ErrNilTask) {

@@ -3,9 +3,10 @@ package executor
 import (
 	"math/rand/v2"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"sync/atomic"
+
+	"github.com/veloq/veloq/internal/panicstack"
 )
 
 // Worker is one worker of a Pool. A task learns which worker runs it from
@@ -260,7 +261,7 @@ func (w *Worker) call(t task) {
 		if r := recover(); r != nil {
 			w.panics.Add(1)
 			w.pool.log.Error("executor: task panicked",
-				"worker", w.id, "panic", r, "stack", string(debug.Stack()))
+				"worker", w.id, "panic", r, "stack", panicstack.Capture())
 		}
 	}()
 	if t.wfn != nil {

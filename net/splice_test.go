@@ -373,7 +373,9 @@ func TestSpliceResetReleasesEverything(t *testing.T) {
 		}
 		waitConns(t, s, 0)
 		shutdown(t, s)
-		if after := countFDs(t); after != before {
+		// More after is a leak. Fewer is not: an idle pipe another test's
+		// loop still pooled may be trimmed meanwhile (it failed that way).
+		if after := countFDs(t); after > before {
 			t.Errorf("%d descriptors open after shutdown, %d before: %s", after, before, listFDs())
 		}
 	})

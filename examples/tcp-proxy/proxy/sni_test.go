@@ -298,14 +298,18 @@ func TestSNIRefusesBadHellos(t *testing.T) {
 				var logs logBuffer
 				p, s := startProxy(t, b, []string{be.def.addr}, proxy.WithSNI(be.routes(t)...),
 					proxy.WithHelloTimeout(200*time.Millisecond), proxy.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+				start := time.Now() // the proxy's timer starts at its accept
 				c := dial(t, s.Addr())
-				start := time.Now()
 				tc.send(c) // the oversized hello's handshake fails: the proxy closed it
 				n, err := io.Copy(io.Discard, c)
 				require.Zero(t, n, "bytes came back")
 				require.True(t, err == nil || errors.Is(err, syscall.ECONNRESET), "read: %v", err)
 				if tc.name == "never completed" {
-					require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "closed before the timeout")
+					// The timer runs on the loop's clock, read once per
+					// batch of events, so it can end a little before 200 ms
+					// of wall time (197 ms was seen): the bound only says the
+					// close came from the timeout, not from the bytes sent.
+					require.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond, "closed before the timeout")
 				}
 				idle(t, p, s)
 				st := p.Stats()

@@ -309,10 +309,14 @@ func (t *tlsLayer) start(c *Conn) {
 	}
 }
 
-// newTLSLayer attaches a TLS layer to c, counted in ts.running.
+// newTLSLayer attaches a TLS layer to c: a server's counted in
+// ts.running, a dial's (ts nil) counted nowhere and not CPU-limited.
 func newTLSLayer(c *Conn, inner Handler, ts *tlsServer) *tlsLayer {
 	t := &tlsLayer{inner: inner, ts: ts}
-	t.tr.c, t.tr.cpu = c, ts.cpu
+	t.tr.c = c
+	if ts != nil {
+		t.tr.cpu = ts.cpu
+	}
 	t.tr.cond.L = &t.tr.mu
 	c.more().tls = t
 	return t
@@ -605,13 +609,12 @@ func (l *Loop) DialTLS(network, address string, cfg *tls.Config, h Handler, time
 		cfg = cfg.Clone()
 		cfg.ServerName = host
 	}
-	ts := &tlsServer{cfg: cfg, timeout: DefaultTLSHandshakeTimeout, max: DefaultMaxTLSHandshakes}
+	ts := &tlsServer{timeout: DefaultTLSHandshakeTimeout} // the acceptor reads only its timeout
 	c, err := l.Dial(network, address, &tlsAcceptor{ts: ts, inner: h}, timeout)
 	if err != nil {
 		return nil, err
 	}
-	ts.running.Add(1) // the dial's own count; nothing refuses it
-	t := newTLSLayer(c, h, ts)
+	t := newTLSLayer(c, h, nil)
 	t.client = true
 	t.tc = tls.Client(&t.tr, cfg)
 	return c, nil

@@ -164,10 +164,11 @@ func (pr *pair) endRouting() {
 func (pr *pair) route(c *vnet.Conn) {
 	in, _ := c.Peek(0)
 	pr.heard = len(in)
-	if m := recordMarks(in); len(in) >= 5 && m == pr.marks {
+	m := recordMarks(in)
+	if len(in) >= 5 && m == pr.marks {
 		return // no new header or record since the last parse: no new answer
 	}
-	pr.marks = recordMarks(in)
+	pr.marks = m
 	h := helloPool.Get().(*tlshello.ClientHello)
 	defer helloPool.Put(h)
 	err := h.Parse(in)

@@ -156,3 +156,25 @@ print(data.split(b"\r\n\r\n", 1)[1].decode(), end="")
 		}
 	})
 }
+
+// A truncated record and then silence, after the handshake: the plaintext
+// never begins, so the connection is closed at the head timeout and
+// counted, as a silent plaintext connection is.
+func TestHTTPSTruncatedRecordThenSilence(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		s := startServer(t, b, HandlerFunc(testHandler), WithTLS(testCert().ServerConfig()),
+			WithReadHeaderTimeout(300*time.Millisecond), WithIdleTimeout(time.Minute))
+		raw, err := net.Dial("tcp", s.Addr().String())
+		require.NoError(t, err)
+		defer raw.Close()
+		raw.SetDeadline(time.Now().Add(10 * time.Second))
+		c := tls.Client(raw, testCert().ClientConfig("localhost"))
+		require.NoError(t, c.Handshake())
+		// An application-data record of 100 bytes announced, 3 sent.
+		_, err = raw.Write([]byte{23, 3, 3, 0, 100, 1, 2, 3})
+		require.NoError(t, err)
+		_, err = c.Read(make([]byte, 1))
+		require.Error(t, err, "the connection must be closed, not answered")
+		require.Eventually(t, func() bool { return s.Stats().Timeouts == 1 }, 5*time.Second, time.Millisecond)
+	})
+}

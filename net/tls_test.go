@@ -817,3 +817,38 @@ func TestTLSSilentPeersCostNoGoroutine(t *testing.T) {
 		dialTLS(t, s, nil) // and the server still serves
 	})
 }
+
+// deafConn sends what its TLS client writes but never gives it the
+// server's answer: the client sends its ClientHello and then waits
+// forever, so it never sends Finished.
+type deafConn struct {
+	net.Conn
+	closed chan struct{}
+}
+
+func (d *deafConn) Read([]byte) (int, error) {
+	<-d.closed
+	return 0, net.ErrClosed
+}
+
+// A client that sends its ClientHello and never its Finished holds a
+// handshake until the handshake timeout, then is closed and counted; the
+// handler never sees it.
+func TestTLSClientNeverFinishes(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		opened := make(chan struct{}, 1)
+		s := startTLS(t, b, &HandlerFuncs{Open: func(*Conn) { opened <- struct{}{} }}, nil,
+			WithLoops(1), WithTLSHandshakeTimeout(300*time.Millisecond))
+		raw, err := net.Dial("tcp", s.Addr().String())
+		require.NoError(t, err)
+		d := &deafConn{Conn: raw, closed: make(chan struct{})}
+		done := make(chan error, 1)
+		go func() { done <- tls.Client(d, testCert().ClientConfig("localhost")).Handshake() }()
+		require.Eventually(t, func() bool { return tlsTotals(s).TLSHandshakeTimeouts == 1 }, 5*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return tlsTotals(s).Conns == 0 }, 5*time.Second, time.Millisecond)
+		close(d.closed)
+		raw.Close()
+		require.Error(t, <-done)
+		require.Empty(t, opened)
+	})
+}

@@ -61,14 +61,17 @@ type conn struct {
 	sent100   bool
 	eof       bool
 
-	std       *stdExchange       // the FromStd request in progress
-	offCancel context.CancelFunc // cancels the offloaded request's context
-	stdCtx    context.Context    // base of FromStd request contexts, made once
-	raddr     string             // the peer's address as net/http shows it
-	// The FromStd writer's head and body buffers, kept for the next
-	// request between exchanges.
-	stdResp *Response
-	stdBuf  []byte
+	offCancel func() // cancels the offloaded request's context
+
+	// The answer in progress, as the exchange's writeResponse or
+	// writeHead left it, for end.
+	outStarted bool // a streamed head went out
+	outChunked bool // its body is chunked: end writes the last chunk
+	outBody    bool // its body may carry bytes
+	outClose   bool // the connection closes after it
+
+	stdx *stdExchange // the FromStd request in progress
+	stdc *stdConn     // FromStd state, made for the first FromStd request
 }
 
 // now is the loop clock in nanoseconds; deadlines are kept on it.
@@ -366,51 +369,47 @@ func (cs *conn) readBody() bool {
 func (cs *conn) serve(req *Request, head []byte, consume int) bool {
 	ls := cs.ls
 	w := &ls.w
-	w.reset(cs, req, head, ls.body)
+	w.reset(cs, head, ls.body)
 	cs.callHandler(w, req)
 	if b := w.resp.Body(); cap(b) > cap(ls.body) && cap(b) <= 64<<10 {
 		ls.body = b[:0]
 	}
-	if job := w.job; job != nil {
-		w.job = nil
+	next := w.then
+	w.then = then{}
+	switch next.step {
+	case stepOffload:
 		cs.c.Discard(consume)
 		cs.endBody()
 		cs.phase = phaseBusy
-		cs.offload(job)
+		offload(cs, next.job)
 		return false
-	}
-	if w.panicked {
-		w.std, w.hijack = nil, nil
+	case stepFail, stepAbort:
 		cs.c.Discard(consume)
 		cs.endBody()
-		if w.aborted {
+		if next.step == stepAbort {
 			cs.linger()
 		} else {
 			cs.fail(StatusInternalServerError)
 		}
 		return false
-	}
-	if sh := w.std; sh != nil {
+	case stepStd:
 		// A FromStd handler below the root: it runs off the loop like
 		// the root one, on the request copied out of the input.
-		w.std = nil
-		cs.startStd(sh, req, w)
+		cs.startStd(next.std, req, w)
 		cs.c.Discard(consume)
 		cs.endBody()
 		return false
-	}
-	if h := w.hijack; h != nil {
-		w.hijack = nil
+	case stepHijack:
 		cs.writeResponse(&w.resp, req)
 		cs.c.Discard(consume)
 		cs.endBody()
-		cs.handOver(h)
+		cs.handOver(next.hijack)
 		return false
 	}
 	cs.writeResponse(&w.resp, req)
 	cs.c.Discard(consume)
 	cs.endBody()
-	return cs.afterResponse(&w.resp)
+	return cs.end(true)
 }
 
 // handOver gives the connection to h after a Hijack: the server forgets
@@ -445,9 +444,9 @@ func (cs *conn) recoverHandler(w *ResponseWriter, req *Request) {
 	// the loop's Request may already hold the next request.
 	cs.pattern = req.pattern
 	if r := recover(); r != nil {
-		w.panicked = true
-		w.job = nil
-		if w.aborted = cs.srv.handlerPanicked(r, "remote", cs.c.RemoteAddr()); !w.aborted {
+		w.then = then{step: stepAbort}
+		if !cs.srv.handlerPanicked(r, "remote", cs.c.RemoteAddr()) {
+			w.then.step = stepFail
 			cs.ls.st.panics.Add(1)
 		}
 	}
@@ -509,7 +508,7 @@ func (cs *conn) waitingForBody() bool {
 	case phaseBody:
 		return true
 	case phaseStdBody:
-		x := cs.std
+		x := cs.stdx
 		return x != nil && !x.readPaused && (!x.expect100 || x.continued)
 	}
 	return false
@@ -579,7 +578,7 @@ func (cs *conn) bodyDeadline() int64 {
 func (cs *conn) bodyTimeout() {
 	cs.srv.opts.logger.Debug("http: request body timeout", "remote", cs.c.RemoteAddr())
 	if cs.phase == phaseStdBody {
-		x := cs.std
+		x := cs.stdx
 		cs.phase = phaseBusy
 		x.pipe.closeWrite(ErrBodyReadTimeout)
 		cs.timer.Reset(longPoll)
@@ -624,9 +623,11 @@ func (cs *conn) writeResponse(resp *Response, req *Request) {
 			buf = append(buf, body...)
 		}
 		cs.c.Write(buf)
+		cs.outClose = resp.ShouldClose()
 		return
 	}
 	ls.scratch = resp.appendHead(ls.scratch[:0], req, date, int64(len(body)), ls.head200)
+	cs.outClose = resp.ShouldClose()
 	if !resp.BodyAllowed() || len(body) == 0 {
 		cs.c.Write(ls.scratch)
 		return
@@ -656,19 +657,6 @@ func (cs *conn) writeBodyPart(data []byte, chunked bool) {
 
 var crlf = []byte("\r\n") // read only: the CRLF that ends a chunk
 
-// afterResponse moves on after a response was written: to the next
-// request, or to closing. It reports whether the next request may be
-// served.
-func (cs *conn) afterResponse(resp *Response) bool {
-	cs.ls.countServed(cs.c.Loop())
-	if resp.ShouldClose() {
-		cs.linger()
-		return false
-	}
-	cs.enterIdle()
-	return true
-}
-
 // enterIdle waits for the next request, under the idle timeout.
 func (cs *conn) enterIdle() {
 	cs.phase = phaseIdle
@@ -678,8 +666,13 @@ func (cs *conn) enterIdle() {
 	}
 }
 
-// fail answers with an error status and closes the connection.
+// fail answers with an error status and closes the connection; once a
+// streamed answer started, it only closes it.
 func (cs *conn) fail(status int) {
+	if cs.outStarted {
+		cs.linger()
+		return
+	}
 	ls := cs.ls
 	ls.scratch = AppendError(ls.scratch[:0], status, cs.date())
 	cs.c.Write(ls.scratch)
@@ -704,6 +697,7 @@ func (cs *conn) protoError(err error) {
 func (cs *conn) linger() {
 	c := cs.c
 	c.Discard(-1)
+	c.ResumeRead() // the peer's close must be seen
 	cs.phase = phaseDraining
 	if cs.eof || c.CloseWrite() != nil {
 		c.Close()
@@ -719,8 +713,8 @@ func (cs *conn) onEOF() {
 	case phaseBusy, phaseStdBody:
 		// The response in progress still goes out; then the connection
 		// closes. A FromStd request sees its context canceled.
-		if cs.std != nil {
-			cs.std.peerGone()
+		if cs.stdx != nil {
+			cs.stdx.peerGone()
 		}
 		if cs.offCancel != nil {
 			cs.offCancel()
@@ -738,8 +732,8 @@ func (cs *conn) onClose(err error) {
 		cs.srv.bodyBytes.Add(-cs.bodyHeld)
 		cs.bodyHeld = 0
 	}
-	if cs.std != nil {
-		cs.std.connClosed(err)
-		cs.std = nil
+	if cs.stdx != nil {
+		cs.stdx.connClosed(err)
+		cs.stdx = nil
 	}
 }

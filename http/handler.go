@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
-	"sync"
 
-	"github.com/veloq/veloq/executor"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -34,24 +32,18 @@ func (f HandlerFunc) ServeHTTP(w *ResponseWriter, r *Request) { f(w, r) }
 // (see [Response.AppendTo]). It allocates nothing once its buffers have
 // grown to the sizes the handler uses.
 type ResponseWriter struct {
-	resp     Response
-	cs       *conn
-	head     []byte // the raw request head, for Offloaded
-	job      *offloadJob
-	panicked bool
-	aborted  bool // the panic was net/http.ErrAbortHandler
-	off      bool // running on a pool worker
-	raddr    net.Addr
-	hijack   vnet.Handler // set by Hijack: who gets the connection next
-	std      *stdHandler  // a FromStd handler the chain called, to run next
-	ctx      context.Context
+	resp  Response
+	ex    exchange // the request's exchange; nil for a writer not made by the server
+	head  []byte   // the raw request head, for Offloaded
+	then  then     // what the server does once the handler returns
+	off   bool     // running on a pool worker
+	raddr net.Addr
+	ctx   context.Context
 
 	// Streaming (Flush) by an offloaded handler.
-	req       *Request // the request answered, for the head
-	streamed  bool     // the head went out
-	chunked   bool
-	mustClose bool
-	serr      error // the connection is gone
+	req      *Request // the request answered, for the head
+	streamed bool     // the head went out
+	serr     error    // the connection is gone
 }
 
 // ErrNotOffloaded is returned by [ResponseWriter.Flush] in a handler
@@ -69,13 +61,14 @@ var ErrNotOffloaded = errors.New("http: Flush is only available to offloaded han
 // memory; it fails once the connection is gone. An inline handler gets
 // [ErrNotOffloaded]: it must not block, so it cannot wait for the client.
 func (w *ResponseWriter) Flush() error {
-	if !w.off || w.cs == nil || w.req == nil {
+	if !w.off || w.ex == nil || w.req == nil {
 		return ErrNotOffloaded
 	}
 	if w.serr != nil {
 		return w.serr
 	}
-	cs, c := w.cs, w.cs.c
+	ex := w.ex
+	c := ex.transport()
 	head := !w.streamed
 	body := w.resp.body
 	errc := make(chan error, 1)
@@ -84,17 +77,11 @@ func (w *ResponseWriter) Flush() error {
 			errc <- net.ErrClosed
 			return
 		}
-		ls := cs.ls
 		if head {
-			if cs.srv.shutting.Load() {
-				w.req.Close = true
-			}
-			ls.scratch = w.resp.AppendHead(ls.scratch[:0], w.req, cs.date(), -1)
-			c.Write(ls.scratch)
-			w.chunked, w.mustClose = w.resp.Chunked(), w.resp.ShouldClose()
+			ex.writeHead(&w.resp, w.req, -1)
 		}
-		cs.writeChunk(w, body)
-		signalDrained(c, errc)
+		ex.writeBody(body)
+		ex.whenWritable(func(err error) { errc <- err })
 	})
 	if err == nil {
 		err = <-errc
@@ -105,30 +92,6 @@ func (w *ResponseWriter) Flush() error {
 		w.serr = err
 	}
 	return err
-}
-
-// writeChunk writes body as the next part of w's streamed response (on
-// the loop).
-func (cs *conn) writeChunk(w *ResponseWriter, body []byte) {
-	if w.resp.BodyAllowed() {
-		cs.writeBodyPart(body, w.chunked)
-	}
-}
-
-// finishStreamed ends a response an offloaded handler streamed with Flush
-// (on the loop) and reports whether the next request may be served.
-func (cs *conn) finishStreamed(w *ResponseWriter) bool {
-	cs.writeChunk(w, w.resp.body)
-	if w.chunked && w.resp.BodyAllowed() {
-		cs.c.Write(AppendLastChunk(cs.ls.scratch[:0]))
-	}
-	cs.ls.countServed(cs.c.Loop())
-	if w.mustClose || !w.chunked && w.resp.BodyAllowed() {
-		cs.linger()
-		return false
-	}
-	cs.enterIdle()
-	return true
 }
 
 // Context returns the request's context. For a handler running off the
@@ -143,10 +106,10 @@ func (w *ResponseWriter) Context() context.Context {
 	return context.Background()
 }
 
-func (w *ResponseWriter) reset(cs *conn, req *Request, head, body []byte) {
+func (w *ResponseWriter) reset(ex exchange, head, body []byte) {
 	w.resp.Reset(body)
-	w.cs, w.head = cs, head
-	w.job, w.panicked, w.aborted, w.hijack, w.std = nil, false, false, nil, nil
+	w.ex, w.head = ex, head
+	w.then = then{}
 }
 
 // Hijack takes the connection away from the HTTP server once the handler
@@ -167,10 +130,10 @@ func (w *ResponseWriter) Hijack(h vnet.Handler) error {
 	if h == nil {
 		return errors.New("http: Hijack with a nil handler")
 	}
-	if w.off || w.cs == nil {
+	if w.off || w.ex == nil || !w.ex.canHijack() {
 		return ErrHijackUnavailable
 	}
-	w.hijack = h
+	w.then = then{step: stepHijack, hijack: h}
 	return nil
 }
 
@@ -198,172 +161,16 @@ func (w *ResponseWriter) Body() []byte { return w.resp.Body() }
 // Conn returns the connection, for a handler running inline on its loop;
 // nil for an offloaded handler, which must not touch the connection.
 func (w *ResponseWriter) Conn() *vnet.Conn {
-	if w.off || w.cs == nil {
+	if w.off || w.ex == nil {
 		return nil
 	}
-	return w.cs.c
+	return w.ex.transport()
 }
 
 // RemoteAddr returns the client's address.
 func (w *ResponseWriter) RemoteAddr() net.Addr {
-	if w.off || w.cs == nil {
+	if w.off || w.ex == nil {
 		return w.raddr
 	}
-	return w.cs.c.RemoteAddr()
-}
-
-// Offloaded returns a handler that runs h on the stealable pool p instead
-// of on the loop, for handlers that burn CPU. The request (head and body)
-// is copied for it. Reading from the connection goes on meanwhile, but
-// the requests pipelined behind it wait, so responses stay in order.
-//
-// Offloaded may be used anywhere in a chain of handlers: the part of the
-// chain before it runs on the loop, and the status and fields it set are
-// the offloaded handler's to start from.
-func Offloaded(p *executor.Pool, h Handler) Handler { return &offloadHandler{p: p, h: h} }
-
-// OffloadedBlocking is [Offloaded] on the blocking pool b, for handlers
-// that block (files, a database driver, cgo, a lock): a blocked handler
-// holds one of b's goroutines, never a loop or a stealable worker. When b
-// is saturated the request is answered with 503 Service Unavailable.
-func OffloadedBlocking(b *executor.BlockingPool, h Handler) Handler {
-	return &offloadHandler{b: b, h: h}
-}
-
-type offloadHandler struct {
-	p *executor.Pool
-	b *executor.BlockingPool
-	h Handler
-}
-
-func (o *offloadHandler) ServeHTTP(w *ResponseWriter, r *Request) {
-	if w.off || w.cs == nil {
-		o.h.ServeHTTP(w, r) // already off the loop
-		return
-	}
-	w.job = newOffloadJob(w, r, o)
-}
-
-// An offloadJob is a request copied off the connection's input, with its
-// own writer, run on a pool worker.
-type offloadJob struct {
-	o      *offloadHandler
-	parser Parser
-	buf    []byte
-	req    Request
-	w      ResponseWriter
-	body   []byte
-}
-
-var jobPool = sync.Pool{New: func() any { return new(offloadJob) }}
-
-func newOffloadJob(w *ResponseWriter, r *Request, o *offloadHandler) *offloadJob {
-	j := jobPool.Get().(*offloadJob)
-	j.o = o
-	j.buf = append(append(j.buf[:0], w.head...), r.Body...)
-	j.parser.Limits = w.cs.srv.opts.limits
-	if _, err := j.parser.Parse(j.buf[:len(w.head)], &j.req); err != nil {
-		panic("http: offloaded request does not parse again: " + err.Error())
-	}
-	if r.Body != nil {
-		j.req.Body = j.buf[len(w.head):]
-	}
-	j.req.Close = r.Close
-	j.req.params, j.req.nparams = r.params, r.nparams // spans of Path, parsed the same
-	j.w.reset(w.cs, &j.req, nil, j.body)
-	// What the chain before Offloaded set stays in the response.
-	j.w.resp.SetStatus(w.resp.status)
-	for _, f := range w.Header().Fields() {
-		j.w.Header().AddBytes(f.Name, f.Value)
-	}
-	j.w.off = true
-	j.w.req = &j.req
-	j.w.raddr = w.cs.c.RemoteAddr()
-	return j
-}
-
-func (j *offloadJob) release() {
-	if b := j.w.resp.Body(); cap(b) <= 64<<10 {
-		j.body = b[:0]
-	} else {
-		j.body = nil
-	}
-	if cap(j.buf) > 64<<10 {
-		j.buf = nil
-	}
-	j.o, j.w.cs, j.w.raddr, j.w.ctx, j.w.req = nil, nil, nil, nil, nil
-	j.w.streamed, j.w.chunked, j.w.mustClose, j.w.serr = false, false, false, nil
-	jobPool.Put(j)
-}
-
-// run runs the handler on a pool worker.
-func (j *offloadJob) run(ctx context.Context) (struct{}, error) {
-	j.w.ctx = ctx
-	defer func() {
-		if r := recover(); r != nil {
-			j.w.panicked = true
-			j.w.aborted = j.w.cs.srv.handlerPanicked(r, "remote", j.w.raddr)
-		}
-	}()
-	j.o.h.ServeHTTP(&j.w, &j.req)
-	return struct{}{}, nil
-}
-
-// offload hands job to the pool; its response is written back on the loop.
-// The connection stays in phaseBusy meanwhile: input that arrives waits
-// in the connection (bounded by the reactor's read buffer cap), so the
-// next request waits for this one, while the client's FIN or reset is
-// still seen and cancels the request's context.
-func (cs *conn) offload(j *offloadJob) {
-	cs.ls.st.offloaded.Add(1)
-	ctx, cancel := context.WithCancel(context.Background())
-	cs.offCancel = cancel
-	c := cs.c
-	var f *executor.Future[struct{}]
-	if j.o.b != nil {
-		f = executor.SubmitBlocking(j.o.b, ctx, j.run)
-	} else {
-		f = executor.Submit(j.o.p, ctx, j.run)
-	}
-	f.OnLoop(c.Loop(), func(_ struct{}, err error) {
-		defer j.release()
-		cancel()
-		cs.offCancel = nil
-		if c.Closed() {
-			return
-		}
-		switch {
-		case errors.Is(err, context.Canceled): // the client left before it ran
-			cs.linger()
-		case err != nil: // the pool refused the task
-			cs.fail(StatusServiceUnavailable)
-		case j.w.aborted:
-			cs.linger()
-		case j.w.panicked && j.w.streamed:
-			// Part of the response is out: closing is the only way to
-			// say it is incomplete.
-			cs.ls.st.panics.Add(1)
-			cs.linger()
-		case j.w.panicked:
-			cs.ls.st.panics.Add(1)
-			cs.fail(StatusInternalServerError)
-		default:
-			if j.w.streamed {
-				if !cs.finishStreamed(&j.w) {
-					return
-				}
-			} else {
-				cs.writeResponse(&j.w.resp, &j.req)
-				if !cs.afterResponse(&j.w.resp) {
-					return
-				}
-			}
-			if cs.eof {
-				cs.linger() // the client half-closed: nothing more will come
-				return
-			}
-			// Present the input that waited (pipelined requests).
-			c.Redeliver()
-		}
-	})
+	return w.ex.transport().RemoteAddr()
 }

@@ -41,6 +41,9 @@ func (w *stdWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if w.err != nil {
 		return nil, nil, w.err
 	}
+	if !w.x.ex.canHijack() {
+		return nil, nil, nethttp.ErrNotSupported
+	}
 	if w.wroteHeader && !w.streaming {
 		if err := w.send(false); err != nil {
 			return nil, nil, err
@@ -51,19 +54,18 @@ func (w *stdWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	hc.cond.L = &hc.mu
 	errc := make(chan error, 1)
 	err := x.c.Loop().Post(func() {
-		cs := x.cs
 		c := x.c
-		if c.Closed() || cs.std != x {
+		if !x.current() {
 			errc <- net.ErrClosed
 			return
 		}
-		cs.std = nil
+		x.ex.setStd(nil)
 		if p := x.pipe; p != nil {
 			hc.in = p.takeRest()
 			p.closeWrite(nethttp.ErrHijacked)
 		}
 		hc.laddr, hc.raddr = c.LocalAddr(), c.RemoteAddr()
-		cs.handOver(hc)
+		x.ex.handOver(hc)
 		// Input that waited in the connection (bytes after the request)
 		// is presented to hc, then reading goes on under hc's control.
 		if x.readPaused {
@@ -231,7 +233,7 @@ func (hc *hijackedConn) Write(b []byte) (int, error) {
 			return
 		}
 		c.Write(p)
-		signalDrained(c, errc)
+		whenDrained(c, func(err error) { errc <- err })
 	})
 	if err != nil {
 		return 0, net.ErrClosed

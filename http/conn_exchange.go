@@ -1,0 +1,88 @@
+package http
+
+import (
+	"net"
+
+	vnet "github.com/veloq/veloq/net"
+)
+
+// The HTTP/1 connection is its own exchange: one request at a time, its
+// answer framed with Content-Length or chunked, and the connection kept
+// for the next request or closed after it.
+var _ exchange = (*conn)(nil)
+
+func (cs *conn) transport() *vnet.Conn { return cs.c }
+
+func (cs *conn) shared() *loopState { return cs.ls }
+
+// writeHead serializes the head of a streamed answer.
+func (cs *conn) writeHead(resp *Response, req *Request, cl int64) {
+	if cs.srv.shutting.Load() {
+		req.Close = true
+	}
+	ls := cs.ls
+	ls.scratch = resp.AppendHead(ls.scratch[:0], req, cs.date(), cl)
+	cs.c.Write(ls.scratch)
+	cs.outClose = resp.ShouldClose()
+	cs.outBody = resp.BodyAllowed()
+	cs.outChunked = resp.Chunked() && cs.outBody
+	cs.outStarted = true
+}
+
+// writeBody queues p as the next part of the streamed body.
+func (cs *conn) writeBody(p []byte) {
+	if cs.outBody {
+		cs.writeBodyPart(p, cs.outChunked)
+	}
+}
+
+func (cs *conn) whenWritable(f func(error)) { whenDrained(cs.c, f) }
+
+// whenDrained calls f(nil) once c's pending output is down to stdOutHigh,
+// or f(net.ErrClosed) if c closes first: a writer off the loop waits on
+// it before producing more.
+func whenDrained(c *vnet.Conn, f func(error)) {
+	c.OnDrain(stdOutHigh, func() {
+		if c.Closed() {
+			f(net.ErrClosed)
+			return
+		}
+		f(nil)
+	})
+}
+
+// end ends the answer (the last chunk of a chunked body), counts the
+// request and moves on: to the next request, or to closing when the
+// answer, the client or the server says so.
+func (cs *conn) end(reusable bool) bool {
+	if cs.outChunked {
+		cs.c.Write(AppendLastChunk(cs.ls.scratch[:0]))
+	}
+	closing := cs.outClose || !reusable
+	cs.outStarted, cs.outChunked, cs.outClose = false, false, false
+	cs.ls.countServed(cs.c.Loop())
+	if closing || cs.eof || cs.srv.shutting.Load() {
+		cs.linger()
+		return false
+	}
+	cs.enterIdle()
+	return true
+}
+
+// resume presents the input that waited (pipelined requests) again.
+func (cs *conn) resume() {
+	cs.c.ResumeRead()
+	cs.c.Redeliver()
+}
+
+func (cs *conn) abort(err error) {
+	if err != nil {
+		cs.c.Abort(err)
+		return
+	}
+	cs.linger()
+}
+
+func (cs *conn) cancelOnGone(cancel func()) { cs.offCancel = cancel }
+
+func (cs *conn) canHijack() bool { return true }

@@ -1,0 +1,165 @@
+package http
+
+import (
+	"context"
+	nethttp "net/http"
+	"net/url"
+)
+
+// stdRequest builds a net/http request from a parsed head, like
+// net/http's server does. scratch, if not nil, is a reusable buffer for
+// building the header.
+func stdRequest(ctx context.Context, r *Request, raddr string, scratch *[]byte) (*nethttp.Request, error) {
+	method, _ := internMethod(r.Method)
+	h, strs := stdHeader(r.Headers, scratch, r.Target, r.Host)
+	// A value here and one copy in WithContext: the only Request on the heap
+	// is the one the handler gets.
+	sr := nethttp.Request{
+		Method:        method,
+		RequestURI:    strs[0],
+		ProtoMajor:    1,
+		ProtoMinor:    r.ProtoMinor,
+		Header:        h,
+		ContentLength: r.ContentLength,
+		Close:         r.Close,
+		Body:          nethttp.NoBody,
+		RemoteAddr:    raddr,
+	}
+	if r.ProtoMinor == 0 {
+		sr.Proto = "HTTP/1.0"
+	} else {
+		sr.ProtoMinor = 1
+		sr.Proto = "HTTP/1.1"
+	}
+	var err error
+	if sr.Method == "CONNECT" && len(r.Target) > 0 && r.Target[0] != '/' {
+		sr.URL = &url.URL{Host: sr.RequestURI}
+	} else if sr.URL, err = url.ParseRequestURI(sr.RequestURI); err != nil {
+		return nil, err
+	}
+	sr.Host = sr.URL.Host
+	if sr.Host == "" {
+		sr.Host = strs[1]
+	}
+	switch {
+	case r.Chunked:
+		sr.ContentLength = -1
+		sr.TransferEncoding = []string{"chunked"}
+		sr.Header.Del("Transfer-Encoding")
+	case r.ContentLength < 0:
+		sr.ContentLength = 0
+	}
+	return sr.WithContext(ctx), nil
+}
+
+// stdHeader builds a request's net/http.Header (without Host, which
+// net/http moves to Request.Host) with three allocations whatever the
+// number of fields: the map, one string holding every canonical name and
+// value, and one backing array for the value slices. Each slice is capped
+// at its length, so a handler appending to one gets a copy. The extra
+// byte slices are returned as strings from the same allocation.
+func stdHeader(fields []HeaderField, scratch *[]byte, extra ...[]byte) (nethttp.Header, [2]string) {
+	var arena []byte
+	if scratch != nil {
+		arena = (*scratch)[:0]
+	}
+	for _, e := range extra {
+		arena = append(arena, e...)
+	}
+	n := 0
+	for _, f := range fields {
+		if equalFold(f.Name, "Host") {
+			continue
+		}
+		n++
+		start := len(arena)
+		arena = append(arena, f.Name...)
+		canonicalizeKey(arena[start:])
+		arena = append(arena, f.Value...)
+	}
+	s := string(arena)
+	if scratch != nil && cap(arena) <= 64<<10 {
+		*scratch = arena[:0]
+	}
+	var strs [2]string
+	off := 0
+	for i, e := range extra[:min(len(extra), 2)] {
+		strs[i] = s[off : off+len(e)]
+		off += len(e)
+	}
+	h := make(nethttp.Header, n)
+	if n == 0 {
+		return h, strs
+	}
+	vals := make([]string, n)
+	i := 0
+	for _, f := range fields {
+		if equalFold(f.Name, "Host") {
+			continue
+		}
+		k := s[off : off+len(f.Name)]
+		off += len(f.Name)
+		v := s[off : off+len(f.Value)]
+		off += len(f.Value)
+		if prev, ok := h[k]; ok {
+			h[k] = append(prev, v)
+			continue
+		}
+		vals[i] = v
+		h[k] = vals[i : i+1 : i+1]
+		i++
+	}
+	return h, strs
+}
+
+// canonicalizeKey rewrites a field name (a token, as the parser checked)
+// in place to the form net/textproto.CanonicalMIMEHeaderKey gives it: the
+// first letter and each letter after a hyphen upper case, the others
+// lower case.
+func canonicalizeKey(k []byte) {
+	upper := true
+	for i, c := range k {
+		if upper && 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		} else if !upper && 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		k[i] = c
+		upper = c == '-'
+	}
+}
+
+// Methods as strings and byte slices, so that the common ones cost no
+// allocation per request.
+var (
+	methodGET     = []byte("GET")
+	methodHEAD    = []byte("HEAD")
+	methodPOST    = []byte("POST")
+	methodPUT     = []byte("PUT")
+	methodDELETE  = []byte("DELETE")
+	methodPATCH   = []byte("PATCH")
+	methodOPTIONS = []byte("OPTIONS")
+)
+
+// internMethod returns m as a string and as a byte slice that outlives
+// the input buffer, shared for the common methods.
+func internMethod(m []byte) (string, []byte) {
+	switch string(m) {
+	case "GET":
+		return "GET", methodGET
+	case "HEAD":
+		return "HEAD", methodHEAD
+	case "POST":
+		return "POST", methodPOST
+	case "PUT":
+		return "PUT", methodPUT
+	case "DELETE":
+		return "DELETE", methodDELETE
+	case "PATCH":
+		return "PATCH", methodPATCH
+	case "OPTIONS":
+		return "OPTIONS", methodOPTIONS
+	}
+	s := string(m)
+	return s, []byte(s)
+}

@@ -23,6 +23,7 @@ const (
 	phaseBusy                  // a handler runs off the loop; input waits
 	phaseDraining              // closing after an answer; input is discarded
 	phaseHijacked              // handed to another handler by Hijack
+	phaseH2                    // an HTTP/2 connection: frames go to h2
 )
 
 // longPoll is how often a connection's timer looks at it when no deadline
@@ -65,10 +66,13 @@ type conn struct {
 
 	// The answer in progress, as the exchange's writeResponse or
 	// writeHead left it, for end.
-	outStarted bool // a streamed head went out
-	outChunked bool // its body is chunked: end writes the last chunk
-	outBody    bool // its body may carry bytes
-	outClose   bool // the connection closes after it
+	outStarted  bool            // a streamed head went out
+	outChunked  bool            // its body is chunked: end writes the last chunk
+	outBody     bool            // its body may carry bytes
+	outClose    bool            // the connection closes after it
+	outTrailers *ResponseHeader // sent in the last chunk
+
+	h2 *h2Conn // set in phaseH2
 
 	stdx *stdExchange // the FromStd request in progress
 	stdc *stdConn     // FromStd state, made for the first FromStd request
@@ -153,6 +157,8 @@ func (cs *conn) onTimer() {
 		}
 	case phaseDraining:
 		deadline = cs.phaseStart + int64(o.lingerTimeout)
+	case phaseH2:
+		deadline = cs.h2.deadline()
 	}
 	if deadline != 0 {
 		if now >= deadline {
@@ -199,6 +205,19 @@ func (cs *conn) onData() {
 	case phaseBody:
 		if !cs.readBody() {
 			return
+		}
+	case phaseH2:
+		cs.h2.onData()
+		return
+	case phaseNew:
+		if cs.srv.opts.h2c {
+			if buf, _ := cs.c.Peek(0); isH2Preface(buf) {
+				// HTTP/2 with prior knowledge (RFC 9113 §3.3): "PRI" is no
+				// HTTP/1 method a server answers, so nothing is lost.
+				cs.startH2()
+				cs.h2.onData()
+				return
+			}
 		}
 	}
 	cs.serveLoop()
@@ -284,7 +303,7 @@ func (cs *conn) serveLoop() {
 			req.Body = buf[n:end:end]
 			total = end
 		}
-		if !cs.serve(req, buf[:n], total) {
+		if !cs.serve(req, total) {
 			return
 		}
 	}
@@ -360,16 +379,15 @@ func (cs *conn) readBody() bool {
 		return false
 	}
 	req.Body = cs.body
-	return cs.serve(req, cs.head, 0)
+	return cs.serve(req, 0)
 }
 
-// serve runs the handler for req, whose head is the raw bytes in head,
-// writes its response and consumes consume bytes of input. It reports
+// serve runs the handler for req, writes its response and consumes consume bytes of input. It reports
 // whether the next request may be served.
-func (cs *conn) serve(req *Request, head []byte, consume int) bool {
+func (cs *conn) serve(req *Request, consume int) bool {
 	ls := cs.ls
 	w := &ls.w
-	w.reset(cs, head, ls.body)
+	w.reset(cs, ls.body)
 	cs.callHandler(w, req)
 	if b := w.resp.Body(); cap(b) > cap(ls.body) && cap(b) <= 64<<10 {
 		ls.body = b[:0]
@@ -710,6 +728,9 @@ func (cs *conn) linger() {
 func (cs *conn) onEOF() {
 	cs.eof = true
 	switch cs.phase {
+	case phaseH2:
+		// The answers in progress still go out; then the connection closes.
+		cs.h2.closeIfDone()
 	case phaseBusy, phaseStdBody:
 		// The response in progress still goes out; then the connection
 		// closes. A FromStd request sees its context canceled.
@@ -735,5 +756,8 @@ func (cs *conn) onClose(err error) {
 	if cs.stdx != nil {
 		cs.stdx.connClosed(err)
 		cs.stdx = nil
+	}
+	if cs.h2 != nil {
+		cs.h2.closeAll()
 	}
 }

@@ -56,8 +56,9 @@ func whenDrained(c *vnet.Conn, f func(error)) {
 // answer, the client or the server says so.
 func (cs *conn) end(reusable bool) bool {
 	if cs.outChunked {
-		cs.c.Write(AppendLastChunk(cs.ls.scratch[:0]))
+		cs.c.Write(appendLastChunkTrailers(cs.ls.scratch[:0], cs.outTrailers))
 	}
+	cs.outTrailers = nil
 	closing := cs.outClose || !reusable
 	cs.outStarted, cs.outChunked, cs.outClose = false, false, false
 	cs.ls.countServed(cs.c.Loop())
@@ -86,3 +87,29 @@ func (cs *conn) abort(err error) {
 func (cs *conn) cancelOnGone(cancel func()) { cs.offCancel = cancel }
 
 func (cs *conn) canHijack() bool { return true }
+
+func (cs *conn) writeTrailers(t *ResponseHeader) {
+	if cs.outChunked {
+		cs.outTrailers = t
+	}
+}
+
+// appendLastChunkTrailers appends the last chunk with the trailer section
+// t (RFC 9112 §7.1.2); framing fields are left out.
+func appendLastChunkTrailers(dst []byte, t *ResponseHeader) []byte {
+	if t == nil || t.Len() == 0 {
+		return AppendLastChunk(dst)
+	}
+	dst = append(dst, "0\r\n"...)
+	for i := range t.fields {
+		name := t.name(i)
+		if specialName(name) == hasFraming {
+			continue
+		}
+		dst = append(dst, name...)
+		dst = append(dst, ':', ' ')
+		dst = append(dst, t.value(i)...)
+		dst = append(dst, '\r', '\n')
+	}
+	return append(dst, '\r', '\n')
+}

@@ -37,6 +37,11 @@ type exchange interface {
 	// on it, so that it cannot outrun the client.
 	whenWritable(f func(error))
 
+	// writeTrailers gives the trailer fields that end a streamed answer:
+	// for HTTP/1 in the last chunk (dropped when the body is not
+	// chunked), for HTTP/2 in a HEADERS frame that ends the stream. t must
+	// stay unchanged until end.
+	writeTrailers(t *ResponseHeader)
 	// end completes the exchange after its answer. reusable is false when
 	// the connection cannot carry another exchange (the request body was
 	// not read to its end, the body sent was shorter than announced). It

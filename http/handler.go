@@ -34,7 +34,6 @@ func (f HandlerFunc) ServeHTTP(w *ResponseWriter, r *Request) { f(w, r) }
 type ResponseWriter struct {
 	resp  Response
 	ex    exchange // the request's exchange; nil for a writer not made by the server
-	head  []byte   // the raw request head, for Offloaded
 	then  then     // what the server does once the handler returns
 	off   bool     // running on a pool worker
 	raddr net.Addr
@@ -106,9 +105,9 @@ func (w *ResponseWriter) Context() context.Context {
 	return context.Background()
 }
 
-func (w *ResponseWriter) reset(ex exchange, head, body []byte) {
+func (w *ResponseWriter) reset(ex exchange, body []byte) {
 	w.resp.Reset(body)
-	w.ex, w.head = ex, head
+	w.ex = ex
 	w.then = then{}
 }
 

@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/veloq/veloq/executor"
@@ -43,12 +44,11 @@ func (o *offloadHandler) ServeHTTP(w *ResponseWriter, r *Request) {
 // An offloadJob is a request copied off the connection's input, with its
 // own writer, run on a pool worker.
 type offloadJob struct {
-	o      *offloadHandler
-	parser Parser
-	buf    []byte
-	req    Request
-	w      ResponseWriter
-	body   []byte
+	o    *offloadHandler
+	buf  []byte
+	req  Request
+	w    ResponseWriter
+	body []byte
 }
 
 var jobPool = sync.Pool{New: func() any { return new(offloadJob) }}
@@ -56,17 +56,8 @@ var jobPool = sync.Pool{New: func() any { return new(offloadJob) }}
 func newOffloadJob(w *ResponseWriter, r *Request, o *offloadHandler) *offloadJob {
 	j := jobPool.Get().(*offloadJob)
 	j.o = o
-	j.buf = append(append(j.buf[:0], w.head...), r.Body...)
-	j.parser.Limits = w.ex.shared().srv.opts.limits
-	if _, err := j.parser.Parse(j.buf[:len(w.head)], &j.req); err != nil {
-		panic("http: offloaded request does not parse again: " + err.Error())
-	}
-	if r.Body != nil {
-		j.req.Body = j.buf[len(w.head):]
-	}
-	j.req.Close = r.Close
-	j.req.params, j.req.nparams = r.params, r.nparams // spans of Path, parsed the same
-	j.w.reset(w.ex, nil, j.body)
+	j.buf = copyRequest(&j.req, r, j.buf)
+	j.w.reset(w.ex, j.body)
 	// What the chain before Offloaded set stays in the response.
 	j.w.resp.SetStatus(w.resp.status)
 	for _, f := range w.Header().Fields() {
@@ -155,4 +146,52 @@ func offload(ex exchange, j *offloadJob) {
 			}
 		}
 	})
+}
+
+// copyRequest makes dst a copy of src whose bytes live in buf (reused, and
+// returned), for a handler that runs after src's input is gone.
+func copyRequest(dst, src *Request, buf []byte) []byte {
+	n := len(src.Method) + len(src.Target) + len(src.Host) + len(src.Upgrade) + len(src.Body)
+	for _, f := range src.Headers {
+		n += len(f.Name) + len(f.Value)
+	}
+	a := copier{buf: slices.Grow(buf[:0], n)}
+	headers := dst.Headers[:0]
+	*dst = *src
+	dst.spans = nil // the parser's scratch stays with src
+	dst.Method = a.put(src.Method)
+	dst.Target = a.put(src.Target)
+	if src.Path != nil {
+		// Target is what comes before Path, Path, then '?' and Query.
+		q := 0
+		if src.Query != nil {
+			q = len(src.Query) + 1
+		}
+		start := len(src.Target) - len(src.Path) - q
+		dst.Path = dst.Target[start : start+len(src.Path) : start+len(src.Path)]
+		if src.Query != nil {
+			dst.Query = dst.Target[len(dst.Target)-len(src.Query):]
+		}
+	}
+	dst.Host = a.put(src.Host)
+	dst.Upgrade = a.put(src.Upgrade)
+	for _, f := range src.Headers {
+		headers = append(headers, HeaderField{Name: a.put(f.Name), Value: a.put(f.Value)})
+	}
+	dst.Headers = headers
+	dst.Body = a.put(src.Body)
+	return a.buf
+}
+
+// copier appends byte strings to one buffer, sized beforehand so that it
+// never moves, and returns capped views of them.
+type copier struct{ buf []byte }
+
+func (c *copier) put(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	s := len(c.buf)
+	c.buf = append(c.buf, b...)
+	return c.buf[s:len(c.buf):len(c.buf)]
 }

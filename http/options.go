@@ -47,6 +47,9 @@ type serverOptions struct {
 	offload           *executor.Pool
 	logger            *slog.Logger
 	net               []vnet.Option
+	tls               *tls.Config // cloned; NextProtos set in setDefaults
+	noHTTP2           bool
+	h2c               bool // HTTP/2 with prior knowledge is served
 }
 
 // Option configures a [Server].
@@ -137,18 +140,24 @@ func WithBackend(b vnet.Backend) Option { return WithNetOptions(vnet.WithBackend
 // WithTLS serves HTTPS: every connection is TLS with cfg (see
 // [vnet.WithTLS]: the handshake runs off the loop, records are encrypted
 // and decrypted on it, and handlers are unchanged). When cfg.NextProtos
-// is empty, ALPN offers "http/1.1". FromStd handlers see
-// [net/http.Request.TLS]; fast ones reach the state through
-// ResponseWriter.Conn().TLS(). cfg is cloned.
+// is empty, ALPN offers "h2" and "http/1.1" ("http/1.1" alone with
+// WithHTTP2(false)). FromStd handlers see [net/http.Request.TLS]; fast
+// ones reach the state through ResponseWriter.Conn().TLS(). cfg is
+// cloned.
 func WithTLS(cfg *tls.Config) Option {
 	if cfg != nil {
 		cfg = cfg.Clone()
-		if len(cfg.NextProtos) == 0 {
-			cfg.NextProtos = []string{"http/1.1"}
-		}
 	}
-	return WithNetOptions(vnet.WithTLS(cfg))
+	return func(o *serverOptions) { o.tls = cfg }
 }
+
+// WithHTTP2 turns HTTP/2 on or off (default on). On, the server speaks
+// HTTP/2 to a client that negotiates "h2" by ALPN over TLS and to one that
+// opens a plaintext connection with HTTP/2's preface (h2c with prior
+// knowledge, as curl --http2-prior-knowledge and gRPC clients do); every
+// other connection is HTTP/1.1. Handlers are the same for both: each
+// HTTP/2 stream is an exchange like an HTTP/1 request (Hijack excepted).
+func WithHTTP2(on bool) Option { return func(o *serverOptions) { o.noHTTP2 = !on } }
 
 // WithNetOptions passes options through to the TCP server underneath
 // (loops, backend, pinning, balancing, buffer sizes...).
@@ -183,6 +192,16 @@ func (o *serverOptions) setDefaults() {
 	}
 	if o.logger == nil {
 		o.logger = slog.Default()
+	}
+	o.h2c = !o.noHTTP2
+	if o.tls != nil && len(o.tls.NextProtos) == 0 {
+		o.tls.NextProtos = []string{"h2", "http/1.1"}
+		if o.noHTTP2 {
+			o.tls.NextProtos = []string{"http/1.1"}
+		}
+	}
+	if o.tls != nil {
+		o.net = append(o.net, vnet.WithTLS(o.tls))
 	}
 	o.limits = Limits{
 		MaxHeaderBytes: o.limits.maxHeaderBytes(),

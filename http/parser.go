@@ -333,7 +333,7 @@ func (p *Parser) fill(b []byte, req *Request, from int) error {
 	req.ProtoMajor, req.ProtoMinor = 1, int(b[p.targetEnd+8]-'0')
 	req.Headers = hdrs
 	req.ContentLength = -1
-	req.Chunked, req.Close, req.Expect100 = false, false, false
+	req.Chunked, req.Close, req.Expect100, req.streamed = false, false, false, false
 	req.nparams, req.pattern = 0, ""
 	if err := req.splitTarget(); err != nil {
 		return err

@@ -30,8 +30,9 @@ type Request struct {
 	// Query is the raw query without the '?'; nil when there is none.
 	Query []byte
 
-	// ProtoMajor is always 1. ProtoMinor is the digit after "HTTP/1.";
-	// minor versions above 1 are handled as HTTP/1.1.
+	// ProtoMajor is 1, or 2 for an HTTP/2 request. ProtoMinor is the
+	// digit after "HTTP/1." (0 for HTTP/2); minor versions above 1 are
+	// handled as HTTP/1.1.
 	ProtoMajor, ProtoMinor int
 
 	// Headers holds the field lines in order of arrival.
@@ -59,6 +60,10 @@ type Request struct {
 	// Upgrade is the value of the Upgrade header of an HTTP/1.1 request
 	// whose Connection header lists "upgrade"; nil otherwise.
 	Upgrade []byte
+
+	// streamed is set for an HTTP/2 request whose body follows in DATA
+	// frames, whatever its length.
+	streamed bool
 
 	// Body is the whole request body, set by [Server] before a [Handler]
 	// runs (Content-Length or decoded chunked); nil when there is none.
@@ -108,7 +113,7 @@ func (r *Request) Header(name string) []byte {
 func (r *Request) KeepAlive() bool { return !r.Close }
 
 // HasBody reports whether a message body follows the head.
-func (r *Request) HasBody() bool { return r.Chunked || r.ContentLength > 0 }
+func (r *Request) HasBody() bool { return r.Chunked || r.ContentLength > 0 || r.streamed }
 
 // IsHead reports whether the method is HEAD.
 func (r *Request) IsHead() bool { return string(r.Method) == "HEAD" }

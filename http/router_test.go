@@ -78,7 +78,7 @@ func TestRouterMatch(t *testing.T) {
 			_, err := p.Parse([]byte(tc.method+" "+tc.target+" HTTP/1.1\r\nHost: x\r\n\r\n"), &req)
 			require.NoError(t, err)
 			var w ResponseWriter
-			w.reset(nil, nil, nil)
+			w.reset(nil, nil)
 			m.ServeHTTP(&w, &req)
 			require.Equal(t, tc.status, w.Status())
 			require.Equal(t, tc.body, string(w.Body()))
@@ -108,7 +108,7 @@ func TestRouterMatchAllocs(t *testing.T) {
 	_, err := p.Parse([]byte("GET /users/42/posts/7 HTTP/1.1\r\nHost: x\r\n\r\n"), &req)
 	require.NoError(t, err)
 	var w ResponseWriter
-	w.reset(nil, nil, make([]byte, 0, 64))
+	w.reset(nil, make([]byte, 0, 64))
 	allocs := testing.AllocsPerRun(100, func() {
 		w.resp.Reset(w.resp.Body())
 		m.ServeHTTP(&w, &req)

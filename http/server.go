@@ -329,6 +329,12 @@ type Stats struct {
 	Timeouts    uint64 // connections closed by a timeout
 	Hijacked    uint64 // connections handed to another handler by Hijack
 	OverBudget  uint64 // requests refused (503) because buffered bodies were over budget
+	// HTTP/2: connections that spoke it, streams opened, streams reset by
+	// the server (a stream error), streams refused over the concurrency
+	// bound, and connections ended with ENHANCE_YOUR_CALM (floods, rapid
+	// reset, oversized header blocks). Its connection errors count in
+	// ProtoErrors.
+	HTTP2Conns, HTTP2Streams, HTTP2Resets, HTTP2Refused, HTTP2Calm uint64
 	// BufferedBodyBytes is the body buffer capacity all connections hold
 	// now, bounded by WithMaxBufferedBodyBytes.
 	BufferedBodyBytes int64
@@ -350,6 +356,11 @@ func (s *Server) Stats() Stats {
 		st.Timeouts += ls.st.timeouts.Load()
 		st.Hijacked += ls.st.hijacked.Load()
 		st.OverBudget += ls.st.overBudget.Load()
+		st.HTTP2Conns += ls.st.h2conns.Load()
+		st.HTTP2Streams += ls.st.h2streams.Load()
+		st.HTTP2Resets += ls.st.h2resets.Load()
+		st.HTTP2Refused += ls.st.h2refused.Load()
+		st.HTTP2Calm += ls.st.h2calm.Load()
 	}
 	return st
 }
@@ -360,6 +371,8 @@ type loopStats struct {
 	accepted, rejected, requests, offloaded atomic.Uint64
 	protoErrors, panics, timeouts, hijacked atomic.Uint64
 	overBudget                              atomic.Uint64
+	h2conns, h2streams, h2resets, h2refused atomic.Uint64
+	h2calm                                  atomic.Uint64
 }
 
 // loopState is what the connections of one loop share. Only that loop
@@ -438,8 +451,11 @@ func (ls *loopState) countServed(l *vnet.Loop) {
 func (ls *loopState) closeIdle() {
 	for cs := ls.conns.head; cs != nil; {
 		next := cs.next
-		if cs.phase == phaseIdle || cs.phase == phaseNew {
+		switch cs.phase {
+		case phaseIdle, phaseNew:
 			cs.c.Close()
+		case phaseH2:
+			cs.h2.goAway()
 		}
 		cs = next
 	}
@@ -496,6 +512,8 @@ func (h netHandler) OnOpen(c *vnet.Conn) {
 		} else {
 			c.Close()
 		}
+	case !s.opts.noHTTP2 && c.TLS() != nil && c.TLS().NegotiatedProtocol == "h2":
+		cs.startH2()
 	}
 }
 

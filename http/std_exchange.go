@@ -84,7 +84,7 @@ func newStdExchange(ex exchange, sc *stdConn, sh *stdHandler, req *Request, w *R
 	sreq.TLS = c.TLS() // nil in plaintext, as net/http
 	x.req = sreq
 	_, mb := internMethod(req.Method)
-	x.vreq = Request{Method: mb, ProtoMajor: 1, ProtoMinor: req.ProtoMinor, Close: req.Close}
+	x.vreq = Request{Method: mb, ProtoMajor: max(req.ProtoMajor, 1), ProtoMinor: req.ProtoMinor, Close: req.Close}
 	x.w = stdWriter{x: x, header: make(nethttp.Header), cl: -1, resp: sc.resp, buf: sc.buf}
 	sc.resp, sc.buf = nil, nil
 	if x.w.resp == nil {

@@ -25,9 +25,12 @@ func stdRequest(ctx context.Context, r *Request, raddr string, scratch *[]byte) 
 		Body:          nethttp.NoBody,
 		RemoteAddr:    raddr,
 	}
-	if r.ProtoMinor == 0 {
+	switch {
+	case r.ProtoMajor == 2:
+		sr.Proto, sr.ProtoMajor, sr.ProtoMinor = "HTTP/2.0", 2, 0
+	case r.ProtoMinor == 0:
 		sr.Proto = "HTTP/1.0"
-	} else {
+	default:
 		sr.ProtoMinor = 1
 		sr.Proto = "HTTP/1.1"
 	}
@@ -46,6 +49,8 @@ func stdRequest(ctx context.Context, r *Request, raddr string, scratch *[]byte) 
 		sr.ContentLength = -1
 		sr.TransferEncoding = []string{"chunked"}
 		sr.Header.Del("Transfer-Encoding")
+	case r.ContentLength < 0 && r.streamed:
+		sr.ContentLength = -1 // HTTP/2 DATA of no announced length
 	case r.ContentLength < 0:
 		sr.ContentLength = 0
 	}

@@ -6,6 +6,7 @@ import (
 	nethttp "net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -25,7 +26,9 @@ type stdWriter struct {
 	streaming   bool      // the head went out: writes are sent as they come
 	err         error     // the connection is gone, or hijacked
 	hijacked    bool
-	wdeadline   atomic.Int64 // SetWriteDeadline, UnixNano; 0: none
+	declared    []string       // trailer names the "Trailer" field announced
+	trailer     ResponseHeader // the trailers, gathered when the handler returns
+	wdeadline   atomic.Int64   // SetWriteDeadline, UnixNano; 0: none
 }
 
 var (
@@ -65,6 +68,13 @@ func (w *stdWriter) WriteHeader(code int) {
 	for k, vs := range w.header {
 		for _, v := range vs {
 			h.Add(k, v)
+		}
+	}
+	for _, v := range w.header["Trailer"] {
+		for _, k := range strings.Split(v, ",") {
+			if k = strings.TrimSpace(k); k != "" {
+				w.declared = append(w.declared, nethttp.CanonicalHeaderKey(k))
+			}
 		}
 	}
 	_, hasCT := w.header["Content-Type"]
@@ -174,7 +184,7 @@ func (w *stdWriter) prepareHead(final bool) int64 {
 		return 0
 	case w.cl >= 0:
 		return w.cl
-	case final:
+	case final && len(w.declared) == 0:
 		return int64(len(w.buf))
 	default:
 		return -1 // chunked, or delimited by closing for HTTP/1.0
@@ -269,6 +279,7 @@ func (w *stdWriter) finish() {
 		x.postDone(true)
 		return
 	}
+	t := w.trailers()
 	if !w.streaming {
 		cl := w.prepareHead(true)
 		data := w.buf
@@ -282,6 +293,9 @@ func (w *stdWriter) finish() {
 			}
 			x.writeHead(w.resp, cl)
 			x.ex.writeBody(data)
+			if t != nil {
+				x.ex.writeTrailers(t)
+			}
 			x.done(w.cl >= 0 && int64(len(data)) < w.cl && !x.vreq.IsHead())
 		})
 		if err != nil {
@@ -294,7 +308,12 @@ func (w *stdWriter) finish() {
 		return
 	}
 	short := w.cl >= 0 && w.written < w.cl && !x.vreq.IsHead()
-	err := x.c.Loop().Post(func() { x.done(short) })
+	err := x.c.Loop().Post(func() {
+		if t != nil && x.current() {
+			x.ex.writeTrailers(t)
+		}
+		x.done(short)
+	})
 	if err != nil {
 		x.cancel()
 	}
@@ -326,4 +345,28 @@ func (w *stdWriter) panicked(abort bool) {
 	if err != nil {
 		x.cancel()
 	}
+}
+
+// trailers gathers the trailer fields the handler set, in net/http's two
+// ways: values of the names the "Trailer" field announced before the
+// head, and keys with net/http.TrailerPrefix. nil if there are none.
+func (w *stdWriter) trailers() *ResponseHeader {
+	t := &w.trailer
+	t.Reset()
+	for _, k := range w.declared {
+		for _, v := range w.header[k] {
+			t.Add(k, v)
+		}
+	}
+	for k, vs := range w.header {
+		if name, ok := strings.CutPrefix(k, nethttp.TrailerPrefix); ok {
+			for _, v := range vs {
+				t.Add(name, v)
+			}
+		}
+	}
+	if t.Len() == 0 {
+		return nil
+	}
+	return t
 }

@@ -1,0 +1,610 @@
+package http
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/veloq/veloq/http/internal/h2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// HTTP/2 connections (RFC 9113). A connection that starts with the client
+// preface (prior knowledge, h2c) or negotiated "h2" by ALPN leaves the
+// HTTP/1 cycle for phaseH2: its conn record stays (server list, count,
+// timer), and its input is read as frames by h2Conn.
+//
+// Frames are taken from the input in order on the loop. Each stream is an
+// exchange (h2_stream.go), so fast handlers run inline on the loop when
+// their request is complete, and Offloaded and FromStd handlers run off it
+// as for HTTP/1; many streams are in progress at once. What bounds a
+// connection:
+//   - streams: at most maxStreams open (SETTINGS_MAX_CONCURRENT_STREAMS);
+//     one more is refused with REFUSED_STREAM;
+//   - header blocks: at most h2MaxBlock compressed bytes across
+//     CONTINUATION frames, and the decoded list at most the server's
+//     MaxHeaderBytes (431 beyond it);
+//   - request bodies: flow control (a stream's window is given back as
+//     its handler takes the bytes), and MaxBodyBytes for fast handlers;
+//   - responses: the client's windows; output past them waits in the
+//     stream, and a FromStd or streaming writer waits with it;
+//   - cheap frames (RST_STREAM, PING, SETTINGS, PRIORITY, empty DATA):
+//     at most h2MaxCheapPerSecond a second, then GOAWAY ENHANCE_YOUR_CALM
+//     (rapid reset, CVE-2023-44487, and the floods of RFC 9113 §10.5);
+//   - reading stops while the client does not take its output
+//     (Conn.Backlogged), as for HTTP/1 pipelining.
+type h2Conn struct {
+	cs  *conn
+	srv *Server
+	ls  *loopState
+
+	peer       h2.Settings // the client's
+	prefaceIn  bool        // the client preface was read
+	settingsIn bool        // the client's first SETTINGS was read
+
+	dec         *hpack.Decoder
+	fields      []hpack.HeaderField
+	listSize    uint32
+	maxListSize uint32
+	listTooBig  bool
+	spans       []struct{ ns, ne, vs, ve int }
+	enc         *hpack.Encoder
+	encBuf      bytes.Buffer
+	lower       []byte
+
+	streams map[uint32]*h2Stream
+	lastID  uint32 // the highest stream the client opened
+	sendWin h2.Window
+	recvWin h2.Window
+	unacked int // bytes received and taken, not yet given back to recvWin
+	blocked []*h2Stream
+	// pendingOut is the DATA all streams hold for the client's windows;
+	// over h2MaxPending, complete requests wait in ready instead of
+	// running, so a client that opens no window holds about that much.
+	pendingOut int
+	ready      []*h2Stream
+	goingAway  bool // GOAWAY sent: no new streams
+
+	// A header block that continues in CONTINUATION frames.
+	contID  uint32
+	contEnd bool // the HEADERS had END_STREAM
+	block   []byte
+
+	cheapAt int64 // loop clock when the cheap-frame second began
+	cheap   int
+	lastIn  int64 // loop clock when input last arrived
+}
+
+// Bounds of an HTTP/2 connection.
+const (
+	h2MaxStreams = 250 // SETTINGS_MAX_CONCURRENT_STREAMS, as Go's server
+	// h2ConnWindow is the connection's receive window; each stream has
+	// the protocol's default, 65,535.
+	h2ConnWindow = 1 << 20
+	// h2MaxBlock bounds a header block's compressed bytes across its
+	// CONTINUATION frames (CVE-2023-45288).
+	h2MaxBlock = 64 << 10
+	// h2MaxCheapPerSecond bounds the frames that cost the server work
+	// and the client nothing.
+	h2MaxCheapPerSecond = 1000
+	// h2MaxPending bounds the answers a connection holds for the client's
+	// flow-control windows before it runs no more fast handlers.
+	h2MaxPending = 1 << 20
+)
+
+// startH2 makes cs an HTTP/2 connection and sends the server preface. The
+// client preface is read next (OnData).
+func (cs *conn) startH2() {
+	ls := cs.ls
+	hc := &h2Conn{cs: cs, srv: cs.srv, ls: ls, peer: h2.DefaultSettings, streams: make(map[uint32]*h2Stream)}
+	hc.maxListSize = uint32(cs.srv.limits.maxHeaderBytes())
+	hc.dec = hpack.NewDecoder(4096, hc.emitField)
+	hc.dec.SetMaxStringLength(int(hc.maxListSize))
+	hc.enc = hpack.NewEncoder(&hc.encBuf)
+	hc.sendWin = h2.Window(h2.DefaultSettings.InitialWindowSize)
+	hc.recvWin = h2ConnWindow
+	cs.h2 = hc
+	cs.phase = phaseH2
+	cs.phaseStart = cs.now()
+	ls.st.h2conns.Add(1)
+	out := h2.AppendSettings(ls.scratch[:0],
+		h2.Setting{ID: h2.SettingMaxConcurrentStreams, Val: h2MaxStreams},
+		h2.Setting{ID: h2.SettingMaxHeaderListSize, Val: hc.maxListSize},
+		h2.Setting{ID: h2.SettingEnablePush, Val: 0})
+	out = h2.AppendWindowUpdate(out, 0, h2ConnWindow-65535)
+	ls.scratch = out
+	cs.c.Write(out)
+}
+
+// isH2Preface reports whether in starts like the client preface: true
+// for a prefix of it too, so that a preface that arrives in pieces waits.
+func isH2Preface(in []byte) bool {
+	n := min(len(in), len(h2.ClientPreface))
+	return n > 0 && string(in[:n]) == h2.ClientPreface[:n]
+}
+
+// onData reads the frames in the input.
+func (hc *h2Conn) onData() {
+	c := hc.cs.c
+	hc.lastIn = hc.cs.now()
+	defer hc.arm()
+	for !c.Closed() && hc.cs.phase == phaseH2 {
+		if c.Backlogged() {
+			return // the client does not read: its frames wait (see conn.serveLoop)
+		}
+		buf, _ := c.Peek(0)
+		if !hc.prefaceIn {
+			if len(buf) < len(h2.ClientPreface) {
+				if !isH2Preface(buf) {
+					hc.connError(h2.ConnError(h2.ProtocolError, "no client preface"))
+				}
+				return
+			}
+			if string(buf[:len(h2.ClientPreface)]) != h2.ClientPreface {
+				hc.connError(h2.ConnError(h2.ProtocolError, "no client preface"))
+				return
+			}
+			hc.prefaceIn = true
+			c.Discard(len(h2.ClientPreface))
+			continue
+		}
+		h, p, n, err := h2.Next(buf, h2.MinMaxFrameSize)
+		if err != nil {
+			hc.connError(err)
+			return
+		}
+		if n == 0 {
+			return
+		}
+		err = hc.frame(h, p)
+		c.Discard(n)
+		if err != nil {
+			if !hc.fail(err) {
+				return
+			}
+		}
+	}
+}
+
+// fail answers a frame's error: RST_STREAM for a stream error, GOAWAY and
+// close for a connection error. It reports whether reading goes on.
+func (hc *h2Conn) fail(err error) bool {
+	e, ok := err.(*h2.Error)
+	if !ok {
+		e = h2.ConnError(h2.InternalError, err.Error())
+	}
+	if e.Stream == 0 {
+		hc.connError(e)
+		return false
+	}
+	hc.ls.st.h2resets.Add(1)
+	if st := hc.streams[e.Stream]; st != nil {
+		hc.closeStream(st, e.Code, true)
+	} else {
+		hc.writeRST(e.Stream, e.Code)
+	}
+	return true
+}
+
+// connError ends the connection: GOAWAY with the error, then close after
+// the output.
+func (hc *h2Conn) connError(err error) {
+	e, ok := err.(*h2.Error)
+	if !ok {
+		e = h2.ConnError(h2.InternalError, err.Error())
+	}
+	cs := hc.cs
+	cs.ls.st.protoErrors.Add(1)
+	if e.Code == h2.EnhanceYourCalm {
+		cs.ls.st.h2calm.Add(1)
+	}
+	cs.srv.opts.logger.Debug("http: HTTP/2 connection error", "code", e.Code.String(), "reason", e.Reason, "remote", cs.c.RemoteAddr())
+	ls := hc.ls
+	ls.scratch = h2.AppendGoAway(ls.scratch[:0], hc.lastID, e.Code, []byte(e.Reason))
+	cs.c.Write(ls.scratch)
+	hc.goingAway = true
+	hc.closeAll()
+	cs.linger()
+}
+
+// cheapFrame counts a frame that costs the client nothing; too many in a
+// second is a connection error ENHANCE_YOUR_CALM.
+func (hc *h2Conn) cheapFrame() error {
+	now := hc.cs.now()
+	if now-hc.cheapAt > int64(time.Second) {
+		hc.cheapAt, hc.cheap = now, 0
+	}
+	hc.cheap++
+	if hc.cheap > h2MaxCheapPerSecond {
+		return h2.ConnError(h2.EnhanceYourCalm, "too many RST_STREAM, PING, SETTINGS, PRIORITY or empty frames")
+	}
+	return nil
+}
+
+// frame handles one frame (RFC 9113 §5.1, §6).
+func (hc *h2Conn) frame(h h2.Header, p []byte) error {
+	if hc.contID != 0 && (h.Type != h2.TypeContinuation || h.Stream != hc.contID) {
+		return h2.ConnError(h2.ProtocolError, "header block interrupted by "+h.Type.String())
+	}
+	if !hc.settingsIn && h.Type != h2.TypeSettings {
+		return h2.ConnError(h2.ProtocolError, "first frame is not SETTINGS")
+	}
+	switch h.Type {
+	case h2.TypeData:
+		return hc.onDataFrame(h, p)
+	case h2.TypeHeaders:
+		return hc.onHeaders(h, p)
+	case h2.TypeContinuation:
+		return hc.onContinuation(h, p)
+	case h2.TypePriority:
+		if _, err := h2.ParsePriority(h, p); err != nil {
+			return err
+		}
+		return hc.cheapFrame()
+	case h2.TypeRSTStream:
+		return hc.onRST(h, p)
+	case h2.TypeSettings:
+		return hc.onSettings(h, p)
+	case h2.TypePushPromise:
+		return h2.ConnError(h2.ProtocolError, "PUSH_PROMISE from a client")
+	case h2.TypePing:
+		data, err := h2.ParsePing(h, p)
+		if err != nil || h.Flags.Has(h2.FlagAck) {
+			return err
+		}
+		if err := hc.cheapFrame(); err != nil {
+			return err
+		}
+		hc.ls.scratch = h2.AppendPing(hc.ls.scratch[:0], true, data)
+		hc.cs.c.Write(hc.ls.scratch)
+		return nil
+	case h2.TypeGoAway:
+		if _, _, _, err := h2.ParseGoAway(h, p); err != nil {
+			return err
+		}
+		hc.goingAway = true
+		hc.closeIfDone()
+		return nil
+	case h2.TypeWindowUpdate:
+		return hc.onWindowUpdate(h, p)
+	}
+	return nil // unknown types are ignored (RFC 9113 §4.1)
+}
+
+func (hc *h2Conn) onSettings(h h2.Header, p []byte) error {
+	if h.Flags.Has(h2.FlagAck) {
+		if len(p) != 0 || h.Stream != 0 {
+			return h2.ParseSettings(h, p, nil)
+		}
+		return nil
+	}
+	if hc.settingsIn {
+		if err := hc.cheapFrame(); err != nil {
+			return err
+		}
+	}
+	hc.settingsIn = true
+	oldWin := int64(hc.peer.InitialWindowSize)
+	err := h2.ParseSettings(h, p, func(s h2.Setting) error {
+		if err := hc.peer.Apply(s); err != nil {
+			return err
+		}
+		if s.ID == h2.SettingHeaderTableSize {
+			hc.enc.SetMaxDynamicTableSizeLimit(s.Val)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if d := int64(hc.peer.InitialWindowSize) - oldWin; d != 0 {
+		// RFC 9113 §6.9.2: the change applies to every open stream; a
+		// window pushed past 2^31-1 is a connection error.
+		for _, st := range hc.streams {
+			if err := st.sendWin.Add(0, d); err != nil {
+				return err
+			}
+		}
+	}
+	hc.ls.scratch = h2.AppendSettingsAck(hc.ls.scratch[:0])
+	hc.cs.c.Write(hc.ls.scratch)
+	hc.flushBlocked()
+	for _, st := range hc.streams {
+		st.flush()
+	}
+	hc.runReady()
+	return nil
+}
+
+func (hc *h2Conn) onWindowUpdate(h h2.Header, p []byte) error {
+	inc, err := h2.ParseWindowUpdate(h, p)
+	if err != nil {
+		var e *h2.Error
+		if asH2(err, &e) && e.Stream != 0 && h.Stream > hc.lastID {
+			return h2.ConnError(h2.ProtocolError, "WINDOW_UPDATE on an idle stream")
+		}
+		return err
+	}
+	if h.Stream == 0 {
+		if err := hc.sendWin.Add(0, int64(inc)); err != nil {
+			return err
+		}
+		hc.flushBlocked()
+		hc.runReady()
+		return nil
+	}
+	st := hc.streams[h.Stream]
+	if st == nil {
+		if h.Stream > hc.lastID {
+			return h2.ConnError(h2.ProtocolError, "WINDOW_UPDATE on an idle stream")
+		}
+		return nil // a closed stream: the update crossed our end of it
+	}
+	if err := st.sendWin.Add(st.id, int64(inc)); err != nil {
+		return err
+	}
+	st.flush()
+	hc.runReady()
+	return nil
+}
+
+// runReady runs the requests that waited for the answers before them to
+// leave.
+func (hc *h2Conn) runReady() {
+	for len(hc.ready) > 0 && hc.pendingOut <= h2MaxPending/2 {
+		st := hc.ready[0]
+		hc.ready[0] = nil
+		hc.ready = hc.ready[1:]
+		if !st.closed {
+			st.serve()
+		}
+	}
+	if len(hc.ready) == 0 {
+		hc.ready = nil
+	}
+}
+
+func asH2(err error, e **h2.Error) bool {
+	x, ok := err.(*h2.Error)
+	if ok {
+		*e = x
+	}
+	return ok
+}
+
+func (hc *h2Conn) onRST(h h2.Header, p []byte) error {
+	if _, err := h2.ParseRSTStream(h, p); err != nil {
+		return err
+	}
+	if h.Stream > hc.lastID {
+		return h2.ConnError(h2.ProtocolError, "RST_STREAM on an idle stream")
+	}
+	if err := hc.cheapFrame(); err != nil {
+		return err
+	}
+	if st := hc.streams[h.Stream]; st != nil {
+		hc.closeStream(st, 0, false)
+	}
+	return nil
+}
+
+// onHeaders starts a stream (or ends one with trailers) once its header
+// block is complete.
+func (hc *h2Conn) onHeaders(h h2.Header, p []byte) error {
+	frag, err := h2.ParseHeaders(h, p)
+	if err != nil {
+		return err
+	}
+	if h.Stream%2 == 0 {
+		return h2.ConnError(h2.ProtocolError, "HEADERS on a server stream")
+	}
+	hc.block = append(hc.block[:0], frag...)
+	hc.contEnd = h.Flags.Has(h2.FlagEndStream)
+	if !h.Flags.Has(h2.FlagEndHeaders) {
+		hc.contID = h.Stream
+		return nil
+	}
+	return hc.endBlock(h.Stream)
+}
+
+func (hc *h2Conn) onContinuation(h h2.Header, p []byte) error {
+	frag, err := h2.ParseContinuation(h, p)
+	if err != nil {
+		return err
+	}
+	if hc.contID == 0 {
+		return h2.ConnError(h2.ProtocolError, "CONTINUATION without HEADERS")
+	}
+	if len(frag) == 0 && !h.Flags.Has(h2.FlagEndHeaders) {
+		if err := hc.cheapFrame(); err != nil {
+			return err
+		}
+	}
+	if len(hc.block)+len(frag) > h2MaxBlock {
+		return h2.ConnError(h2.EnhanceYourCalm, "header block over 64 KiB")
+	}
+	hc.block = append(hc.block, frag...)
+	if !h.Flags.Has(h2.FlagEndHeaders) {
+		return nil
+	}
+	hc.contID = 0
+	return hc.endBlock(h.Stream)
+}
+
+// endBlock handles a complete header block on stream id: trailers of an
+// open stream, or a new stream.
+func (hc *h2Conn) endBlock(id uint32) error {
+	block := hc.block
+	if cap(hc.block) > 16<<10 {
+		hc.block = nil
+	}
+	if err := hc.decodeBlock(block); err != nil {
+		return err
+	}
+	if st := hc.streams[id]; st != nil {
+		if st.remoteDone {
+			return h2.StreamError(id, h2.StreamClosed, "HEADERS after END_STREAM")
+		}
+		if err := hc.checkTrailers(id, hc.contEnd); err != nil {
+			return err
+		}
+		return st.bodyEnded()
+	}
+	if id <= hc.lastID {
+		return h2.ConnError(h2.StreamClosed, "HEADERS on a closed stream")
+	}
+	hc.lastID = id
+	if hc.goingAway {
+		return nil // RFC 9113 §6.8: streams after GOAWAY are not processed
+	}
+	if len(hc.streams) >= h2MaxStreams {
+		hc.ls.st.h2refused.Add(1)
+		return h2.StreamError(id, h2.RefusedStream, "over SETTINGS_MAX_CONCURRENT_STREAMS")
+	}
+	st := hc.newStream(id)
+	if hc.listTooBig {
+		hc.streams[id] = st
+		st.remoteDone = hc.contEnd
+		st.respondError(StatusRequestHeaderFieldsTooLarge)
+		return nil
+	}
+	if err := hc.buildRequest(st, hc.contEnd); err != nil {
+		return err
+	}
+	hc.streams[id] = st
+	hc.cs.phaseStart = hc.cs.now()
+	hc.ls.st.h2streams.Add(1)
+	st.remoteDone = hc.contEnd
+	st.start()
+	return nil
+}
+
+// onDataFrame takes a DATA frame's bytes for its stream (RFC 9113 §6.1).
+// The whole payload counts against both receive windows.
+func (hc *h2Conn) onDataFrame(h h2.Header, p []byte) error {
+	data, err := h2.ParseData(h, p)
+	if err != nil {
+		return err
+	}
+	if err := hc.recvWin.Take(0, len(p)); err != nil {
+		return err
+	}
+	// The connection's window is given back at once: the streams' own
+	// windows bound what waits in them.
+	hc.giveBack(len(p))
+	st := hc.streams[h.Stream]
+	if st == nil {
+		if h.Stream > hc.lastID {
+			return h2.ConnError(h2.ProtocolError, "DATA on an idle stream")
+		}
+		return h2.StreamError(h.Stream, h2.StreamClosed, "DATA on a closed stream")
+	}
+	if st.remoteDone {
+		return h2.StreamError(h.Stream, h2.StreamClosed, "DATA after END_STREAM")
+	}
+	if err := st.recvWin.Take(st.id, len(p)); err != nil {
+		return err
+	}
+	if len(p) == 0 && !h.Flags.Has(h2.FlagEndStream) {
+		if err := hc.cheapFrame(); err != nil {
+			return err
+		}
+	}
+	st.padding += len(p) - len(data)
+	if err := st.bodyData(data); err != nil {
+		return err
+	}
+	if h.Flags.Has(h2.FlagEndStream) {
+		return st.bodyEnded()
+	}
+	return nil
+}
+
+// giveBack returns n bytes to the connection's receive window, in
+// WINDOW_UPDATEs of at least a quarter of it.
+func (hc *h2Conn) giveBack(n int) {
+	hc.unacked += n
+	if hc.unacked < h2ConnWindow/4 {
+		return
+	}
+	hc.recvWin += h2.Window(hc.unacked)
+	hc.ls.scratch = h2.AppendWindowUpdate(hc.ls.scratch[:0], 0, uint32(hc.unacked))
+	hc.cs.c.Write(hc.ls.scratch)
+	hc.unacked = 0
+}
+
+// writeRST ends stream id with code.
+func (hc *h2Conn) writeRST(id uint32, code h2.ErrCode) {
+	hc.ls.scratch = h2.AppendRSTStream(hc.ls.scratch[:0], id, code)
+	hc.cs.c.Write(hc.ls.scratch)
+}
+
+// flushBlocked sends what streams held back for the connection's window.
+func (hc *h2Conn) flushBlocked() {
+	b := hc.blocked
+	hc.blocked = nil
+	for _, st := range b {
+		st.inBlocked = false
+		st.flush()
+	}
+}
+
+// goAway starts a graceful close (Shutdown): GOAWAY NO_ERROR, the streams
+// in progress finish, new ones are not processed.
+func (hc *h2Conn) goAway() {
+	if hc.goingAway {
+		return
+	}
+	hc.goingAway = true
+	hc.ls.scratch = h2.AppendGoAway(hc.ls.scratch[:0], hc.lastID, h2.NoError, nil)
+	hc.cs.c.Write(hc.ls.scratch)
+	hc.closeIfDone()
+}
+
+// closeIfDone closes a connection going away once its streams are done.
+func (hc *h2Conn) closeIfDone() {
+	if len(hc.streams) == 0 && (hc.goingAway || hc.cs.eof || hc.srv.shutting.Load()) {
+		if !hc.goingAway {
+			hc.goAway()
+			return
+		}
+		hc.cs.linger()
+	}
+}
+
+// closeAll ends every stream: the connection is going.
+func (hc *h2Conn) closeAll() {
+	for _, st := range hc.streams {
+		hc.closeStream(st, 0, false)
+	}
+}
+
+// deadline is when the connection's timer closes it (loop clock), 0 for
+// never: the idle timeout once no stream is open; the read-body timeout
+// while a stream waits for the client's body and nothing arrives (a
+// client that opens streams and goes silent holds their slots no longer
+// than an HTTP/1 client its body).
+func (hc *h2Conn) deadline() int64 {
+	o := &hc.srv.opts
+	if len(hc.streams) == 0 {
+		if o.idleTimeout > 0 {
+			return hc.cs.phaseStart + int64(o.idleTimeout)
+		}
+		return 0
+	}
+	if o.readBodyTimeout <= 0 {
+		return 0
+	}
+	for _, st := range hc.streams {
+		if !st.remoteDone && (st.stdx == nil || !st.stdx.readPaused) {
+			return hc.lastIn + int64(o.readBodyTimeout)
+		}
+	}
+	return 0
+}
+
+// arm makes the connection's timer fire by its deadline.
+func (hc *h2Conn) arm() {
+	if d := hc.deadline(); d != 0 && !hc.cs.c.Closed() {
+		hc.cs.armAt(d)
+	}
+}

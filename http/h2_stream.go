@@ -1,0 +1,529 @@
+package http
+
+import (
+	"errors"
+	"io"
+	"net"
+
+	"github.com/veloq/veloq/http/internal/h2"
+	vnet "github.com/veloq/veloq/net"
+)
+
+// An h2Stream is one request and its answer on an HTTP/2 connection, and
+// the exchange its handler answers through.
+//
+// Its states (RFC 9113 §5.1), from the server's side: it opens with the
+// client's HEADERS (open, or half-closed (remote) with END_STREAM);
+// remoteDone is set by the client's END_STREAM; localDone once our
+// END_STREAM is sent, after all the DATA the windows held back. With both,
+// or a RST_STREAM either way, it is closed: it leaves the connection's
+// map, and everything a handler off the loop still sends is dropped.
+type h2Stream struct {
+	hc *h2Conn
+	id uint32
+
+	remoteDone bool
+	localDone  bool
+	closed     bool
+
+	sendWin h2.Window
+	recvWin h2.Window
+
+	req      Request
+	arena    []byte
+	declared int64  // content-length, -1 if none
+	got      int64  // body bytes received
+	body     []byte // the body collected for a fast handler
+	bodyHeld int64  // body capacity charged to the server's budget
+	padding  int    // padding received, given back with the body
+	unacked  int    // body bytes taken, not yet given back to recvWin
+	started  bool   // a handler has the request
+	drainTo  int64  // answered: body bytes taken and dropped up to this
+
+	// The answer.
+	headSent  bool
+	bodyOK    bool            // the answer may carry a body
+	pending   []byte          // DATA waiting for the windows
+	endQueued bool            // END_STREAM follows pending
+	trailers  *ResponseHeader // sent as HEADERS with END_STREAM, after pending
+	inBlocked bool            // in hc.blocked
+	writable  func(error)
+	cancel    func()
+	stdx      *stdExchange
+}
+
+var _ exchange = (*h2Stream)(nil)
+
+func (hc *h2Conn) newStream(id uint32) *h2Stream {
+	return &h2Stream{hc: hc, id: id, declared: -1,
+		sendWin: h2.Window(hc.peer.InitialWindowSize), recvWin: h2.Window(h2.DefaultSettings.InitialWindowSize)}
+}
+
+// start gives the request to its handler: a FromStd root handler at once,
+// its body streaming to it; a fast handler once the body is complete.
+func (st *h2Stream) start() {
+	if sh := st.hc.srv.std; sh != nil {
+		st.startStd(sh, &st.req, nil)
+		return
+	}
+	if st.remoteDone {
+		st.serve()
+	}
+}
+
+// serve runs the fast handler on the loop, as conn.serve does for HTTP/1;
+// later, when the connection holds too many answers for the client.
+func (st *h2Stream) serve() {
+	st.started = true
+	hc := st.hc
+	if hc.pendingOut > h2MaxPending {
+		hc.ready = append(hc.ready, st)
+		return
+	}
+	ls := hc.ls
+	req := &st.req
+	req.Body = st.body
+	if len(st.body) == 0 {
+		req.Body = nil
+	}
+	w := &ls.w
+	w.reset(st, ls.body)
+	hc.cs.callHandler(w, req)
+	if b := w.resp.Body(); cap(b) > cap(ls.body) && cap(b) <= 64<<10 {
+		ls.body = b[:0]
+	}
+	next := w.then
+	w.then = then{}
+	switch next.step {
+	case stepOffload:
+		offload(st, next.job)
+	case stepFail:
+		st.fail(StatusInternalServerError)
+	case stepAbort:
+		st.abort(nil)
+	case stepStd:
+		st.startStd(next.std, req, w)
+	default: // stepRespond; stepHijack cannot happen (canHijack)
+		st.writeResponse(&w.resp, req)
+		st.end(true)
+	}
+}
+
+// startStd runs a FromStd handler; with w, one a fast chain called.
+func (st *h2Stream) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
+	st.started = true
+	x, err := newStdExchange(st, st.hc.cs.stdState(), sh, req, w)
+	if err != nil {
+		st.hc.ls.st.protoErrors.Add(1)
+		st.respondError(StatusBadRequest)
+		return
+	}
+	st.stdx = x
+	if w == nil {
+		if st.remoteDone {
+			x.bodyDone = true
+		} else {
+			x.streamBody(req.Expect100)
+		}
+	}
+	x.start()
+}
+
+// bodyData takes DATA bytes for the request body.
+func (st *h2Stream) bodyData(data []byte) error {
+	st.got += int64(len(data))
+	if st.declared >= 0 && st.got > st.declared {
+		return errMalformed(st.id, "body longer than content-length")
+	}
+	if x := st.stdx; x != nil {
+		full := len(data) > 0 && x.pipe.write(data)
+		st.unacked += len(data) + st.padding
+		st.padding = 0
+		if full {
+			x.readPaused = true // the window is given back when the handler drains
+			return nil
+		}
+		st.giveBack()
+		return nil
+	}
+	if st.started {
+		// The handler answered before the body ended: drop it, and give
+		// its window back so that the client can end the stream.
+		if st.drainTo > 0 && st.got > st.drainTo {
+			st.hc.closeStream(st, h2.NoError, true)
+			return nil
+		}
+		st.unacked += len(data) + st.padding
+		st.padding = 0
+		st.giveBack()
+		return nil
+	}
+	limit := st.hc.srv.limits.MaxBodyBytes
+	if limit > 0 && int64(len(st.body)+len(data)) > limit {
+		st.respondError(StatusRequestEntityTooLarge)
+		return nil
+	}
+	if !st.grow(len(data)) {
+		return nil
+	}
+	st.body = append(st.body, data...)
+	st.unacked += len(data) + st.padding
+	st.padding = 0
+	st.giveBack()
+	return nil
+}
+
+// grow makes room for n more body bytes, charged to the server's budget
+// for buffered bodies as HTTP/1 bodies are (503 when it is spent).
+func (st *h2Stream) grow(n int) bool {
+	need := len(st.body) + n
+	if need <= cap(st.body) {
+		return true
+	}
+	newCap := max(2*cap(st.body), need, bodyMinAlloc)
+	if st.declared > 0 {
+		newCap = min(newCap, max(int(st.declared), need))
+	}
+	srv := st.hc.srv
+	if delta := int64(newCap) - st.bodyHeld; delta > 0 {
+		if srv.bodyBytes.Add(delta) > srv.opts.maxBufferedBody {
+			srv.bodyBytes.Add(-delta)
+			st.hc.ls.st.overBudget.Add(1)
+			st.respondError(StatusServiceUnavailable)
+			return false
+		}
+		st.bodyHeld += delta
+	}
+	nb := make([]byte, len(st.body), newCap)
+	copy(nb, st.body)
+	st.body = nb
+	return true
+}
+
+// giveBack returns the body bytes taken to the stream's window, once they
+// are a quarter of it (or the stream's body is over, when nothing is
+// given back at all).
+func (st *h2Stream) giveBack() {
+	if st.remoteDone || st.closed || st.unacked < 65535/4 {
+		return
+	}
+	hc := st.hc
+	st.recvWin += h2.Window(st.unacked)
+	hc.ls.scratch = h2.AppendWindowUpdate(hc.ls.scratch[:0], st.id, uint32(st.unacked))
+	hc.cs.c.Write(hc.ls.scratch)
+	st.unacked = 0
+}
+
+// bodyEnded: the client's END_STREAM.
+func (st *h2Stream) bodyEnded() error {
+	st.remoteDone = true
+	if st.declared >= 0 && st.got != st.declared {
+		return errMalformed(st.id, "body shorter than content-length")
+	}
+	if x := st.stdx; x != nil {
+		x.bodyDone = true
+		x.pipe.closeWrite(io.EOF)
+	} else if !st.started {
+		st.serve()
+	}
+	st.maybeClosed()
+	return nil
+}
+
+// respondError answers with an error status before any handler ran.
+func (st *h2Stream) respondError(status int) {
+	st.started = true
+	var resp Response
+	resp.Reset(nil)
+	resp.SetStatus(status)
+	resp.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = resp.WriteString(StatusText(status) + "\n")
+	st.writeResponse(&resp, &st.req)
+	st.end(false)
+}
+
+// The exchange.
+
+func (st *h2Stream) transport() *vnet.Conn { return st.hc.cs.c }
+
+func (st *h2Stream) shared() *loopState { return st.hc.ls }
+
+// writeHeaders sends the head of the answer: HEADERS and CONTINUATION
+// frames, which nothing may split, so they go out whole whatever the
+// windows (RFC 9113 §6.10; HEADERS is not flow controlled).
+func (st *h2Stream) writeHeaders(resp *Response, req *Request, cl int64, endStream bool) {
+	hc := st.hc
+	status := resp.Status()
+	if status < 100 || status > 999 {
+		status = StatusInternalServerError
+	}
+	noBody := status == StatusNoContent || status == StatusNotModified || req.IsHead()
+	st.bodyOK = !noBody
+	if noBody && !req.IsHead() {
+		cl = -1
+	}
+	block := hc.encodeHead(resp, status, cl)
+	end := endStream || noBody
+	hc.ls.scratch = h2.AppendHeaders(hc.ls.scratch[:0], st.id, end, block, hc.peer.MaxFrameSize)
+	hc.cs.c.Write(hc.ls.scratch)
+	st.headSent = true
+	if end {
+		st.endQueued = true
+		st.localDone = true
+	}
+}
+
+func (st *h2Stream) writeResponse(resp *Response, req *Request) {
+	if st.closed || st.headSent {
+		return
+	}
+	body := resp.Body()
+	st.writeHeaders(resp, req, int64(len(body)), len(body) == 0)
+	if st.localDone {
+		return
+	}
+	st.queue(body)
+	st.endQueued = true
+	st.flush()
+}
+
+func (st *h2Stream) writeHead(resp *Response, req *Request, cl int64) {
+	if st.closed || st.headSent {
+		return
+	}
+	st.writeHeaders(resp, req, cl, false)
+}
+
+func (st *h2Stream) writeBody(p []byte) {
+	if st.closed || !st.bodyOK || st.localDone || len(p) == 0 {
+		return
+	}
+	st.queue(p)
+	st.flush()
+}
+
+// queue adds p to the DATA waiting for the windows; flush sends it.
+func (st *h2Stream) queue(p []byte) {
+	st.pending = append(st.pending, p...)
+	st.hc.pendingOut += len(p)
+}
+
+// flush sends the DATA the windows allow, in frames of at most the
+// client's SETTINGS_MAX_FRAME_SIZE, then END_STREAM once all is out.
+func (st *h2Stream) flush() {
+	if st.closed {
+		return
+	}
+	hc := st.hc
+	for len(st.pending) > 0 {
+		n := min(len(st.pending), st.sendWin.Avail(), hc.sendWin.Avail(), int(hc.peer.MaxFrameSize))
+		if n == 0 {
+			if hc.sendWin.Avail() == 0 && !st.inBlocked {
+				st.inBlocked = true
+				hc.blocked = append(hc.blocked, st)
+			}
+			return
+		}
+		end := st.endQueued && st.trailers == nil && n == len(st.pending)
+		hc.ls.scratch = h2.AppendData(hc.ls.scratch[:0], st.id, end, st.pending[:n])
+		hc.cs.c.Write(hc.ls.scratch)
+		st.sendWin -= h2.Window(n)
+		hc.sendWin -= h2.Window(n)
+		st.pending = st.pending[n:]
+		hc.pendingOut -= n
+		if end {
+			st.localDone = true
+		}
+	}
+	st.pending = nil
+	if st.endQueued && !st.localDone {
+		if t := st.trailers; t != nil {
+			// Encoded now, as it is sent: HPACK's table follows the
+			// order of the blocks on the wire.
+			hc.ls.scratch = h2.AppendHeaders(hc.ls.scratch[:0], st.id, true, hc.encodeTrailers(t), hc.peer.MaxFrameSize)
+			st.trailers = nil
+		} else {
+			hc.ls.scratch = h2.AppendData(hc.ls.scratch[:0], st.id, true, nil)
+		}
+		hc.cs.c.Write(hc.ls.scratch)
+		st.localDone = true
+	}
+	if f := st.writable; f != nil && !st.closed {
+		st.writable = nil
+		whenDrained(hc.cs.c, f)
+	}
+	st.maybeClosed()
+}
+
+// whenWritable calls f once the stream's DATA has left for the client's
+// windows and the connection's output is below the mark.
+func (st *h2Stream) whenWritable(f func(error)) {
+	if st.closed {
+		f(net.ErrClosed)
+		return
+	}
+	if len(st.pending) > 0 {
+		st.writable = f
+		return
+	}
+	whenDrained(st.hc.cs.c, f)
+}
+
+// end ends the answer: END_STREAM once its DATA is out. A request body
+// the handler did not wait for is refused with RST_STREAM NO_ERROR after
+// the answer (RFC 9113 §8.1). HTTP/2 has no next request to go on with.
+func (st *h2Stream) end(reusable bool) bool {
+	if st.closed {
+		return false
+	}
+	st.hc.ls.countServed(st.hc.cs.c.Loop())
+	if !st.headSent {
+		st.fail(StatusInternalServerError)
+		return false
+	}
+	st.endQueued = true
+	st.flush()
+	st.maybeClosed()
+	return false
+}
+
+// maybeClosed closes the stream once both sides ended it, or once the
+// answer is out when the request body will not be read.
+func (st *h2Stream) maybeClosed() {
+	if st.closed || !st.localDone {
+		return
+	}
+	if st.remoteDone {
+		st.hc.closeStream(st, 0, false)
+		return
+	}
+	if !st.started || st.stdx != nil || st.cancel != nil {
+		return
+	}
+	// The answer is out and no handler will read the rest of the body.
+	// Up to a window more of it is taken and dropped, so that a client
+	// sending it ends the stream itself (and a body that breaks its
+	// content-length is still refused); past that, it is asked to stop
+	// (RST_STREAM NO_ERROR, RFC 9113 §8.1, in bodyData).
+	if st.drainTo == 0 {
+		st.drainTo = st.got + int64(h2.DefaultSettings.InitialWindowSize)
+	}
+}
+
+func (st *h2Stream) resume() {}
+
+func (st *h2Stream) writeTrailers(t *ResponseHeader) {
+	if !st.closed && st.bodyOK && !st.localDone && t.Len() > 0 {
+		st.trailers = t
+	}
+}
+
+// fail answers with status unless the head went out; then the stream is
+// reset, since the answer cannot complete.
+func (st *h2Stream) fail(status int) {
+	if st.closed {
+		return
+	}
+	if st.headSent {
+		st.hc.closeStream(st, h2.InternalError, true)
+		return
+	}
+	st.respondError(status)
+}
+
+func (st *h2Stream) abort(err error) {
+	if st.closed {
+		return
+	}
+	code := h2.Cancel
+	if err != nil {
+		code = h2.InternalError
+	}
+	st.hc.closeStream(st, code, true)
+}
+
+func (st *h2Stream) cancelOnGone(cancel func()) {
+	st.cancel = cancel
+	if cancel == nil {
+		st.maybeClosed()
+	}
+}
+
+func (st *h2Stream) std() *stdExchange { return st.stdx }
+
+func (st *h2Stream) setStd(x *stdExchange) {
+	st.stdx = x
+	if x == nil {
+		st.maybeClosed()
+	}
+}
+
+func (st *h2Stream) stdState() *stdConn { return st.hc.cs.stdState() }
+
+// askBody sends 100 Continue as an informational HEADERS.
+func (st *h2Stream) askBody(send100 bool) {
+	if !send100 || st.closed || st.headSent {
+		return
+	}
+	hc := st.hc
+	hc.encBuf.Reset()
+	block := hc.encodeHead(&Response{status: StatusContinue}, StatusContinue, -1)
+	hc.ls.scratch = h2.AppendHeaders(hc.ls.scratch[:0], st.id, false, block, hc.peer.MaxFrameSize)
+	hc.cs.c.Write(hc.ls.scratch)
+}
+
+// bodyDrained gives the window back that a full pipe held.
+func (st *h2Stream) bodyDrained() {
+	if x := st.stdx; x != nil && x.readPaused {
+		x.readPaused = false
+		st.giveBack()
+	}
+}
+
+func (st *h2Stream) canHijack() bool { return false }
+
+func (st *h2Stream) handOver(vnet.Handler) {}
+
+// errStreamReset is what a FromStd handler's body read gets when its
+// stream is reset.
+var errStreamReset = errors.New("http: HTTP/2 stream reset")
+
+// closeStream closes st, with RST_STREAM code when rst is set; a handler
+// still running sees its context canceled and its writes dropped.
+func (hc *h2Conn) closeStream(st *h2Stream, code h2.ErrCode, rst bool) {
+	if st.closed {
+		return
+	}
+	st.closed = true
+	if rst {
+		hc.writeRST(st.id, code)
+	}
+	delete(hc.streams, st.id)
+	if st.cancel != nil {
+		st.cancel()
+		st.cancel = nil
+	}
+	if x := st.stdx; x != nil {
+		st.stdx = nil
+		err := error(errStreamReset)
+		if st.localDone && st.remoteDone {
+			err = net.ErrClosed
+		}
+		x.connClosed(err)
+	}
+	if f := st.writable; f != nil {
+		st.writable = nil
+		f(net.ErrClosed)
+	}
+	if st.bodyHeld > 0 {
+		hc.srv.bodyBytes.Add(-st.bodyHeld)
+		st.bodyHeld = 0
+	}
+	hc.pendingOut -= len(st.pending)
+	st.pending, st.body = nil, nil
+	if len(hc.streams) == 0 {
+		hc.cs.phaseStart = hc.cs.now()
+	}
+	hc.closeIfDone()
+	hc.arm()
+}

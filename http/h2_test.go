@@ -125,7 +125,9 @@ func TestHTTP2GoClient(t *testing.T) {
 	})
 }
 
-func portOf(a net.Addr) string { return a.(*net.TCPAddr).AddrPort().String()[strings.LastIndex(a.String(), ":")+1:] }
+func portOf(a net.Addr) string {
+	return a.(*net.TCPAddr).AddrPort().String()[strings.LastIndex(a.String(), ":")+1:]
+}
 
 // A FromStd handler streams over HTTP/2 as over HTTP/1: Flush sends what
 // was written, the request body is read while the answer goes out (full

@@ -1,0 +1,306 @@
+package http
+
+import (
+	"bytes"
+	"io"
+	"net"
+	nethttp "net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/veloq/veloq/http/internal/h2"
+	"github.com/veloq/veloq/reactor"
+)
+
+// rawH2 is a hand-driven HTTP/2 client: it writes frames as given, so a
+// test can send what no well-behaved client would.
+type rawH2 struct {
+	t    *testing.T
+	c    net.Conn
+	in   []byte
+	enc  *hpack.Encoder
+	eb   bytes.Buffer
+	dec  *hpack.Decoder // the server's blocks, in order
+	dead time.Time
+}
+
+func dialH2(t *testing.T, addr string, settings ...h2.Setting) *rawH2 {
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	r := &rawH2{t: t, c: c, dead: time.Now().Add(10 * time.Second)}
+	r.enc = hpack.NewEncoder(&r.eb)
+	r.dec = hpack.NewDecoder(4096, nil)
+	r.write(append([]byte(h2.ClientPreface), h2.AppendSettings(nil, settings...)...))
+	return r
+}
+
+func (r *rawH2) write(b []byte) error {
+	_, err := r.c.Write(b)
+	return err
+}
+
+// block encodes a request's header block.
+func (r *rawH2) block(method, path string, extra ...string) []byte {
+	r.eb.Reset()
+	for _, f := range [][2]string{{":method", method}, {":scheme", "http"}, {":path", path}, {":authority", "x"}} {
+		_ = r.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		_ = r.enc.WriteField(hpack.HeaderField{Name: extra[i], Value: extra[i+1]})
+	}
+	return bytes.Clone(r.eb.Bytes())
+}
+
+// get opens stream id with a GET for path.
+func (r *rawH2) get(id uint32, path string) []byte {
+	return h2.AppendHeaders(nil, id, true, r.block("GET", path), h2.MinMaxFrameSize)
+}
+
+// next returns the next frame from the server, or ok=false once the
+// connection is closed.
+func (r *rawH2) next() (h h2.Header, p []byte, ok bool) {
+	require.NoError(r.t, r.c.SetReadDeadline(r.dead))
+	for {
+		h, p, n, err := h2.Next(r.in, h2.MaxMaxFrameSize)
+		require.NoError(r.t, err)
+		if n > 0 {
+			p = bytes.Clone(p)
+			r.in = r.in[n:]
+			return h, p, true
+		}
+		buf := make([]byte, 64<<10)
+		k, err := r.c.Read(buf)
+		r.in = append(r.in, buf[:k]...)
+		if err != nil {
+			if os.IsTimeout(err) {
+				r.t.Fatal("no frame from the server within 10 s")
+			}
+			return h2.Header{}, nil, false
+		}
+	}
+}
+
+// goAway reads until the server's GOAWAY and returns its code; the
+// connection must close after it.
+func (r *rawH2) goAway() h2.ErrCode {
+	for {
+		h, p, ok := r.next()
+		require.True(r.t, ok, "connection closed without GOAWAY")
+		if h.Type == h2.TypeGoAway {
+			_, code, _, err := h2.ParseGoAway(h, p)
+			require.NoError(r.t, err)
+			for {
+				if _, _, ok := r.next(); !ok {
+					return code
+				}
+			}
+		}
+	}
+}
+
+// status reads until stream id's response HEADERS and returns :status.
+func (r *rawH2) status(id uint32) int {
+	for {
+		h, p, ok := r.next()
+		require.True(r.t, ok, "connection closed before stream %d's answer", id)
+		if h.Type == h2.TypeRSTStream && h.Stream == id {
+			code, _ := h2.ParseRSTStream(h, p)
+			r.t.Fatalf("stream %d reset: %v", id, code)
+		}
+		if h.Type != h2.TypeHeaders {
+			continue
+		}
+		block, err := h2.ParseHeaders(h, p)
+		require.NoError(r.t, err)
+		fields, err := r.dec.DecodeFull(block)
+		require.NoError(r.t, err)
+		if h.Stream != id {
+			continue
+		}
+		for _, f := range fields {
+			if f.Name == ":status" {
+				n, _ := strconv.Atoi(f.Value)
+				return n
+			}
+		}
+	}
+}
+
+// serverRSS is this process's resident memory: the server runs in it.
+func serverRSS(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// Each flood of RFC 9113 §10.5 and the CVEs ends the connection with
+// GOAWAY ENHANCE_YOUR_CALM, counted, while a well-behaved client on the
+// same loop is served throughout.
+func TestHTTP2Floods(t *testing.T) {
+	floods := []struct {
+		name  string
+		frame func(r *rawH2, i int) []byte
+	}{
+		{"rapid reset (CVE-2023-44487)", func(r *rawH2, i int) []byte {
+			id := uint32(2*i + 1)
+			return h2.AppendRSTStream(h2.AppendHeaders(nil, id, false, r.block("GET", "/"), h2.MinMaxFrameSize), id, h2.Cancel)
+		}},
+		{"PING", func(_ *rawH2, i int) []byte { return h2.AppendPing(nil, false, [8]byte{byte(i)}) }},
+		{"SETTINGS", func(_ *rawH2, _ int) []byte { return h2.AppendSettings(nil) }},
+		{"empty DATA", func(r *rawH2, i int) []byte {
+			if i == 0 {
+				return h2.AppendHeaders(nil, 1, false, r.block("POST", "/echo"), h2.MinMaxFrameSize)
+			}
+			return h2.AppendData(nil, 1, false, nil)
+		}},
+		{"PRIORITY", func(_ *rawH2, i int) []byte {
+			return append(h2.AppendHeader(nil, h2.Header{Length: 5, Type: h2.TypePriority, Stream: uint32(2*i + 1)}), 0, 0, 0, 0, 16)
+		}},
+	}
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		for _, fl := range floods {
+			t.Run(fl.name, func(t *testing.T) {
+				s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+				good := dialH2(t, s.Addr().String())
+				require.NoError(t, good.write(good.get(1, "/")))
+				require.Equal(t, 200, good.status(1))
+
+				bad := dialH2(t, s.Addr().String())
+				var burst []byte
+				for i := range 3 * h2MaxCheapPerSecond {
+					burst = append(burst, fl.frame(bad, i)...)
+				}
+				_ = bad.write(burst) // the server may close while this is written
+				require.Equal(t, h2.EnhanceYourCalm, bad.goAway())
+				require.Equal(t, uint64(1), s.Stats().HTTP2Calm)
+
+				require.NoError(t, good.write(good.get(3, "/")))
+				require.Equal(t, 200, good.status(3), "the other client is still served")
+			})
+		}
+	})
+}
+
+// A header block continued without end (CVE-2023-45288, and httpd's
+// CVE-2024-27316) is cut once it passes 64 KiB: the server does not hold
+// it, and decodes none of it.
+func TestHTTP2ContinuationFlood(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+		r := dialH2(t, s.Addr().String())
+		frag := bytes.Repeat([]byte{0x40, 0x01, 'x', 0x01, 'y'}, 3000) // 15 KB of literals
+		out := h2.AppendHeader(nil, h2.Header{Length: uint32(len(frag)), Type: h2.TypeHeaders, Stream: 1})
+		out = append(out, frag...)
+		for range 100 { // 1.5 MB in all, never END_HEADERS
+			out = append(h2.AppendHeader(out, h2.Header{Length: uint32(len(frag)), Type: h2.TypeContinuation, Stream: 1}), frag...)
+		}
+		_ = r.write(out)
+		require.Equal(t, h2.EnhanceYourCalm, r.goAway())
+	})
+}
+
+// An HPACK bomb: one field added to the dynamic table, then referenced by
+// index a thousand times, a few bytes each, decoding to 4 MB. The stream
+// is answered 431 without the list being kept, and the connection goes
+// on.
+func TestHTTP2HPACKBomb(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+		r := dialH2(t, s.Addr().String())
+		r.eb.Reset()
+		for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":path", "/"}, {":authority", "x"}} {
+			_ = r.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		_ = r.enc.WriteField(hpack.HeaderField{Name: "bomb", Value: strings.Repeat("b", 4000)}) // indexed as 62
+		block := bytes.Clone(r.eb.Bytes())
+		for range 1000 {
+			block = append(block, 0x80|62) // indexed field 62: 1 byte, 4 KB decoded
+		}
+		require.Less(t, len(block), 6<<10)
+		require.NoError(t, r.write(h2.AppendHeaders(nil, 1, true, block, h2.MinMaxFrameSize)))
+		require.Equal(t, StatusRequestHeaderFieldsTooLarge, r.status(1))
+		require.NoError(t, r.write(r.get(3, "/")))
+		require.Equal(t, 200, r.status(3))
+	})
+}
+
+// A client that opens no window and never reads: its answers wait in the
+// server up to about a megabyte, then its requests wait unanswered
+// instead of growing memory.
+func TestHTTP2ZeroWindowClientBounded(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		big := bytes.Repeat([]byte("z"), 256<<10)
+		h := HandlerFunc(func(w *ResponseWriter, r *Request) { _, _ = w.Write(big) })
+		s := startServer(t, b, h, WithLoops(1))
+		r := dialH2(t, s.Addr().String(), h2.Setting{ID: h2.SettingInitialWindowSize, Val: 0})
+		before := serverRSS(t)
+		var out []byte
+		for i := range 200 { // 50 MB of answers asked for
+			out = append(out, r.get(uint32(2*i+1), "/")...)
+		}
+		require.NoError(t, r.write(out))
+		require.Eventually(t, func() bool { return s.Stats().HTTP2Streams == 200 }, 10*time.Second, time.Millisecond)
+		grew := serverRSS(t) - before
+		require.Less(t, grew, int64(24<<20), "RSS grew %d MiB for 50 MB of unread answers", grew>>20)
+		served := s.Stats().Requests
+		require.Less(t, served, uint64(20), "about 1 MiB of 256 KiB answers run, then requests wait")
+		t.Logf("RSS +%d KiB, %d of 200 answered", grew>>10, served)
+	})
+}
+
+// Streams past SETTINGS_MAX_CONCURRENT_STREAMS are refused, counted, and
+// the connection goes on.
+func TestHTTP2StreamLimit(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		hold := make(chan struct{})
+		h := FromStd(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+			<-hold
+			_, _ = io.WriteString(w, "done")
+		}))
+		s := startServer(t, b, h, WithLoops(1))
+		t.Cleanup(func() { close(hold) }) // before the server's shutdown
+		r := dialH2(t, s.Addr().String())
+		var out []byte
+		for i := range h2MaxStreams + 1 {
+			out = append(out, r.get(uint32(2*i+1), "/")...)
+		}
+		require.NoError(t, r.write(out))
+		last := uint32(2*h2MaxStreams + 1)
+		for {
+			h, p, ok := r.next()
+			require.True(t, ok)
+			if h.Type == h2.TypeRSTStream {
+				code, _ := h2.ParseRSTStream(h, p)
+				require.Equal(t, last, h.Stream)
+				require.Equal(t, h2.RefusedStream, code)
+				break
+			}
+		}
+		require.Equal(t, uint64(1), s.Stats().HTTP2Refused)
+	})
+}
+
+// A stream ID lower than one already opened is a connection error.
+func TestHTTP2StreamIDRegression(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+		r := dialH2(t, s.Addr().String())
+		require.NoError(t, r.write(append(r.get(5, "/"), r.get(3, "/")...)))
+		require.Equal(t, h2.StreamClosed, r.goAway())
+		require.NotZero(t, s.Stats().ProtoErrors)
+	})
+}

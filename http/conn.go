@@ -260,6 +260,13 @@ func (cs *conn) serveLoop() {
 			cs.protoError(err)
 			return
 		}
+		if req.Upgrade != nil && cs.srv.opts.h2c && equalFold(req.Upgrade, "h2c") && !req.HasBody() {
+			if settings, ok := req.Lookup("http2-settings"); ok {
+				cs.upgradeH2(req, settings)
+				c.Discard(n)
+				return
+			}
+		}
 		if cs.srv.std != nil {
 			c.Discard(n)
 			cs.startStd(cs.srv.std, req, nil)

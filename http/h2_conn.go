@@ -2,6 +2,9 @@ package http
 
 import (
 	"bytes"
+	"encoding/base64"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/veloq/veloq/http/internal/h2"
@@ -113,6 +116,44 @@ func (cs *conn) startH2() {
 	out = h2.AppendWindowUpdate(out, 0, h2ConnWindow-65535)
 	ls.scratch = out
 	cs.c.Write(out)
+}
+
+// upgradeH2 switches an HTTP/1.1 request with "Upgrade: h2c" to HTTP/2
+// (RFC 7540 §3.2, which RFC 9113 deprecates but curl --http2 still uses
+// in plaintext): 101 Switching Protocols, the server preface, and the
+// request becomes stream 1, half-closed (remote). A request with a body
+// stays HTTP/1.1 (the caller checks), as Go's h2c does not take one
+// either.
+func (cs *conn) upgradeH2(req *Request, settings []byte) {
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(string(settings), "="))
+	if err != nil || len(raw)%6 != 0 {
+		cs.ls.st.protoErrors.Add(1)
+		cs.fail(StatusBadRequest)
+		return
+	}
+	ls := cs.ls
+	ls.scratch = append(ls.scratch[:0], "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n"...)
+	cs.c.Write(ls.scratch)
+	cs.startH2()
+	hc := cs.h2
+	if err := h2.ParseSettings(h2.Header{Type: h2.TypeSettings, Length: uint32(len(raw))}, raw, hc.peer.Apply); err != nil {
+		hc.connError(err)
+		return
+	}
+	st := hc.newStream(1)
+	hc.lastID = 1
+	hc.streams[1] = st
+	st.arena = copyRequest(&st.req, req, st.arena)
+	r := &st.req
+	r.ProtoMajor, r.ProtoMinor, r.Upgrade, r.Close = 2, 0, nil, false
+	// What belonged to the HTTP/1.1 hop goes.
+	r.Headers = slices.DeleteFunc(r.Headers, func(f HeaderField) bool {
+		return equalFold(f.Name, "connection") || equalFold(f.Name, "upgrade") ||
+			equalFold(f.Name, "http2-settings") || equalFold(f.Name, "keep-alive")
+	})
+	st.remoteDone = true
+	hc.ls.st.h2streams.Add(1)
+	st.start()
 }
 
 // isH2Preface reports whether in starts like the client preface: true

@@ -15,7 +15,7 @@ import (
 	"github.com/veloq/veloq/internal/panicstack"
 )
 
-// Park states; see "Park and wake" in doc.go.
+// Park states; see "Park and wake" in ARCHITECTURE.md.
 const (
 	stateRunning int32 = iota
 	stateParking
@@ -237,7 +237,7 @@ func (l *Loop) run(ready chan<- error) {
 	l.finish()
 }
 
-// loop is the iteration described in doc.go.
+// loop is the iteration described in ARCHITECTURE.md ("The loop").
 func (l *Loop) loop() {
 	for {
 		l.ctr.iterations++

@@ -75,7 +75,7 @@ func TestBlockingElastic(t *testing.T) {
 }
 
 func TestBlockingIdleExit(t *testing.T) {
-	b := NewBlockingPool(WithMaxThreads(8), WithIdleTimeout(20*time.Millisecond))
+	b := NewBlockingPool(WithMaxThreads(8), WithThreadIdleTimeout(20*time.Millisecond))
 	defer blockingShutdown(t, b)
 	var wg sync.WaitGroup
 	var arrived sync.WaitGroup
@@ -102,7 +102,7 @@ func TestBlockingIdleExit(t *testing.T) {
 // TestBlockingIdleRace submits right around the idle timeout, where a
 // goroutine may be timing out as a submitter picks it.
 func TestBlockingIdleRace(t *testing.T) {
-	b := NewBlockingPool(WithMaxThreads(4), WithIdleTimeout(time.Millisecond), WithQueueSize(100))
+	b := NewBlockingPool(WithMaxThreads(4), WithThreadIdleTimeout(time.Millisecond), WithQueueSize(100))
 	defer blockingShutdown(t, b)
 	var wg sync.WaitGroup
 	n := 300

@@ -95,7 +95,7 @@ func TestRFC6455OverSockets(t *testing.T) {
 
 	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
 		ev := &events{}
-		srv, _ := startWS(t, b, echoHandler(ev), WithLimits(1024, 2048))
+		srv, _ := startWS(t, b, echoHandler(ev), WithMessageLimits(1024, 2048))
 		for _, tc := range cases {
 			t.Run(tc.section, func(t *testing.T) {
 				c := dialWS(t, srv.Addr().String())
@@ -131,7 +131,7 @@ func TestRFC6455OverSockets(t *testing.T) {
 func TestOnCloseReasons(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
 		ev := &events{}
-		srv, u := startWS(t, b, echoHandler(ev), WithCloseTimeout(200*time.Millisecond))
+		srv, u := startWS(t, b, echoHandler(ev), WithCloseHandshakeTimeout(200*time.Millisecond))
 		addr := srv.Addr().String()
 
 		// Peer-initiated close: *CloseError with the peer's code and reason.
@@ -179,7 +179,7 @@ func TestOnCloseReasons(t *testing.T) {
 		c = dialWS(t, addr)
 		c.send(OpText, true, []byte("close-me"))
 		require.Equal(t, OpClose, c.mustRead().op)
-		c.expectEOF() // after WithCloseTimeout
+		c.expectEOF() // after WithCloseHandshakeTimeout
 		require.Eventually(t, func() bool { return len(ev.closeErrs()) == 5 }, 5*time.Second, time.Millisecond)
 		assert.ErrorIs(t, ev.closeErrs()[4], ErrCloseTimeout)
 
@@ -192,7 +192,7 @@ func TestOnCloseReasons(t *testing.T) {
 // buffer as it arrives, in pieces of any size, and still echoed intact.
 func TestLargeMessagesStreamed(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
-		srv, _ := startWS(t, b, echoHandler(&events{}), WithLimits(1<<20, 3<<20))
+		srv, _ := startWS(t, b, echoHandler(&events{}), WithMessageLimits(1<<20, 3<<20))
 		c := dialWS(t, srv.Addr().String())
 		big := make([]byte, 900<<10)
 		for i := range big {
@@ -299,7 +299,7 @@ func TestFrameInHandshakeSegment(t *testing.T) {
 func TestKeepAlive(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
 		ev := &events{}
-		srv, _ := startWS(t, b, echoHandler(ev), WithKeepAlive(30*time.Millisecond, 200*time.Millisecond))
+		srv, _ := startWS(t, b, echoHandler(ev), WithPing(30*time.Millisecond, 200*time.Millisecond))
 		addr := srv.Addr().String()
 
 		// A client that answers pings stays connected through several.

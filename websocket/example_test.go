@@ -118,7 +118,7 @@ func ExampleGroup() {
 			room.Broadcast(typ, data) // encodes data into a frame: the view may go
 		},
 	}
-	u := websocket.NewUpgrader(websocket.WithKeepAlive(30*time.Second, 10*time.Second))
+	u := websocket.NewUpgrader(websocket.WithPing(30*time.Second, 10*time.Second))
 	srv := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		u.Upgrade(w, r, chat)
 	}))

@@ -21,7 +21,7 @@ import (
 // way of presenting it (io_uring's provided buffers, epoll's reads).
 func TestRandomStreamsOverSockets(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
-		srv, _ := startWS(t, b, echoHandler(&events{}), WithLimits(256<<10, 512<<10))
+		srv, _ := startWS(t, b, echoHandler(&events{}), WithMessageLimits(256<<10, 512<<10))
 		const clients, messages = 6, 60
 		var wg sync.WaitGroup
 		for ci := range clients {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/veloq/veloq/bufpool"
+	"github.com/veloq/veloq/internal/sock"
 )
 
 // Backend names an I/O backend.
@@ -190,4 +191,7 @@ var (
 	ErrNotOnLoop = errors.New("veloq: Conn method called off its loop (use AsyncWrite or Loop.Post)")
 	// ErrHandlerPanic: a handler callback panicked; the panic was logged.
 	ErrHandlerPanic = errors.New("veloq: handler panicked")
+	// ErrUnsupportedNetwork: Listen or Dial was given a network other than
+	// "tcp", "tcp4", "tcp6" or "unix" (UDP is not supported yet).
+	ErrUnsupportedNetwork = sock.ErrNetwork
 )

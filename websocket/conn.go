@@ -22,9 +22,9 @@ const (
 func (t MessageType) String() string { return Opcode(t).String() }
 
 // A Handler receives a WebSocket connection's events. Every method runs on
-// the connection's loop, one at a time, and must not block (see
-// package reactor); hand slow work to the executor and answer with
-// [Conn.AsyncWrite].
+// the connection's loop, one at a time, and must not block it (the rules
+// of a [vnet.Handler] apply); hand slow work to the executor and answer
+// with [Conn.AsyncWrite].
 type Handler interface {
 	// OnOpen runs once, right after the handshake, before any message.
 	OnOpen(c *Conn)

@@ -46,7 +46,9 @@ func ParseBackend(s string) (Backend, error) {
 	return "", errors.New(`veloq: backend must be "auto", "uring" or "epoll", not "` + s + `"`)
 }
 
-// Config configures a Loop. The zero value of every field means its
+// Config is the engine's per-loop settings: NewLoop takes it, and a
+// Server builds it from its options (WithLoopConfig sets the fields
+// without an option of their own). The zero value of every field means its
 // default; see the field comments.
 type Config struct {
 	// Backend is the I/O backend. Default BackendAuto.

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 func blockingShutdown(t testing.TB, b *BlockingPool) {
@@ -75,7 +77,7 @@ func TestBlockingElastic(t *testing.T) {
 }
 
 func TestBlockingIdleExit(t *testing.T) {
-	b := NewBlockingPool(WithMaxThreads(8), WithIdleTimeout(20*time.Millisecond))
+	b := NewBlockingPool(WithMaxThreads(8), WithThreadIdleTimeout(20*time.Millisecond))
 	defer blockingShutdown(t, b)
 	var wg sync.WaitGroup
 	var arrived sync.WaitGroup
@@ -87,7 +89,7 @@ func TestBlockingIdleExit(t *testing.T) {
 		}
 	}
 	waitGroup(t, &wg, "tasks")
-	eventually(t, "idle goroutines exit", func() bool { return b.Stats().Threads == 0 })
+	require.Eventually(t, func() bool { return b.Stats().Threads == 0 }, liveness, time.Millisecond, "idle goroutines exit")
 	if s := b.Stats(); s.IdleExits != 4 || s.Idle != 0 {
 		t.Fatalf("stats after idling = %+v", s)
 	}
@@ -102,7 +104,7 @@ func TestBlockingIdleExit(t *testing.T) {
 // TestBlockingIdleRace submits right around the idle timeout, where a
 // goroutine may be timing out as a submitter picks it.
 func TestBlockingIdleRace(t *testing.T) {
-	b := NewBlockingPool(WithMaxThreads(4), WithIdleTimeout(time.Millisecond), WithQueueSize(100))
+	b := NewBlockingPool(WithMaxThreads(4), WithThreadIdleTimeout(time.Millisecond), WithQueueSize(100))
 	defer blockingShutdown(t, b)
 	var wg sync.WaitGroup
 	n := 300
@@ -150,7 +152,7 @@ func TestBlockingShutdown(t *testing.T) {
 	wg.Add(1)
 	_ = b2.Submit(wg.Done)
 	wg.Wait()
-	eventually(t, "goroutine idle", func() bool { return b2.Stats().Idle == 1 })
+	require.Eventually(t, func() bool { return b2.Stats().Idle == 1 }, liveness, time.Millisecond, "goroutine idle")
 	blockingShutdown(t, b2)
 }
 
@@ -164,7 +166,7 @@ func TestBlockingPanic(t *testing.T) {
 	_ = b.Submit(wg.Done)
 	waitGroup(t, &wg, "tasks")
 	// Completed is counted after the task returns.
-	eventually(t, "completed count", func() bool { return b.Stats().Completed == 2 })
+	require.Eventually(t, func() bool { return b.Stats().Completed == 2 }, liveness, time.Millisecond, "completed count")
 	if s := b.Stats(); s.Panics != 1 {
 		t.Fatalf("stats = %+v", s)
 	}

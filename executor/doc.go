@@ -1,4 +1,4 @@
-// Package executor runs work off the reactor threads.
+// Package executor runs work off veloq's loop threads.
 //
 // It has three parts:
 //
@@ -19,6 +19,15 @@
 //   - [Future], the result of a function run on either pool, with a lock-free
 //     state word. Plain goroutines [Future.Wait]; code pinned to a reactor asks
 //     for a continuation on its own thread with [Future.OnLoop].
+//
+// Most code does not call this package directly: a connection's handler
+// offloads with the helpers that keep its answers in order and bring the
+// result back to its loop. For TCP, vnet.Offload (a task on a [Pool]) and
+// vnet.OffloadBlocking (on a [BlockingPool]), in package
+// github.com/veloq/veloq/net; for HTTP, vhttp.Offloaded and
+// vhttp.OffloadedBlocking wrap a handler, and vhttp.StdOnPool and
+// vhttp.StdOnBlockingPool place FromStd handlers, in package
+// github.com/veloq/veloq/http.
 //
 // A panic in a task never takes a worker down: it is recovered, logged with
 // log/slog and counted, and for a [Future] it becomes the future's error,

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 )
 
-// Loop runs functions on one goroutine, such as a reactor's thread.
-// reactor.Loop satisfies it.
+// Loop runs functions on one goroutine, such as a veloq loop's thread;
+// *vnet.Loop (package github.com/veloq/veloq/net) satisfies it.
 type Loop interface {
 	// Post arranges for fn to run on the loop's goroutine. It returns an
 	// error if the loop no longer accepts work.

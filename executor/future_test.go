@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // gatedPool returns a one-worker pool whose worker is blocked until the
@@ -157,9 +159,9 @@ func TestFutureOnClosedLoop(t *testing.T) {
 	_, _ = f.Wait(context.Background())
 	f.OnLoop(l, func(int, error) { t.Error("continuation ran on a closed loop") })
 	// The completer may still be posting, so the log line can come later.
-	eventually(t, "dropped continuation logged", func() bool {
+	require.Eventually(t, func() bool {
 		return strings.Contains(logs.String(), "continuation dropped")
-	})
+	}, liveness, time.Millisecond, "dropped continuation logged")
 }
 
 // TestFutureConcurrentObservers races completion against Done, Wait,
@@ -218,7 +220,7 @@ func TestSubmitBlocking(t *testing.T) {
 		t.Fatalf("Wait = %d, %v", v, err)
 	}
 	// The future completes a moment before its goroutine is idle again.
-	eventually(t, "goroutine idle", func() bool { return b.Stats().Idle == 1 })
+	require.Eventually(t, func() bool { return b.Stats().Idle == 1 }, liveness, time.Millisecond, "goroutine idle")
 	h := SubmitBlocking(b, ctx, func(context.Context) (int, error) { panic("blocking boom") })
 	if _, err := h.Wait(ctx); !errors.Is(err, ErrPanicked) {
 		t.Fatalf("panicking SubmitBlocking = %v, want ErrPanicked", err)

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // liveness is the generous deadline for anything that must finish: it only
@@ -40,27 +42,15 @@ func waitGroupErr(t testing.TB, wg *sync.WaitGroup, what string) bool {
 	}
 }
 
-// eventually polls cond until it holds or the liveness deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(liveness)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: condition not reached after %v", what, liveness)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // idleStats waits until every worker has parked (a parking worker has
 // published its counters) and returns the pool's stats.
 func idleStats(t testing.TB, p *Pool) PoolStats {
 	t.Helper()
 	var s PoolStats
-	eventually(t, "all workers parked", func() bool {
+	require.Eventually(t, func() bool {
 		s = p.Stats()
 		return s.Parked == p.Workers() && s.Spinning == 0
-	})
+	}, liveness, time.Millisecond, "all workers parked")
 	return s
 }
 

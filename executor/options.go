@@ -29,12 +29,17 @@ func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
 }
 
-// WithBudget sets how many tasks a worker runs in one round before it yields
-// its thread to other goroutines with runtime.Gosched. Values below 1 select
-// the default, 64.
-func WithBudget(n int) Option {
+// WithTaskBudget sets how many tasks a worker runs in one round before it
+// yields its thread to other goroutines with runtime.Gosched. Values below
+// 1 select the default, 64.
+func WithTaskBudget(n int) Option {
 	return func(c *config) { c.budget = n }
 }
+
+// WithBudget is WithTaskBudget.
+//
+// Deprecated: use WithTaskBudget; vnet's budget counts completions.
+func WithBudget(n int) Option { return WithTaskBudget(n) }
 
 // WithStealing turns work stealing on or off; it is on by default. With
 // stealing off, a task stays with the worker it was placed on: a Spawn from
@@ -93,11 +98,18 @@ func WithQueueSize(n int) BlockingOption {
 	return func(c *blockingConfig) { c.queueSize = n }
 }
 
-// WithIdleTimeout sets how long an idle goroutine waits for work before it
-// exits. Values of zero or below select the default, 10s.
-func WithIdleTimeout(d time.Duration) BlockingOption {
+// WithThreadIdleTimeout sets how long an idle goroutine of a BlockingPool
+// waits for work before it exits. Values of zero or below select the
+// default, 10s.
+func WithThreadIdleTimeout(d time.Duration) BlockingOption {
 	return func(c *blockingConfig) { c.idleTimeout = d }
 }
+
+// WithIdleTimeout is WithThreadIdleTimeout.
+//
+// Deprecated: use WithThreadIdleTimeout, whose name says what it bounds
+// (vnet and http have idle timeouts for connections).
+func WithIdleTimeout(d time.Duration) BlockingOption { return WithThreadIdleTimeout(d) }
 
 // WithBlockingLogger sets the logger used to report recovered panics. The
 // default is slog.Default() at the time the pool is created.

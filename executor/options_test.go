@@ -17,8 +17,9 @@ func TestConfigDefaults(t *testing.T) {
 		wantWorkers, wantBudg int
 	}{
 		{"defaults", nil, runtime.GOMAXPROCS(0), 64},
-		{"explicit", []Option{WithWorkers(3), WithBudget(8)}, 3, 8},
-		{"invalid falls back", []Option{WithWorkers(0), WithBudget(-1), nil}, runtime.GOMAXPROCS(0), 64},
+		{"explicit", []Option{WithWorkers(3), WithTaskBudget(8)}, 3, 8},
+		{"invalid falls back", []Option{WithWorkers(0), WithTaskBudget(-1), nil}, runtime.GOMAXPROCS(0), 64},
+		{"deprecated WithBudget", []Option{WithWorkers(2), WithBudget(9)}, 2, 9},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,8 +49,9 @@ func TestBlockingConfigDefaults(t *testing.T) {
 		idle    time.Duration
 	}{
 		{"defaults", nil, 64, 1024, 10 * time.Second},
-		{"explicit", []BlockingOption{WithMaxThreads(4), WithQueueSize(0), WithIdleTimeout(time.Second)}, 4, 0, time.Second},
-		{"invalid falls back", []BlockingOption{WithMaxThreads(-2), WithQueueSize(-1), WithIdleTimeout(0)}, 64, 1024, 10 * time.Second},
+		{"explicit", []BlockingOption{WithMaxThreads(4), WithQueueSize(0), WithThreadIdleTimeout(time.Second)}, 4, 0, time.Second},
+		{"invalid falls back", []BlockingOption{WithMaxThreads(-2), WithQueueSize(-1), WithThreadIdleTimeout(0)}, 64, 1024, 10 * time.Second},
+		{"deprecated WithIdleTimeout", []BlockingOption{WithIdleTimeout(3 * time.Second)}, 64, 1024, 3 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,7 +65,7 @@ func TestBlockingConfigDefaults(t *testing.T) {
 
 // TestSmallBudget runs with a budget of 1, so every task ends a round.
 func TestSmallBudget(t *testing.T) {
-	p := NewPool(WithWorkers(2), WithBudget(1))
+	p := NewPool(WithWorkers(2), WithTaskBudget(1))
 	defer shutdown(t, p)
 	var wg sync.WaitGroup
 	wg.Add(1000)

@@ -333,7 +333,7 @@ func (w *Worker) wakeAs(to int32) bool {
 // PoolStats is a snapshot of a Pool's counters. Counters are read one by
 // one while the pool runs, so the totals are approximate; a busy worker
 // publishes its Executed count and its local spawns once per round (see
-// WithBudget) and whenever it parks, so they are exact once the pool is idle.
+// WithTaskBudget) and whenever it parks, so they are exact once the pool is idle.
 type PoolStats struct {
 	Workers []WorkerStats
 

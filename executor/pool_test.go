@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestSpawnExactlyOnce spawns many tasks from many goroutines outside the
@@ -720,6 +722,6 @@ func testStealing(t *testing.T, stealing bool) {
 func idleWorker(t testing.TB, p *Pool, id int) PoolStats {
 	t.Helper()
 	w := p.reg.Load().workers[id]
-	eventually(t, "worker parked", func() bool { return w.state.Load() == wsParked })
+	require.Eventually(t, func() bool { return w.state.Load() == wsParked }, liveness, time.Millisecond, "worker parked")
 	return p.Stats()
 }

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // ringTask returns a task that records its id in got.
@@ -235,9 +237,9 @@ func TestShutdownWhileSpilling(t *testing.T) {
 				}
 			}()
 		}
-		eventually(t, "ring full and spilling", func() bool {
+		require.Eventually(t, func() bool {
 			return p.Stats().Injector > 0
-		})
+		}, liveness, time.Millisecond, "ring full and spilling")
 		shut := make(chan error, 1)
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), liveness)

@@ -24,7 +24,7 @@ type Worker struct {
 	// Owner-only fields: touched by this worker's goroutine alone.
 	spinning bool   // holds one unit of pool.nspinning
 	tick     uint32 // tasks picked, for the every-61st fairness check
-	ran      int    // tasks run in the current round (see WithBudget)
+	ran      int    // tasks run in the current round (see WithTaskBudget)
 	inboxBuf []task // directed tasks taken out of the inbox, run from here
 	inboxPos int
 	scratch  []task // batches moving into the deque

@@ -16,8 +16,9 @@ const (
 	csDone           // body complete
 )
 
-// A ChunkedDecoder decodes a body in the chunked transfer coding
-// (RFC 9112 §7.1) incrementally and without allocating. The zero value is
+// A ChunkedDecoder is part of the protocol core (the Server decodes
+// chunked bodies for its handlers): it decodes a body in the chunked
+// transfer coding (RFC 9112 §7.1) incrementally and without allocating. The zero value is
 // ready to use with the default limits; reuse one per connection with
 // Reset.
 //
@@ -281,8 +282,9 @@ func checkFieldLine(line []byte, complete bool) error {
 	return nil
 }
 
-// NextField splits the first field line off a block of CRLF-terminated
-// field lines that has already been validated, such as
+// NextField is part of the protocol core: it splits the first field line
+// off a block of CRLF-terminated field lines that has already been
+// validated, such as
 // [ChunkedDecoder.Trailer]. It returns the field with the value trimmed,
 // the rest of the block, and false when the block is empty.
 func NextField(block []byte) (f HeaderField, rest []byte, ok bool) {

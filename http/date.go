@@ -9,7 +9,8 @@ const TimeFormat = "Mon, 02 Jan 2006 15:04:05 GMT"
 // imfLen is the length of an IMF-fixdate.
 const imfLen = len(TimeFormat)
 
-// A DateCache holds the IMF-fixdate for the current second, for the Date
+// A DateCache is part of the protocol core (the Server writes Date
+// itself): it holds the IMF-fixdate for the current second, for the Date
 // header. It reformats at most once per second of the times it is given.
 // The zero value is ready to use.
 //

@@ -1,7 +1,12 @@
-// Package http is veloq's HTTP/1.1 server and its protocol core: a
-// request parser, a chunked body decoder and response serializers that
-// work on byte slices and allocate nothing on the hot path, and a
-// [Server] that drives them from the reactor loops' read callbacks.
+// Package http is veloq's HTTP/1.1 server: [ListenAndServe], or
+// [NewServer] and [Server.Listen], serve a [Handler] on veloq's loops
+// (package vnet). The package name shadows net/http on purpose; import it
+// as vhttp where both are needed.
+//
+// Below the server is its protocol core (a request parser, a chunked
+// body decoder and response serializers over byte slices), exported for
+// code that speaks HTTP/1.1 itself; a server's handlers never need it.
+// It is described last, under "Protocol core".
 //
 // # Serving
 //
@@ -46,10 +51,19 @@
 // collected bodies (4 MiB); a streamed body has its own, optional limit
 // ([StdMaxBodyBytes]).
 //
-// The package name shadows net/http on purpose; import it as vhttp where
-// both are needed.
+// # Not supported yet
 //
-// # Parsing
+// HTTP/2 is in progress; HTTP/3 (QUIC) is not supported, nor kernel TLS
+// ([WithTLS] is crypto/tls on the loop). veloq runs on Linux only.
+//
+// # Protocol core
+//
+// The server's building blocks, for code that parses or writes HTTP/1.1
+// on its own connections: [Parser], [ChunkedDecoder], [NextField],
+// [Response], [DateCache], and the Append functions ([AppendStatusLine],
+// [AppendChunk], [AppendChunkHeader], [AppendLastChunk],
+// [AppendContinue], [AppendError]). Each of their doc comments says it
+// belongs to the core.
 //
 // [Parser.Parse] parses a request head from the start of the connection's
 // accumulated input. It returns ErrNeedMore until the head is complete,
@@ -98,9 +112,7 @@
 // input, every prefix yields either ErrNeedMore or the same result as the
 // whole input, so the server can reject garbage as soon as it arrives.
 //
-// # Responding
-//
-// [Response] collects a handler's status, fields and body and serializes
+// On the response side, [Response] collects a handler's status, fields and body and serializes
 // them with Date, Server, framing and Connection handling.
 // [AppendStatusLine], [AppendChunk], [AppendLastChunk], [AppendContinue]
 // and [AppendError] are the building blocks, and [DateCache] keeps the

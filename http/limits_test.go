@@ -77,7 +77,7 @@ func TestFromStdBodyLimit(t *testing.T) {
 		}
 
 		// Default: unlimited, past the server-wide 4 MiB.
-		s := startServer(t, b, FromStd(count), WithLimits(Limits{MaxBodyBytes: 1000}))
+		s := startServer(t, b, FromStd(count), WithRequestLimits(Limits{MaxBodyBytes: 1000}))
 		for _, chunked := range []bool{false, true} {
 			status, body := post(s, DefaultMaxBodyBytes+1, chunked)
 			require.Equal(t, 200, status)

@@ -55,9 +55,14 @@ type serverOptions struct {
 // Option configures a [Server].
 type Option func(*serverOptions)
 
-// WithLimits sets the request limits (head size, target size, number of
-// fields, body size). Zero fields mean the defaults.
-func WithLimits(l Limits) Option { return func(o *serverOptions) { o.limits = l } }
+// WithRequestLimits sets the limits on a request (head size, target size,
+// number of fields, collected body size). Zero fields mean the defaults.
+func WithRequestLimits(l Limits) Option { return func(o *serverOptions) { o.limits = l } }
+
+// WithLimits is WithRequestLimits.
+//
+// Deprecated: use WithRequestLimits; websocket's limits bound messages.
+func WithLimits(l Limits) Option { return WithRequestLimits(l) }
 
 // WithReadHeaderTimeout bounds the time from a request's first byte to the
 // end of its head (default 10s); a client slower than that (slowloris) is
@@ -101,9 +106,18 @@ func WithMaxBufferedBodyBytes(n int64) Option {
 	return func(o *serverOptions) { o.maxBufferedBody = n }
 }
 
-// WithIdleTimeout closes a keep-alive connection that has been waiting
-// for its next request for d (default 60s). A negative d disables it.
-func WithIdleTimeout(d time.Duration) Option { return func(o *serverOptions) { o.idleTimeout = d } }
+// WithNextRequestTimeout closes a keep-alive connection that has been
+// waiting for its next request for d (default 60s, net/http's
+// IdleTimeout). A negative d disables it.
+func WithNextRequestTimeout(d time.Duration) Option {
+	return func(o *serverOptions) { o.idleTimeout = d }
+}
+
+// WithIdleTimeout is WithNextRequestTimeout.
+//
+// Deprecated: use WithNextRequestTimeout, whose name says what it bounds
+// (vnet's idle timeout closes any connection without traffic).
+func WithIdleTimeout(d time.Duration) Option { return WithNextRequestTimeout(d) }
 
 // WithWriteTimeout closes a connection whose pending output makes no
 // progress for d: a peer that stopped reading. Default off.

@@ -19,8 +19,9 @@ type fieldSpan struct {
 	ns, ne, vs, ve int32
 }
 
-// A Parser parses HTTP/1.x request heads (RFC 9112). The zero value is
-// ready to use with the default limits.
+// A Parser is part of the protocol core (the Server runs one per
+// connection): it parses HTTP/1.x request heads (RFC 9112). The zero
+// value is ready to use with the default limits.
 //
 // A Parser is incremental: when Parse reports ErrNeedMore it remembers how
 // far it got, and the next call, given the same bytes extended by newly

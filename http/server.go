@@ -15,7 +15,11 @@ import (
 	vnet "github.com/veloq/veloq/net"
 )
 
-// ErrServerClosed is returned by Listen after Shutdown or Close.
+// ErrServerClosed is returned by [Server.Listen] and
+// [Server.ListenAndServe] after Shutdown or Close. It is this package's
+// Server's error, as [vnet.ErrServerClosed] is a vnet.Server's: an HTTP
+// Server never returns the latter, so test for the one of the server you
+// started.
 var ErrServerClosed = errors.New("http: server closed")
 
 // ErrWriteTimeout closes a connection whose peer stopped reading for longer
@@ -36,7 +40,7 @@ var errBodyBudget = errors.New("http: buffered bodies over budget")
 // handler does not run on the connection's loop (an offloaded handler).
 var ErrHijackUnavailable = errors.New("http: Hijack is only available to handlers running on the loop")
 
-// A Server serves HTTP/1.1 on veloq's reactor loops. Each connection
+// A Server serves HTTP/1.1 on veloq's loops (package vnet). Each connection
 // belongs to one loop; a [Handler] runs inline on that loop unless it is
 // offloaded (see [Offloaded], [WithOffload], [FromStd]).
 //
@@ -113,8 +117,8 @@ func NewServer(h Handler, opts ...Option) *Server {
 
 // Listen starts serving on network ("tcp", "tcp4", "tcp6" or "unix") and
 // address, and returns the address it listens on (with the port chosen,
-// for ":0") once connections are accepted, as net.Server.Listen does. It
-// may be called more than once to serve several addresses.
+// for ":0") once connections are accepted, as [vnet.Server.Listen] does.
+// It may be called more than once to serve several addresses.
 func (s *Server) Listen(network, address string) (net.Addr, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -139,7 +143,7 @@ func (s *Server) Listen(network, address string) (net.Addr, error) {
 
 // ListenAndServe serves h on address until ctx is done, then shuts the
 // server down gracefully, giving the requests in progress up to grace to
-// finish (as net.ListenAndServe does); past it the remaining connections
+// finish (as [vnet.ListenAndServe] does); past it the remaining connections
 // are cut and context.DeadlineExceeded is returned. It is NewServer
 // followed by [Server.ListenAndServe]; use those two to keep the Server
 // (for Stats) while it runs.

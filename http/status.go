@@ -203,10 +203,11 @@ func StatusText(code int) string {
 	return ""
 }
 
-// AppendStatusLine appends "HTTP/1.<minor> <status> <reason>\r\n" to dst.
-// minor is 0 or 1 (anything else is written as 1). A status outside
-// 100..999 is written as 500. An unknown status gets an empty reason
-// phrase, which RFC 9112 §4 allows.
+// AppendStatusLine is part of the protocol core (a handler sets the status
+// with ResponseWriter.WriteHeader): it appends the status line
+// "HTTP/1.<minor> <status> <reason>\r\n" to dst. minor is 0 or 1 (anything
+// else is written as 1). A status outside 100..999 is written as 500. An
+// unknown status gets an empty reason phrase, which RFC 9112 §4 allows.
 func AppendStatusLine(dst []byte, minor int, status int) []byte {
 	if status == StatusOK && minor != 0 {
 		return append(dst, "HTTP/1.1 200 OK\r\n"...) // most answers: one copy
@@ -224,17 +225,19 @@ func AppendStatusLine(dst []byte, minor int, status int) []byte {
 	return append(dst, '\r', '\n')
 }
 
-// AppendChunkHeader appends the chunk-size line announcing n bytes of data
-// ("<hex>\r\n"). The caller appends the data and a CRLF; use it to frame a
-// chunk whose data is written separately (e.g. with writev). n must be
-// positive: a zero size is the last chunk.
+// AppendChunkHeader is part of the protocol core: it appends the
+// chunk-size line announcing n bytes of data ("<hex>\r\n"). The caller
+// appends the data and a CRLF; use it to frame a chunk whose data is
+// written separately (e.g. with writev). n must be positive: a zero size
+// is the last chunk.
 func AppendChunkHeader(dst []byte, n int) []byte {
 	dst = strconv.AppendUint(dst, uint64(n), 16)
 	return append(dst, '\r', '\n')
 }
 
-// AppendChunk appends p as one chunk of a chunked body. An empty p
-// appends nothing, since a zero-size chunk would end the body.
+// AppendChunk is part of the protocol core (the Server frames a handler's
+// streamed body itself): it appends p as one chunk of a chunked body. An
+// empty p appends nothing, since a zero-size chunk would end the body.
 func AppendChunk(dst, p []byte) []byte {
 	if len(p) == 0 {
 		return dst
@@ -244,14 +247,15 @@ func AppendChunk(dst, p []byte) []byte {
 	return append(dst, '\r', '\n')
 }
 
-// AppendLastChunk appends the last chunk and an empty trailer section,
-// ending a chunked body.
+// AppendLastChunk is part of the protocol core: it appends the last chunk
+// and an empty trailer section, ending a chunked body.
 func AppendLastChunk(dst []byte) []byte {
 	return append(dst, "0\r\n\r\n"...)
 }
 
-// AppendContinue appends the interim response "HTTP/1.1 100 Continue"
-// sent to a client that asked for it with Expect: 100-continue.
+// AppendContinue is part of the protocol core: it appends the interim
+// response "HTTP/1.1 100 Continue" sent to a client that asked for it with
+// Expect: 100-continue.
 func AppendContinue(dst []byte) []byte {
 	return append(dst, "HTTP/1.1 100 Continue\r\n\r\n"...)
 }

@@ -125,7 +125,8 @@ var uringProbe struct {
 	err  error
 }
 
-// ProbeUring reports whether this process can run the io_uring backend,
+// ProbeUring is part of the engine (a Server probes by itself): it
+// reports whether this process can run the io_uring backend,
 // and if not, why (the error names the cause: old kernel, seccomp, memlock).
 func ProbeUring() error {
 	uringProbe.once.Do(func() { uringProbe.err = probeUring() })

@@ -385,7 +385,7 @@ func TestTimers(t *testing.T) {
 			t.Fatalf("got %q %v", p, err)
 		}
 
-		idle := startServer(t, b, echoHandler(), WithIdleTimeout(100*time.Millisecond))
+		idle := startServer(t, b, echoHandler(), WithConnIdleTimeout(100*time.Millisecond))
 		ic := dial(t, idle)
 		ic.SetDeadline(time.Now().Add(5 * time.Second))
 		start := time.Now()
@@ -398,7 +398,7 @@ func TestTimers(t *testing.T) {
 
 		// Activity after a long park restarts the idle clock: the loop must
 		// stamp it with the time the data arrived, not the time it parked.
-		slow := startServer(t, b, echoHandler(), WithIdleTimeout(400*time.Millisecond), WithLoops(1))
+		slow := startServer(t, b, echoHandler(), WithConnIdleTimeout(400*time.Millisecond), WithLoops(1))
 		sc := dial(t, slow)
 		sc.SetDeadline(time.Now().Add(5 * time.Second))
 		time.Sleep(300 * time.Millisecond) // a quiet spell (elapsed time under test, not a wait for an event)

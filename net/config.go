@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/veloq/veloq/bufpool"
+	"github.com/veloq/veloq/internal/sock"
 )
 
 // Backend names an I/O backend.
@@ -45,7 +46,9 @@ func ParseBackend(s string) (Backend, error) {
 	return "", errors.New(`veloq: backend must be "auto", "uring" or "epoll", not "` + s + `"`)
 }
 
-// Config configures a Loop. The zero value of every field means its
+// Config is the engine's per-loop settings: NewLoop takes it, and a
+// Server builds it from its options (WithLoopConfig sets the fields
+// without an option of their own). The zero value of every field means its
 // default; see the field comments.
 type Config struct {
 	// Backend is the I/O backend. Default BackendAuto.
@@ -190,4 +193,7 @@ var (
 	ErrNotOnLoop = errors.New("veloq: Conn method called off its loop (use AsyncWrite or Loop.Post)")
 	// ErrHandlerPanic: a handler callback panicked; the panic was logged.
 	ErrHandlerPanic = errors.New("veloq: handler panicked")
+	// ErrUnsupportedNetwork: Listen or Dial was given a network other than
+	// "tcp", "tcp4", "tcp6" or "unix" (UDP is not supported yet).
+	ErrUnsupportedNetwork = sock.ErrNetwork
 )

@@ -239,6 +239,15 @@ func (c *Conn) Read(p []byte) (int, error) {
 // (no more OnData) until the output drains below WriteLowWater, so a peer
 // that sends without reading cannot make the connection's memory grow.
 //
+// That bound holds only when c's output answers c's own input. A relay,
+// which writes to c what another connection src received, is not bounded
+// by it: pausing c's reading does not stop src, and pausing the wrong side
+// can deadlock the pair. A relay turns the marks off on both sides
+// (SetWriteWaterMarks(0, 0)) and paces itself: it writes no more than a
+// limit minus c.OutputBuffered(), leaves the rest in src, and pauses src
+// (PauseRead) until c.OnDrain(limit/2, ...) resumes it. Without that, a
+// relay's buffered output has no bound. See ForwardTo and its example.
+//
 // Write must be called on c's loop (in a callback, or a closure posted to
 // the loop); from another goroutine it writes nothing and returns
 // ErrNotOnLoop. Use AsyncWrite there.

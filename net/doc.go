@@ -1,34 +1,86 @@
-// Package net is veloq's public TCP API, and the only package a TCP user
-// imports: servers whose connections are served by thread-per-core
-// reactor loops, outbound connections driven by the same loops, and the
-// engine under them (Loop, Config, Stats, Timer, the errors).
+// Package net is veloq's TCP API: servers whose connections are served by
+// thread-per-core loops (io_uring, or epoll where io_uring is missing), and
+// outbound connections driven by the same loops. It is the one package a
+// TCP user imports. Its name shadows the standard library's net on
+// purpose; import it as vnet:
 //
-// A Handler gets its callbacks on the connection's loop: OnOpen, OnData
-// (consume input with Next, Peek, Discard or Read; write with Write, which
-// never blocks), OnEOF if it implements EOFHandler, and OnClose. The rules:
+//	import vnet "github.com/veloq/veloq/net"
+//
+// # Serving
+//
+// [Listen] starts a [Server] on an address with a [Handler];
+// [ListenAndServe] serves until a context ends, then shuts down
+// gracefully. To keep the Server while it runs (for [Server.Stats]), use
+// [NewServer] and then [Server.Listen] or [Server.ListenAndServe];
+// [Server.Shutdown] stops accepting, waits for connections until its
+// context ends, and releases every descriptor and thread. Options
+// (With...) choose the number of loops, the backend, balancing, TLS
+// ([WithTLS]), timeouts and the write water marks; [PublishExpvar] shows
+// the Stats at /debug/vars. [Server.Dial] and [Server.DialTLS] open
+// outbound connections served by the same loops.
+//
+// A [Handler] (or a [HandlerFuncs] of functions) gets a [Conn]'s events on
+// the connection's loop: OnOpen, OnData (consume input with Next, Peek,
+// Discard or Read; write with Write, which never blocks), OnEOF if it
+// implements [EOFHandler], and OnClose. The rules:
 //
 //   - Handlers must not block the loop; offload heavy or blocking work
-//     with Offload or OffloadBlocking (or the executor package and
+//     with [Offload] or [OffloadBlocking] (or the executor package and
 //     Conn.Loop().Post). A callback that runs past Config.BlockThreshold is
 //     logged with its handler type (or, for an adapter such as the HTTP
-//     server's, what it says as a Describer) and counted in Stats.Blocked.
+//     server's, what it says as a [Describer]) and counted in Stats.Blocked.
 //   - Conn methods run on the connection's loop. Called from another
 //     goroutine, the ones that return an error do nothing and return
-//     ErrNotOnLoop; use Conn.AsyncWrite or Loop.Post there.
+//     [ErrNotOnLoop]; use Conn.AsyncWrite or Loop.Post there.
 //   - OnClose gets nil after the handler's own close, io.EOF after the
 //     peer's, and the cause otherwise, for every handler shape; the
 //     connection's addresses still answer in it.
 //   - Without OnEOF, the peer's FIN closes the connection; a relay
 //     implements OnEOF and passes the half-close on (see EOFHandler).
 //   - Offload keeps a connection's answers in order (see Offload).
-//   - A port in use is refused; WithPortSharing shares it on purpose.
+//   - A port in use is refused; [WithPortSharing] shares it on purpose.
 //
-// The package name shadows the standard library's net on purpose; import
-// it as vnet:
-//
-//	import vnet "github.com/veloq/veloq/net"
-//
-// ErrClosed is the standard library's net.ErrClosed, so errors.Is works
+// [ErrClosed] is the standard library's net.ErrClosed, so errors.Is works
 // with either name. Package reactor, where the engine used to live, only
-// holds deprecated aliases of these names.
+// holds deprecated aliases of this package's names.
+//
+// # Relays
+//
+// A write that takes a connection's pending output above its high-water
+// mark stops reading from that connection's peer until the output drains:
+// that bounds the memory of a handler whose output answers its own input.
+// A relay (a proxy, a tunnel) writes to one connection what another
+// received, so that pause would stop the wrong side, and nothing else
+// bounds the relay's buffered output. A relay therefore paces itself:
+//
+//   - turn the automatic pause off on both connections with
+//     Conn.SetWriteWaterMarks(0, 0);
+//   - forward at most a limit minus the destination's OutputBuffered, with
+//     Conn.ForwardTo (or Write);
+//   - when input is left over, or the destination is at the limit, pause
+//     the source with PauseRead, and resume it from the destination's
+//     OnDrain(limit/2, ...): the input left in the source is shown again.
+//
+// [Conn.ForwardTo]'s example is such a relay; examples/tcp-proxy is a
+// complete one.
+//
+// # Not supported yet
+//
+// veloq runs on Linux only (io_uring from Linux 6.1, epoll otherwise; no
+// Windows, macOS or BSD). This package serves TCP and Unix stream sockets:
+// UDP is in progress ([ErrUnsupportedNetwork] until then). TLS is
+// crypto/tls on the loop; kernel TLS (kTLS) is not used. In package http,
+// HTTP/2 is in progress and HTTP/3 (QUIC) is not supported.
+//
+// # Engine
+//
+// The rest of the package is the engine under Server, for code that
+// builds its own servers: [NewLoop] and Loop.Close (a loop without a
+// Server), [Loop.AddListener] and [Listener] (serving a listening socket
+// made elsewhere), [Config] (a loop's settings; [WithLoopConfig] passes
+// them to a Server), [ProbeUring] (can this process run io_uring), and
+// [WithCompletionBudget] (completions per iteration). Each of their doc
+// comments says so first. How the engine works (the loop's iteration,
+// park and wake, the backend boundary, the memory rules, splicing) is
+// written once, in ARCHITECTURE.md at the root of the repository.
 package net

@@ -34,6 +34,14 @@ const maxHeldPerConn = 4
 // same loop. If dst cannot be written (ErrClosed), nothing is consumed.
 // Over TLS (either side) the bytes are plaintext and always copied: the
 // source's were decrypted, the destination encrypts them.
+//
+// ForwardTo moves what it is told to: it does not pace itself, and dst's
+// water marks do not stop c, so the relay bounds dst's output. Forward at
+// most limit − dst.OutputBuffered() bytes; when input is left over, or dst
+// is at the limit, pause c with PauseRead until dst.OnDrain(limit/2, ...)
+// resumes it; and turn the automatic marks off on both connections with
+// SetWriteWaterMarks(0, 0), since they would stop the wrong side. The
+// example shows the whole relay.
 func (c *Conn) ForwardTo(dst *Conn, n int) (int, error) {
 	if c.offLoop() {
 		return 0, ErrNotOnLoop

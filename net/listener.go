@@ -35,7 +35,8 @@ type listener struct {
 	unlink string
 }
 
-// Listener is the handle AddListener returns.
+// Listener is part of the engine: the handle Loop.AddListener returns.
+// A Server's listeners are managed by the Server.
 type Listener struct {
 	ln   *listener
 	loop *Loop
@@ -56,7 +57,9 @@ func (h *Listener) Close() error {
 // Closed is closed once the listener's socket is closed.
 func (h *Listener) Closed() <-chan struct{} { return h.ln.closed }
 
-// AddListener hands a listening socket to the loop, which accepts on it and
+// AddListener is part of the engine, for code that makes its own listening
+// sockets (a Server listens with Listen): it hands a listening socket to
+// the loop, which accepts on it and
 // serves every accepted connection with h. dispatch, if not nil, chooses
 // the loop each accepted connection goes to (one-acceptor balancing); the
 // loop owns fd from here on. Safe from any goroutine.

@@ -15,15 +15,18 @@ import (
 	"github.com/veloq/veloq/internal/panicstack"
 )
 
-// Park states; see "Park and wake" in doc.go.
+// Park states; see "Park and wake" in ARCHITECTURE.md.
 const (
 	stateRunning int32 = iota
 	stateParking
 	stateParked
 )
 
-// Loop is one reactor: a goroutine locked to an OS thread, driving one
-// backend. Create it with NewLoop; stop it with Close.
+// Loop is one event loop: a goroutine locked to an OS thread, driving one
+// backend and the connections on it. A handler reaches its connection's
+// loop with Conn.Loop (to Post, Dial or set timers), and a Server's loops
+// are Server.Loops. NewLoop and Close are the engine's, for a loop
+// without a Server.
 type Loop struct {
 	id      int
 	cfg     Config
@@ -157,9 +160,11 @@ type Stats struct {
 	TLSRefused           uint64
 }
 
-// NewLoop starts a loop and returns once its thread and backend are ready,
-// or with the error that prevented it (for BackendUring, the io_uring setup
-// error; BackendAuto falls back to epoll instead, logging why once).
+// NewLoop is part of the engine, for a loop without a Server (Listen and
+// NewServer start theirs): it starts a loop and returns once its thread
+// and backend are ready, or with the error that prevented it (for
+// BackendUring, the io_uring setup error; BackendAuto falls back to epoll
+// instead, logging why once).
 func NewLoop(id int, cfg Config) (*Loop, error) {
 	cfg.setDefaults()
 	l := &Loop{
@@ -237,7 +242,7 @@ func (l *Loop) run(ready chan<- error) {
 	l.finish()
 }
 
-// loop is the iteration described in doc.go.
+// loop is the iteration described in ARCHITECTURE.md ("The loop").
 func (l *Loop) loop() {
 	for {
 		l.ctr.iterations++
@@ -505,11 +510,12 @@ func (l *Loop) flush() {
 	l.dirty = l.dirty[:0]
 }
 
-// Close stops the loop: listeners are closed, connections aborted with
+// Close is part of the engine: it stops a loop made with NewLoop (a
+// Server's loops stop with the Server). Listeners are closed, connections aborted with
 // ErrClosed (their handlers see OnClose), in-flight kernel operations are
 // cancelled, and the backend and thread are released. It waits until all
 // of that has happened. For a graceful stop, close listeners and wait for
-// connections first (net.Server.Shutdown does).
+// connections first (Server.Shutdown does).
 //
 // It returns the error met releasing the backend (nil normally), the same
 // error on every call.

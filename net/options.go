@@ -91,8 +91,18 @@ func WithWriteWaterMarks(low, high int) Option {
 	return func(o *options) { o.cfg.WriteLowWater, o.cfg.WriteHighWater = low, high }
 }
 
-// WithIdleTimeout closes connections without traffic for d. Default off.
-func WithIdleTimeout(d time.Duration) Option { return func(o *options) { o.cfg.IdleTimeout = d } }
+// WithConnIdleTimeout closes a connection that has had no traffic, in
+// either direction, for d (Config.IdleTimeout); OnClose gets
+// ErrIdleTimeout. Default off.
+func WithConnIdleTimeout(d time.Duration) Option {
+	return func(o *options) { o.cfg.IdleTimeout = d }
+}
+
+// WithIdleTimeout is WithConnIdleTimeout.
+//
+// Deprecated: use WithConnIdleTimeout, whose name says what it bounds
+// (http and executor have idle timeouts of their own).
+func WithIdleTimeout(d time.Duration) Option { return WithConnIdleTimeout(d) }
 
 // WithCloseTimeout bounds how long a graceful Close waits for output.
 func WithCloseTimeout(d time.Duration) Option { return func(o *options) { o.cfg.CloseTimeout = d } }
@@ -100,8 +110,15 @@ func WithCloseTimeout(d time.Duration) Option { return func(o *options) { o.cfg.
 // WithLogger sets the logger. Default slog.Default().
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.cfg.Logger = l } }
 
-// WithBudget caps the completions a loop dispatches per iteration.
-func WithBudget(n int) Option { return func(o *options) { o.cfg.Budget = n } }
+// WithCompletionBudget caps the backend completions a loop dispatches to
+// handlers per iteration (Config.Budget, default 64). An engine setting:
+// most servers never change it.
+func WithCompletionBudget(n int) Option { return func(o *options) { o.cfg.Budget = n } }
+
+// WithBudget is WithCompletionBudget.
+//
+// Deprecated: use WithCompletionBudget; executor's budget counts tasks.
+func WithBudget(n int) Option { return WithCompletionBudget(n) }
 
 // WithPortSharing lets the server's listeners share their port with other
 // sockets that set SO_REUSEPORT, such as another process serving the same

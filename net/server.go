@@ -20,6 +20,8 @@ import (
 )
 
 // ErrServerClosed is returned by Listen and Dial after Shutdown or Close.
+// It is a vnet.Server's error; the HTTP server has its own
+// (vhttp.ErrServerClosed) for its own Listen.
 var ErrServerClosed = errors.New("veloq: server closed")
 
 // Server is a group of reactor loops serving one handler. It can listen

@@ -144,6 +144,45 @@ func TestListenOnBusyPortRefused(t *testing.T) {
 	})
 }
 
+// Listen and Dial refuse a bad network or address with an error that
+// names veloq (not an internal package) and, for a network other than
+// TCP or Unix, matches ErrUnsupportedNetwork.
+func TestBadAddressErrors(t *testing.T) {
+	tests := []struct {
+		name, network, address string
+		is                     error  // nil: no sentinel to match
+		contains               string // a part of the text
+	}{
+		{"udp", "udp", "127.0.0.1:0", ErrUnsupportedNetwork, "unsupported network"},
+		{"no port", "tcp", "127.0.0.1", nil, "missing port"},
+		{"tcp4 given IPv6", "tcp4", "[::1]:0", nil, "is not an IPv4 address"},
+		{"unix path too long", "unix", "/tmp/" + strings.Repeat("x", 200), nil, "unix socket path too long"},
+	}
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		s := startServer(t, b, echoHandler(), WithLoops(1))
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				_, err := Listen(tt.network, tt.address, echoHandler(), WithBackend(b), WithLoops(1), WithLogger(testLogger(t)))
+				requireAddressError(t, err, tt.is, tt.contains)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_, err = s.Dial(ctx, tt.network, tt.address, &HandlerFuncs{})
+				requireAddressError(t, err, tt.is, tt.contains)
+			})
+		}
+	})
+}
+
+func requireAddressError(t *testing.T, err error, is error, contains string) {
+	t.Helper()
+	require.Error(t, err)
+	require.True(t, strings.HasPrefix(err.Error(), "veloq: "), "error text %q", err)
+	require.Contains(t, err.Error(), contains)
+	if is != nil {
+		require.ErrorIs(t, err, is)
+	}
+}
+
 // A relay that follows the half-close rule (EOF set: CloseWrite the other
 // side) gets the backend's answer to a client that sent its request and
 // half-closed at once, as printf ... | nc -q1 does.

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/veloq/veloq/internal/backendtest"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 func TestPreparedMessageFrame(t *testing.T) {
@@ -25,10 +25,10 @@ func TestPreparedMessageFrame(t *testing.T) {
 // OnClose; a broadcast from a plain goroutine reaches every member once,
 // in order, and a member that left gets nothing.
 func TestGroupBroadcastAcrossLoops(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		g := NewGroup()
 		var mu sync.Mutex
-		loops := map[*reactor.Loop]bool{}
+		loops := map[*vnet.Loop]bool{}
 		h := &HandlerFuncs{
 			Open: func(c *Conn) {
 				g.Add(c)
@@ -72,7 +72,7 @@ func TestGroupBroadcastAcrossLoops(t *testing.T) {
 
 // Broadcast over a plain slice, and AsyncWrite from other goroutines.
 func TestBroadcastAndAsyncWrite(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		ev := &events{}
 		srv, _ := startWS(t, b, echoHandler(ev))
 		const n = 6
@@ -129,7 +129,7 @@ func TestBroadcastAndAsyncWrite(t *testing.T) {
 // A member that does not read is skipped once its pending output is over
 // the limit; the others keep getting the broadcast.
 func TestBroadcastSkipsSlowReader(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		g := NewGroup()
 		h := &HandlerFuncs{Open: func(c *Conn) { g.Add(c) }, Close: func(c *Conn, err error) { g.Remove(c) }}
 		srv, _ := startWS(t, b, h, WithMaxPendingOutput(64<<10))
@@ -159,7 +159,7 @@ func TestBroadcastSkipsSlowReader(t *testing.T) {
 // CloseAll sends every member a close frame; members that answer are
 // closed and leave the group.
 func TestGroupCloseAll(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		g := NewGroup()
 		h := &HandlerFuncs{Open: g.Add, Close: func(c *Conn, err error) { g.Remove(c) }}
 		srv, _ := startWS(t, b, h)

@@ -22,9 +22,9 @@ const (
 func (t MessageType) String() string { return Opcode(t).String() }
 
 // A Handler receives a WebSocket connection's events. Every method runs on
-// the connection's loop, one at a time, and must not block (see
-// package reactor); hand slow work to the executor and answer with
-// [Conn.AsyncWrite].
+// the connection's loop, one at a time, and must not block it (the rules
+// of a [vnet.Handler] apply); hand slow work to the executor and answer
+// with [Conn.AsyncWrite].
 type Handler interface {
 	// OnOpen runs once, right after the handshake, before any message.
 	OnOpen(c *Conn)
@@ -197,7 +197,7 @@ func (c *Conn) admit(n int) error {
 }
 
 // Ping sends a ping with payload p (at most 125 bytes). The peer's pong
-// is absorbed; keep-alive uses pings of its own (WithKeepAlive).
+// is absorbed; keep-alive uses pings of its own (WithPing).
 func (c *Conn) Ping(p []byte) error {
 	if len(p) > MaxControlPayload {
 		return ErrControlTooLong
@@ -211,7 +211,7 @@ func (c *Conn) Ping(p []byte) error {
 // Close starts the close handshake (RFC 6455 §7.1.2): it sends a close
 // frame with code and reason, drops data messages that still arrive, and
 // closes the TCP connection when the peer's close frame comes back, or
-// after the WithCloseTimeout delay. OnClose follows. code must be one a
+// after the WithCloseHandshakeTimeout delay. OnClose follows. code must be one a
 // close frame may carry (StatusCode.Valid); reason at most 123 bytes of
 // UTF-8. It returns ErrClosed if the connection is already closing.
 func (c *Conn) Close(code StatusCode, reason string) error {

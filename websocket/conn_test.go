@@ -14,7 +14,7 @@ import (
 
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/internal/backendtest"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // One table of RFC 6455 behaviours, each a conversation over a real
@@ -93,9 +93,9 @@ func TestRFC6455OverSockets(t *testing.T) {
 		}{fmt.Sprintf("7.4 invalid close code %d", code), []step{{m(OpClose, true, 0, closePayload(code, "")), nil}}, StatusProtocolError})
 	}
 
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		ev := &events{}
-		srv, _ := startWS(t, b, echoHandler(ev), WithLimits(1024, 2048))
+		srv, _ := startWS(t, b, echoHandler(ev), WithMessageLimits(1024, 2048))
 		for _, tc := range cases {
 			t.Run(tc.section, func(t *testing.T) {
 				c := dialWS(t, srv.Addr().String())
@@ -129,9 +129,9 @@ func TestRFC6455OverSockets(t *testing.T) {
 
 // The handler sees why each connection ended.
 func TestOnCloseReasons(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		ev := &events{}
-		srv, u := startWS(t, b, echoHandler(ev), WithCloseTimeout(200*time.Millisecond))
+		srv, u := startWS(t, b, echoHandler(ev), WithCloseHandshakeTimeout(200*time.Millisecond))
 		addr := srv.Addr().String()
 
 		// Peer-initiated close: *CloseError with the peer's code and reason.
@@ -179,7 +179,7 @@ func TestOnCloseReasons(t *testing.T) {
 		c = dialWS(t, addr)
 		c.send(OpText, true, []byte("close-me"))
 		require.Equal(t, OpClose, c.mustRead().op)
-		c.expectEOF() // after WithCloseTimeout
+		c.expectEOF() // after WithCloseHandshakeTimeout
 		require.Eventually(t, func() bool { return len(ev.closeErrs()) == 5 }, 5*time.Second, time.Millisecond)
 		assert.ErrorIs(t, ev.closeErrs()[4], ErrCloseTimeout)
 
@@ -191,8 +191,8 @@ func TestOnCloseReasons(t *testing.T) {
 // A frame larger than the wait limit is streamed through the assembly
 // buffer as it arrives, in pieces of any size, and still echoed intact.
 func TestLargeMessagesStreamed(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
-		srv, _ := startWS(t, b, echoHandler(&events{}), WithLimits(1<<20, 3<<20))
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
+		srv, _ := startWS(t, b, echoHandler(&events{}), WithMessageLimits(1<<20, 3<<20))
 		c := dialWS(t, srv.Addr().String())
 		big := make([]byte, 900<<10)
 		for i := range big {
@@ -222,7 +222,7 @@ func TestLargeMessagesStreamed(t *testing.T) {
 }
 
 func TestHandshake(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		srv, u := startWS(t, b, echoHandler(&events{}), WithSubprotocols("v2.chat", "v1.chat"))
 		addr := srv.Addr().String()
 		rejected := uint64(0)
@@ -284,7 +284,7 @@ func TestHandshake(t *testing.T) {
 // Bytes sent right behind the handshake request, in the same segment,
 // are the first frame.
 func TestFrameInHandshakeSegment(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		srv, _ := startWS(t, b, echoHandler(&events{}))
 		c := rawDial(t, srv.Addr().String())
 		req := "GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
@@ -297,9 +297,9 @@ func TestFrameInHandshakeSegment(t *testing.T) {
 }
 
 func TestKeepAlive(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		ev := &events{}
-		srv, _ := startWS(t, b, echoHandler(ev), WithKeepAlive(30*time.Millisecond, 200*time.Millisecond))
+		srv, _ := startWS(t, b, echoHandler(ev), WithPing(30*time.Millisecond, 200*time.Millisecond))
 		addr := srv.Addr().String()
 
 		// A client that answers pings stays connected through several.
@@ -339,7 +339,7 @@ func TestKeepAlive(t *testing.T) {
 // (its output cannot have been sent yet) is refused with ErrOutputFull
 // instead of buffering without bound.
 func TestPendingOutputLimit(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		results := make(chan []error, 1)
 		h := &HandlerFuncs{Message: func(c *Conn, typ MessageType, data []byte) {
 			chunk := make([]byte, 100<<10)
@@ -367,7 +367,7 @@ func TestPendingOutputLimit(t *testing.T) {
 // A panicking handler closes only its own connection, and its OnClose
 // still runs with the cause.
 func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		ev := &events{}
 		inner := echoHandler(ev)
 		h := &HandlerFuncs{
@@ -387,7 +387,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		bad.expectEOF()
 		require.Eventually(t, func() bool { return len(ev.closeErrs()) == 1 }, 5*time.Second, time.Millisecond)
 		err := ev.closeErrs()[0]
-		assert.ErrorIs(t, err, reactor.ErrHandlerPanic)
+		assert.ErrorIs(t, err, vnet.ErrHandlerPanic)
 		assert.ErrorIs(t, err, ErrAbnormalClosure)
 		good.send(OpText, true, []byte("fine"))
 		require.Equal(t, "fine", string(good.mustRead().payload))
@@ -397,7 +397,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 // The sending API's own checks, and what a handler can send besides
 // WriteMessage.
 func TestSendAPI(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		errs := make(chan []error, 1)
 		h := &HandlerFuncs{Message: func(c *Conn, typ MessageType, data []byte) {
 			errs <- []error{
@@ -437,7 +437,7 @@ func TestSendAPI(t *testing.T) {
 // reader (slower than the loop's writes) without its pending output
 // passing its own bound, and every message arrives in order.
 func TestOnDrainPacesProducer(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		const total, size, high = 400, 8 << 10, 64 << 10
 		maxPending := make(chan int, 1)
 		h := &HandlerFuncs{Open: func(c *Conn) {
@@ -477,7 +477,7 @@ func TestOnDrainPacesProducer(t *testing.T) {
 
 // Fields the HTTP handler sets before Upgrade go out with the 101.
 func TestUpgradeKeepsHandlerHeaders(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		u := NewUpgrader(WithLogger(testLogger(t)))
 		srv := vhttpServer(t, b, func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 			w.Header().Set("Set-Cookie", "session=abc")
@@ -498,7 +498,7 @@ func TestUpgradeKeepsHandlerHeaders(t *testing.T) {
 // Answering every buffered frame at once queued all 200 answers (12.5 MiB)
 // and the ones past WithMaxPendingOutput were lost.
 func TestBackToBackMessagesWaitForDrain(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		const n, size = 200, 64 << 10
 		answer := make([]byte, size)
 		var failed atomic.Int64

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/veloq/veloq/internal/backendtest"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // deflateRaw compresses p as a permessage-deflate sender does: deflate,
@@ -93,7 +93,7 @@ func TestDeflateNegotiation(t *testing.T) {
 // inflated (also fragmented ones, with RSV1 on the first frame only), and
 // the echo of a large message comes back compressed.
 func TestDeflateOverSockets(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		ev := &events{}
 		srv, _ := startWS(t, b, echoHandler(ev), WithCompression(true, 64))
 		addr := srv.Addr().String()
@@ -153,7 +153,7 @@ func TestDeflateOverSockets(t *testing.T) {
 // The pools the Upgrader owns are shared by its connections; this checks
 // that a message's buffers go back (and so an idle connection keeps none).
 func TestIdleConnHoldsNoBuffers(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		ev := &events{}
 		srv, u := startWS(t, b, echoHandler(ev), WithCompression(true, 64))
 		c := dialWS(t, srv.Addr().String(), "Sec-WebSocket-Extensions: permessage-deflate")

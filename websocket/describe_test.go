@@ -12,7 +12,6 @@ import (
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
-	"github.com/veloq/veloq/reactor"
 )
 
 // slowWSHandler blocks the loop in OnMessage: the stall under test.
@@ -26,7 +25,7 @@ func (h *slowWSHandler) OnMessage(c *Conn, typ MessageType, data []byte) {
 // TestBlockedLoopNamesWSHandler: a websocket handler that blocks the loop
 // is named by its own type in the warning, not by the package's adapter.
 func TestBlockedLoopNamesWSHandler(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		var logs backendtest.Buffer
 		u := NewUpgrader(WithLogger(testLogger(t)))
 		h := &slowWSHandler{}

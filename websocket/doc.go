@@ -31,7 +31,7 @@
 // message may not start inside one (control frames may come between
 // fragments), text must be UTF-8 — checked incrementally, across frames
 // and reads — else 1007, and frames and messages over the limits
-// ([WithLimits]) are 1009. Close payloads are checked too: a 1-byte
+// ([WithMessageLimits]) are 1009. Close payloads are checked too: a 1-byte
 // payload or a code that may not be sent is 1002, a reason that is not
 // UTF-8 is 1007.
 //
@@ -41,7 +41,7 @@
 // OnData and calls the [Handler]. Pings are answered with pongs at once.
 // A peer's close frame is echoed and the TCP connection closed;
 // [Conn.Close] starts the handshake from this side and closes after the
-// peer's answer or [WithCloseTimeout]. [WithKeepAlive] sends pings and
+// peer's answer or [WithCloseHandshakeTimeout]. [WithPing] sends pings and
 // drops a peer that stops answering. [Handler.OnClose] says how it ended.
 //
 // What is zero-copy:

@@ -118,9 +118,87 @@ func ExampleGroup() {
 			room.Broadcast(typ, data) // encodes data into a frame: the view may go
 		},
 	}
-	u := websocket.NewUpgrader(websocket.WithKeepAlive(30*time.Second, 10*time.Second))
+	u := websocket.NewUpgrader(websocket.WithPing(30*time.Second, 10*time.Second))
 	srv := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		u.Upgrade(w, r, chat)
-	}))
-	_ = srv // srv.Listen("tcp", ":8080")
+	}), vhttp.WithLoops(2))
+	if _, err := srv.Listen("tcp", "127.0.0.1:0"); err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+
+	// Two members, each a hand-made client as in Example. A member is in
+	// the room once its 101 has arrived: OnOpen ran before the server
+	// sent it.
+	alice := joinRoom(srv.Addr().String())
+	defer alice.Close()
+	bob := joinRoom(srv.Addr().String())
+	defer bob.Close()
+
+	alice.say("hello, room")
+	fmt.Println("alice got:", alice.hear())
+	fmt.Println("bob got:", bob.hear())
+	// Output:
+	// alice got: hello, room
+	// bob got: hello, room
+}
+
+// member is a minimal WebSocket client for ExampleGroup.
+type member struct {
+	net.Conn
+	br  *bufio.Reader
+	dec websocket.Decoder
+	buf []byte
+}
+
+// joinRoom connects and completes the opening handshake.
+func joinRoom(addr string) *member {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(conn, "GET /chat HTTP/1.1\r\nHost: example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+	m := &member{Conn: conn, br: bufio.NewReader(conn), dec: websocket.Decoder{FromServer: true}}
+	for {
+		line, err := m.br.ReadString('\n')
+		if err != nil {
+			log.Fatal(err)
+		}
+		if line == "\r\n" {
+			return m
+		}
+	}
+}
+
+// say sends one masked text frame.
+func (m *member) say(text string) {
+	h := websocket.Header{Fin: true, Opcode: websocket.OpText, Masked: true, Mask: [4]byte{9, 8, 7, 6}, Length: int64(len(text))}
+	frame := append(websocket.AppendHeader(nil, &h), text...)
+	websocket.MaskBytes(h.Mask, 0, frame[len(frame)-len(text):])
+	if _, err := m.Write(frame); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// hear reads one whole single-frame message.
+func (m *member) hear() string {
+	for {
+		ch, n, err := m.dec.Next(m.buf)
+		if err == nil {
+			text := string(ch.Payload)
+			m.buf = m.buf[n:]
+			return text
+		}
+		if err != websocket.ErrNeedMore {
+			log.Fatal(err)
+		}
+		var tmp [512]byte
+		k, err := m.br.Read(tmp[:])
+		if err != nil {
+			log.Fatal(err)
+		}
+		m.buf = append(m.buf, tmp[:k]...)
+	}
 }

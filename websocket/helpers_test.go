@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	vhttp "github.com/veloq/veloq/http"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // testLogger sends server logs to the test log.
@@ -84,7 +84,7 @@ func echoHandler(ev *events) *HandlerFuncs {
 
 // startWS serves WebSocket on /ws (everything else answers "plain") with
 // an Upgrader built from opts and the handler h.
-func startWS(t testing.TB, b reactor.Backend, h Handler, opts ...Option) (*vhttp.Server, *Upgrader) {
+func startWS(t testing.TB, b vnet.Backend, h Handler, opts ...Option) (*vhttp.Server, *Upgrader) {
 	t.Helper()
 	u := NewUpgrader(append([]Option{WithLogger(testLogger(t))}, opts...)...)
 	srv := vhttpServer(t, b, func(w *vhttp.ResponseWriter, r *vhttp.Request) {
@@ -98,7 +98,7 @@ func startWS(t testing.TB, b reactor.Backend, h Handler, opts ...Option) (*vhttp
 }
 
 // vhttpServer serves f on a free loopback port until the test ends.
-func vhttpServer(t testing.TB, b reactor.Backend, f vhttp.HandlerFunc) *vhttp.Server {
+func vhttpServer(t testing.TB, b vnet.Backend, f vhttp.HandlerFunc) *vhttp.Server {
 	t.Helper()
 	srv := vhttp.NewServer(f, vhttp.WithBackend(b), vhttp.WithLoops(2), vhttp.WithLogger(testLogger(t)))
 	if _, err := srv.Listen("tcp", "127.0.0.1:0"); err != nil {

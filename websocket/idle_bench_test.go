@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // BenchmarkIdleConnHeap reports the server's Go heap per idle upgraded
@@ -24,7 +24,7 @@ func BenchmarkIdleConnHeap(b *testing.B) {
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err == nil && uint64(2*b.N+256) > lim.Cur {
 		b.Skipf("%d connections need %d open files (client and server side), ulimit -n is %d: use -benchtime Nx with a smaller N", b.N, 2*b.N+256, lim.Cur)
 	}
-	srv, _ := startWS(b, reactor.BackendEpoll, &HandlerFuncs{
+	srv, _ := startWS(b, vnet.BackendEpoll, &HandlerFuncs{
 		Message: func(c *Conn, typ MessageType, data []byte) { c.WriteMessage(typ, data) },
 	})
 	port := srv.Addr().(*net.TCPAddr).Port

@@ -70,11 +70,16 @@ func WithCompression(on bool, minSize int) Option {
 	}
 }
 
-// WithLimits bounds a data frame's payload and a whole message (after
-// inflating, for compressed messages), in bytes. A peer that goes over is
-// failed with close code 1009. Defaults 1 MiB and 4 MiB; values <= 0
-// keep the default.
-func WithLimits(maxFrame, maxMessage int64) Option {
+// WithLimits is WithMessageLimits.
+//
+// Deprecated: use WithMessageLimits; http's WithLimits bounds requests.
+func WithLimits(maxFrame, maxMessage int64) Option { return WithMessageLimits(maxFrame, maxMessage) }
+
+// WithMessageLimits bounds a data frame's payload and a whole message
+// (after inflating, for compressed messages), in bytes. A peer that goes
+// over is failed with close code 1009. Defaults 1 MiB and 4 MiB; values
+// <= 0 keep the default.
+func WithMessageLimits(maxFrame, maxMessage int64) Option {
 	return func(c *config) {
 		if maxFrame > 0 {
 			c.maxFrame = maxFrame
@@ -85,23 +90,34 @@ func WithLimits(maxFrame, maxMessage int64) Option {
 	}
 }
 
-// WithKeepAlive sends a ping every interval and closes the connection
-// (with [ErrPongTimeout]) when no pong arrives within timeout of a ping.
-// Off by default (interval 0); timeout <= 0 means interval.
-func WithKeepAlive(interval, timeout time.Duration) Option {
+// WithKeepAlive is WithPing.
+//
+// Deprecated: use WithPing; vnet's WithKeepAlive is TCP keep-alive.
+func WithKeepAlive(interval, timeout time.Duration) Option { return WithPing(interval, timeout) }
+
+// WithPing sends a ping every interval and closes the connection (with
+// [ErrPongTimeout]) when no pong arrives within pongTimeout of a ping.
+// Off by default (interval 0); pongTimeout <= 0 means interval.
+func WithPing(interval, pongTimeout time.Duration) Option {
 	return func(c *config) {
 		c.pingInterval = interval
-		if timeout <= 0 {
-			timeout = interval
+		if pongTimeout <= 0 {
+			pongTimeout = interval
 		}
-		c.pongTimeout = timeout
+		c.pongTimeout = pongTimeout
 	}
 }
 
-// WithCloseTimeout bounds how long a connection waits for the peer's
-// close frame after sending its own, before closing the TCP connection
-// anyway. Default 5s.
-func WithCloseTimeout(d time.Duration) Option {
+// WithCloseTimeout is WithCloseHandshakeTimeout.
+//
+// Deprecated: use WithCloseHandshakeTimeout; vnet's WithCloseTimeout
+// bounds the sending of pending output.
+func WithCloseTimeout(d time.Duration) Option { return WithCloseHandshakeTimeout(d) }
+
+// WithCloseHandshakeTimeout bounds how long a connection waits for the
+// peer's close frame after sending its own, before closing the TCP
+// connection anyway. Default 5s.
+func WithCloseHandshakeTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
 			c.closeTimeout = d

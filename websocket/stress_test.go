@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/veloq/veloq/internal/backendtest"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // Several clients at once each send a long random stream — messages of
@@ -20,8 +20,8 @@ import (
 // decoder's state must survive any cut of the input, on both backends'
 // way of presenting it (io_uring's provided buffers, epoll's reads).
 func TestRandomStreamsOverSockets(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
-		srv, _ := startWS(t, b, echoHandler(&events{}), WithLimits(256<<10, 512<<10))
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
+		srv, _ := startWS(t, b, echoHandler(&events{}), WithMessageLimits(256<<10, 512<<10))
 		const clients, messages = 6, 60
 		var wg sync.WaitGroup
 		for ci := range clients {

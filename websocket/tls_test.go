@@ -11,14 +11,14 @@ import (
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/internal/backendtest"
 	"github.com/veloq/veloq/internal/selfsigned"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // WSS: the upgrade and the frames run over the connection's TLS layer,
 // with the package unchanged; messages larger than a TLS record echo
 // whole.
 func TestWSS(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		cert, err := selfsigned.New(time.Hour)
 		require.NoError(t, err)
 		ev := &events{}

@@ -120,8 +120,8 @@ func runHTTP(ctx context.Context, cfg httpConfig) error {
 	if _, err := s.Listen(cfg.network, cfg.addr); err != nil {
 		return err
 	}
-	fmt.Printf("echo-server: %s on %s, backend %s, %d loops, pid %d\n",
-		desc, s.Addr(), s.NetServer().Backend(), cfg.loops, os.Getpid())
+	fmt.Printf("echo-server: %s on %s, backend %s, %s, pid %d\n",
+		desc, s.Addr(), s.NetServer().Backend(), loopCount(len(s.NetServer().Loops())), os.Getpid())
 
 	<-ctx.Done()
 	fmt.Println("echo-server: shutting down")

@@ -12,13 +12,13 @@ import (
 
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/internal/backendtest"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // -mode http-std answers like -mode http: the hello on GET /, the echo on
 // POST /echo, 404 elsewhere.
 func TestHTTPStdHandler(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		s := vhttp.NewServer(vhttp.FromStd(stdHTTPHandler()), vhttp.WithBackend(b), vhttp.WithLoops(1))
 		if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 			t.Fatal(err)

@@ -138,7 +138,7 @@ func run(args []string) error {
 		}
 		desc = fmt.Sprintf("%s with %d rounds of work per message%s, %s,", desc, *work, heavy, where)
 	}
-	fmt.Printf("echo-server: %s on %s, backend %s, %d loops, pid %d\n", desc, s.Addr(), s.Backend(), *loops, os.Getpid())
+	fmt.Printf("echo-server: %s on %s, backend %s, %s, pid %d\n", desc, s.Addr(), s.Backend(), loopCount(len(s.Loops())), os.Getpid())
 
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -243,4 +243,12 @@ func offloadEcho(pool *executor.Pool, costs *costModel) vnet.Handler {
 			}
 		})
 	}}
+}
+
+// loopCount says how many loops serve, in the singular for one.
+func loopCount(n int) string {
+	if n == 1 {
+		return "1 loop"
+	}
+	return fmt.Sprintf("%d loops", n)
 }

@@ -18,7 +18,7 @@ import (
 
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/internal/backendtest"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 	"github.com/veloq/veloq/websocket"
 )
 
@@ -112,7 +112,7 @@ func checkWSMode(t *testing.T, addr string) {
 }
 
 func TestWSModeHandler(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		s := vhttp.NewServer(wsHandler(websocket.NewUpgrader()), vhttp.WithBackend(b), vhttp.WithLoops(2))
 		if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 			t.Fatal(err)

@@ -18,7 +18,9 @@ import (
 )
 
 // ErrNetwork reports a network name other than tcp, tcp4, tcp6 or unix.
-var ErrNetwork = errors.New("sock: unsupported network")
+// Its text starts with "veloq: " like every error package net returns,
+// which exports it as ErrUnsupportedNetwork.
+var ErrNetwork = errors.New("veloq: unsupported network (tcp, tcp4, tcp6 and unix are)")
 
 // Addr is a resolved address in the kernel's sockaddr form.
 type Addr struct {
@@ -33,6 +35,9 @@ type Addr struct {
 func Resolve(network, address string) (Addr, error) {
 	switch network {
 	case "unix":
+		if len(address) >= len(unix.RawSockaddrUnix{}.Path) {
+			return Addr{}, fmt.Errorf("veloq: unix socket path too long: %q", address)
+		}
 		sa := &unix.SockaddrUnix{Name: address}
 		return Addr{Family: unix.AF_UNIX, SA: sa, Net: &net.UnixAddr{Name: address, Net: "unix"}}, nil
 	case "tcp", "tcp4", "tcp6":
@@ -41,7 +46,7 @@ func Resolve(network, address string) (Addr, error) {
 	}
 	host, portStr, err := net.SplitHostPort(address)
 	if err != nil {
-		return Addr{}, fmt.Errorf("sock: %w", err)
+		return Addr{}, fmt.Errorf("veloq: %w", err)
 	}
 	ip, ipErr := netip.ParseAddr(host) // fails for "" and for host names
 	port, portErr := strconv.ParseUint(portStr, 10, 16)
@@ -49,7 +54,7 @@ func Resolve(network, address string) (Addr, error) {
 		// A host or service name: one resolver call answers both.
 		ta, err := net.ResolveTCPAddr(network, address)
 		if err != nil {
-			return Addr{}, fmt.Errorf("sock: %w", err)
+			return Addr{}, fmt.Errorf("veloq: %w", err)
 		}
 		ip, _ = netip.AddrFromSlice(ta.IP)
 		port = uint64(ta.Port)
@@ -66,7 +71,7 @@ func Resolve(network, address string) (Addr, error) {
 			Net: net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(port)))}, nil
 	}
 	if network == "tcp4" {
-		return Addr{}, fmt.Errorf("sock: %s is not an IPv4 address", host)
+		return Addr{}, fmt.Errorf("veloq: %s is not an IPv4 address", host)
 	}
 	return Addr{Family: unix.AF_INET6, SA: &unix.SockaddrInet6{Port: int(port), Addr: ip.As16()},
 		Net: net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(port)))}, nil
@@ -183,7 +188,7 @@ func Raw(sa unix.Sockaddr) (*unix.RawSockaddrAny, uint32, error) {
 		p := (*unix.RawSockaddrUnix)(unsafe.Pointer(raw)) // as above
 		p.Family = unix.AF_UNIX
 		if len(s.Name) >= len(p.Path) {
-			return nil, 0, fmt.Errorf("sock: unix path too long: %q", s.Name)
+			return nil, 0, fmt.Errorf("veloq: unix socket path too long: %q", s.Name)
 		}
 		for i := 0; i < len(s.Name); i++ {
 			p.Path[i] = int8(s.Name[i])

@@ -30,7 +30,7 @@ func start(t *testing.T, b reactor.Backend) (url, addr string) {
 	u := websocket.NewUpgrader(
 		websocket.WithSubprotocols("chat"),
 		websocket.WithCompression(true, 64),
-		websocket.WithLimits(4<<20, 8<<20),
+		websocket.WithMessageLimits(4<<20, 8<<20),
 	)
 	srv := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		u.Upgrade(w, r, echo)

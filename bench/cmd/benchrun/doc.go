@@ -103,6 +103,38 @@ func (r *Report) page(docDir, jsonPath string, charts map[string]string) string 
 	return b.String()
 }
 
+// bestPeerReading sets every veloq server in ok against the Go peer with
+// the most req per server CPU-second in sc, leaving out the baseline (the
+// reading already sets everything against it) and peers with a caveat for
+// sc's mode (gnet's HTTP, which parses nothing); "" when either side is
+// missing.
+func bestPeerReading(sc ScenarioResult, ok []ServerResult) string {
+	var best *ServerResult
+	for i, sv := range ok {
+		j := slices.IndexFunc(allServers, func(s Server) bool { return s.Name == sv.Server })
+		if j < 0 || allServers[j].Peer == "" || sv.Server == "nginx" || sv.Server == baseline || allServers[j].Notes[sc.Mode] != "" {
+			continue
+		}
+		if best == nil || sv.Load.ReqPerServerCPUS > best.Load.ReqPerServerCPUS {
+			best = &ok[i]
+		}
+	}
+	if best == nil || best.Load.RPS <= 0 || best.Load.ReqPerServerCPUS <= 0 {
+		return ""
+	}
+	var vs []string
+	for _, sv := range ok {
+		if strings.HasPrefix(sv.Server, "veloq-") {
+			vs = append(vs, fmt.Sprintf("%s %.2f× / %.2f×", sv.Server,
+				safeDiv(sv.Load.RPS, best.Load.RPS), safeDiv(sv.Load.ReqPerServerCPUS, best.Load.ReqPerServerCPUS)))
+		}
+	}
+	if len(vs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("against the most CPU-efficient Go peer, %s (req/s / per CPU-s): %s", best.Server, strings.Join(vs, ", "))
+}
+
 // peersRan names the projects the comparison servers of this run stand
 // for, in the order the servers are declared: "A, B and C".
 func (r *Report) peersRan() string {
@@ -224,6 +256,9 @@ func loadReading(sc ScenarioResult) string {
 	}
 	if len(vs) > 0 {
 		s += "; against stdlib (req/s / per CPU-s): " + strings.Join(vs, ", ")
+	}
+	if line := bestPeerReading(sc, ok); line != "" {
+		s += "; " + line
 	}
 	var fl []string
 	for _, sv := range ok {

@@ -257,3 +257,26 @@ func TestGnetHTTPNoteUnderTables(t *testing.T) {
 		t.Errorf("the caveat must be a note under the table:\n%s", md)
 	}
 }
+
+// TestBestPeerReading checks that the reading sets veloq against the Go
+// peer with the most req per server CPU-second, leaving out a peer whose
+// figures carry a caveat for the mode (gnet's HTTP) and the non-Go nginx.
+func TestBestPeerReading(t *testing.T) {
+	sr := ScenarioResult{Name: "http-plaintext-c64", Kind: kindLoad, Mode: modeHTTP, Servers: []ServerResult{
+		{Server: "veloq-uring", Runs: []Run{loadRun(400, 40)}},
+		{Server: "stdlib", Runs: []Run{loadRun(100, 10)}},
+		{Server: "fasthttp", Runs: []Run{loadRun(200, 20)}},
+		{Server: "nbio", Runs: []Run{loadRun(300, 16)}},
+		{Server: "gnet", Runs: []Run{loadRun(900, 90)}},
+		{Server: "nginx", Runs: []Run{loadRun(800, 80)}},
+	}}
+	sr.summarize()
+	line := loadReading(sr)
+	if !strings.Contains(line, "against the most CPU-efficient Go peer, fasthttp (req/s / per CPU-s): veloq-uring 2.00× / 2.00×") {
+		t.Errorf("reading: %s", line)
+	}
+	sr.Mode = modeEcho // gnet's echo has no caveat: it is the best peer there
+	if line := loadReading(sr); !strings.Contains(line, "Go peer, gnet (req/s / per CPU-s): veloq-uring 0.44× / 0.44×") {
+		t.Errorf("echo reading: %s", line)
+	}
+}

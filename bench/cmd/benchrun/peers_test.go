@@ -16,7 +16,8 @@ import (
 // Args name) and checks that each answers on loopback as the scenarios
 // expect, in every mode it serves: TCP echo byte for byte, HTTP with two
 // pipelined keep-alive GET / answered with the hello body, then a request
-// sent in two writes.
+// sent in two writes, and on a new connection a request asking to close
+// it.
 func TestPeersServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds every peer")
@@ -62,6 +63,7 @@ func TestPeersServe(t *testing.T) {
 				case modeHTTP:
 					checkHello(t, c)
 					checkSplitRequest(t, c)
+					checkConnectionClose(t, addr)
 				default:
 					checkEcho(t, c)
 				}
@@ -96,5 +98,27 @@ func checkSplitRequest(t *testing.T, c net.Conn) {
 	body := make([]byte, len(helloBody))
 	if _, err := io.ReadFull(r, body); err != nil || string(body) != helloBody {
 		t.Fatalf("split request: body %q, %v", body, err)
+	}
+}
+
+// checkConnectionClose sends one GET / with "Connection: close" on a new
+// connection and expects the hello answer, then the end of the stream.
+func checkConnectionClose(t *testing.T, addr string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	all, err := io.ReadAll(c) // ends only when the server closes
+	if err != nil {
+		t.Fatalf("Connection: close: %v after %q", err, all)
+	}
+	if !strings.HasPrefix(string(all), "HTTP/1.1 200") || !strings.HasSuffix(string(all), helloBody) {
+		t.Fatalf("Connection: close: got %q", all)
 	}
 }

@@ -96,3 +96,11 @@ func collect[S any](ms []metric[S], st S, ch chan<- prometheus.Metric, labels ..
 // cnt and lvl convert a counter and a level to a sample value.
 func cnt(v uint64) float64 { return float64(v) }
 func lvl(v int64) float64  { return float64(v) }
+
+// Every collector is a prometheus.Collector.
+var (
+	_ prometheus.Collector = (*NetCollector)(nil)
+	_ prometheus.Collector = (*HTTPCollector)(nil)
+	_ prometheus.Collector = (*WebSocketCollector)(nil)
+	_ prometheus.Collector = (*GroupCollector)(nil)
+)

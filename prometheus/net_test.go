@@ -132,6 +132,7 @@ func TestConstLabels(t *testing.T) {
 	require.NoError(t, reg.Register(NewNetCollector(s1, WithConstLabels(prometheus.Labels{"server": "a"}))))
 	require.NoError(t, reg.Register(NewNetCollector(s2, WithConstLabels(prometheus.Labels{"server": "b"}))))
 	require.Error(t, reg.Register(NewNetCollector(s2, WithConstLabels(prometheus.Labels{"server": "b"}))), "the same labels twice must clash")
+	require.Error(t, reg.Register(NewNetCollector(s2, WithConstLabels(prometheus.Labels{"loop": "x"}))), "a constant label named like a variable one is refused")
 
 	c := dial(t, s2.Addr().String())
 	_, err := c.Write([]byte("ping"))

@@ -16,8 +16,9 @@
 # It prints a markdown table: req/s, µs of server CPU per request, and the
 # ratio to the matching floor (veloq-uring to c-uring for echo, everything
 # else to c-epoll). It is bench/run.sh with these flags, so the results go
-# to results/floor-latest.* and the C sources come from -limits (see
-# bench/README.md); further flags (e.g. -limits DIR) pass through.
+# to results/floor-latest.* and the C sources come from bench/floor/ (see
+# bench/floor/README.md); further flags (e.g. -limits DIR for another copy)
+# pass through.
 set -eu
 cd "$(dirname "$0")"
 ROUNDS=3

@@ -4,8 +4,8 @@
 #   bench/run.sh            # full: 3 repeats -> results/latest.*, charts, ../BENCHMARKS.md
 #   bench/run.sh -help      # every flag
 # HTTP scenarios need wrk (apt-get install wrk); nginx is used when installed.
-# The C floor (c-epoll, c-uring) is built from -limits DIR (default
-# ../shared/limits beside the checkout) with gcc and liburing-dev, or skipped.
+# The C floor (c-epoll, c-uring) is built from its sources vendored in
+# bench/floor/ (or -limits DIR) with gcc and liburing-dev, or skipped.
 # bench/floor.sh runs only veloq against the floor.
 set -eu
 cd "$(dirname "$0")"

@@ -6,6 +6,7 @@ replace github.com/veloq/veloq => ../
 
 require (
 	github.com/coder/websocket v1.8.15
+	github.com/gobwas/httphead v0.1.0
 	github.com/gobwas/ws v1.5.0
 	github.com/gorilla/websocket v1.5.3
 	github.com/stretchr/testify v1.12.1
@@ -13,7 +14,6 @@ require (
 )
 
 require (
-	github.com/gobwas/httphead v0.1.0 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.49.0 // indirect

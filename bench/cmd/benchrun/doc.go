@@ -69,8 +69,8 @@ func (r *Report) page(docDir, jsonPath string, charts map[string]string) string 
 	if r.ranFloor() {
 		floor = ", and against minimal C servers that mark the floor of server CPU per request (`c-epoll`, `c-uring`),"
 	}
-	fmt.Fprintf(&b, "veloq against Go's standard library, cloudwego/netpoll, cloudwego/hertz and nginx%s on one machine, over loopback, with the server on one CPU and the load generator on another. Produced by:\n\n```sh\n%s\n```\n\n", floor, r.Command)
-	b.WriteString("To run it yourself: `apt-get install wrk` (HTTP scenarios; `nginx` too for the nginx baseline; `gcc liburing-dev` and the C sources for the floor), then `bench/run.sh --quick` (about 2 minutes) or `bench/run.sh` (the full suite, which rewrites this page). ")
+	fmt.Fprintf(&b, "veloq against %s%s on one machine, over loopback, with the server on one CPU and the load generator on another. Produced by:\n\n```sh\n%s\n```\n\n", r.peersRan(), floor, r.Command)
+	b.WriteString("To run it yourself: `apt-get install wrk` (HTTP scenarios; `nginx` too for the nginx baseline; `gcc liburing-dev` to build the C floor, whose sources are in `bench/floor/`), then `bench/run.sh --quick` (about 2 minutes) or `bench/run.sh` (the full suite, which rewrites this page). ")
 	b.WriteString("Method, load generators and how to read each column: [bench/README.md](bench/README.md). ")
 	fmt.Fprintf(&b, "Raw numbers, every run included: [%s](%s).\n\n", relTo(jsonPath), relTo(jsonPath))
 	if !r.ranFloor() {
@@ -101,6 +101,57 @@ func (r *Report) page(docDir, jsonPath string, charts map[string]string) string 
 		b.WriteString(t)
 	}
 	return b.String()
+}
+
+// bestPeerReading sets every veloq server in ok against the Go peer with
+// the most req per server CPU-second in sc, leaving out the baseline (the
+// reading already sets everything against it) and peers with a caveat for
+// sc's mode (gnet's HTTP, which parses nothing); "" when either side is
+// missing.
+func bestPeerReading(sc ScenarioResult, ok []ServerResult) string {
+	var best *ServerResult
+	for i, sv := range ok {
+		j := slices.IndexFunc(allServers, func(s Server) bool { return s.Name == sv.Server })
+		if j < 0 || allServers[j].Peer == "" || sv.Server == "nginx" || sv.Server == baseline || allServers[j].Notes[sc.Mode] != "" {
+			continue
+		}
+		if best == nil || sv.Load.ReqPerServerCPUS > best.Load.ReqPerServerCPUS {
+			best = &ok[i]
+		}
+	}
+	if best == nil || best.Load.RPS <= 0 || best.Load.ReqPerServerCPUS <= 0 {
+		return ""
+	}
+	var vs []string
+	for _, sv := range ok {
+		if strings.HasPrefix(sv.Server, "veloq-") {
+			vs = append(vs, fmt.Sprintf("%s %.2f× / %.2f×", sv.Server,
+				safeDiv(sv.Load.RPS, best.Load.RPS), safeDiv(sv.Load.ReqPerServerCPUS, best.Load.ReqPerServerCPUS)))
+		}
+	}
+	if len(vs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("against the most CPU-efficient Go peer, %s (req/s / per CPU-s): %s", best.Server, strings.Join(vs, ", "))
+}
+
+// peersRan names the projects the comparison servers of this run stand
+// for, in the order the servers are declared: "A, B and C".
+func (r *Report) peersRan() string {
+	var peers []string
+	for _, srv := range allServers {
+		if srv.Peer != "" && !slices.Contains(peers, srv.Peer) &&
+			slices.ContainsFunc(r.Servers, func(s ServerInfo) bool { return s.Name == srv.Name }) {
+			peers = append(peers, srv.Peer)
+		}
+	}
+	switch len(peers) {
+	case 0:
+		return "itself"
+	case 1:
+		return peers[0]
+	}
+	return strings.Join(peers[:len(peers)-1], ", ") + " and " + peers[len(peers)-1]
 }
 
 // ranFloor says whether a C floor server ran in this run.
@@ -205,6 +256,9 @@ func loadReading(sc ScenarioResult) string {
 	}
 	if len(vs) > 0 {
 		s += "; against stdlib (req/s / per CPU-s): " + strings.Join(vs, ", ")
+	}
+	if line := bestPeerReading(sc, ok); line != "" {
+		s += "; " + line
 	}
 	var fl []string
 	for _, sv := range ok {

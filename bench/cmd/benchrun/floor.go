@@ -2,10 +2,11 @@ package main
 
 // The floor: minimal single-threaded C servers that do the least a server
 // can do on this kernel (no validation, no buffering policy, no runtime),
-// so their server CPU per request is the lowest this machine reaches. They
-// are not part of this repository: benchrun compiles them with gcc from a
-// directory of C sources (-limits) into bin/ at the start of a run, and
-// skips them, saying how to get what is missing, when it cannot.
+// so their server CPU per request is the lowest this machine reaches. Their
+// C sources are vendored in bench/floor/: benchrun compiles them with gcc
+// from that directory (or another given by -limits) into bin/ at the start
+// of a run, and skips them, saying how to get what is missing, when it
+// cannot.
 
 import (
 	"context"
@@ -28,8 +29,8 @@ const (
 const floorApt = "apt-get install gcc liburing-dev"
 
 // defaultLimits is where the C sources are looked for by default, relative
-// to veloq's root: a shared/limits directory beside the checkout.
-const defaultLimits = "../shared/limits"
+// to veloq's root: the copies vendored in the bench module.
+const defaultLimits = "bench/floor"
 
 // cProgram is one floor server: a single C source file in the limits
 // directory, built with gcc -O2 into bin/ under the file's name without ".c".

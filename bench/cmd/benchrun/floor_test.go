@@ -87,7 +87,7 @@ func TestFloorSkippedWithoutSources(t *testing.T) {
 			t.Errorf("%s: floor planned without its sources: %v", p.sc.Name, got)
 		}
 	}
-	if got := names(byName(t, ps, "echo-64B-c64")); len(got) != 4 {
+	if got := names(byName(t, ps, "echo-64B-c64")); len(got) != 6 {
 		t.Errorf("the other echo servers still run: %v", got)
 	}
 	for _, name := range []string{floorEpoll, floorURing} {
@@ -196,15 +196,21 @@ func TestBuildFloor(t *testing.T) {
 }
 
 // TestFloorServersServe builds the real floor from the default -limits
-// directory, when this machine has it, and checks that each server answers
-// on loopback as the scenarios expect: echo byte for byte, HTTP with the
-// hello body.
+// directory, the sources vendored in bench/floor, and checks that each
+// server answers on loopback as the scenarios expect: echo byte for byte,
+// HTTP with the hello body. Only a missing compiler or liburing skips a
+// server: the sources must be there.
 func TestFloorServersServe(t *testing.T) {
 	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	limits, bin := filepath.Join(root, defaultLimits), t.TempDir()
+	for _, p := range []cProgram{epollEcho, epollHTTP, uringEcho} {
+		if _, err := os.Stat(filepath.Join(limits, p.Src)); err != nil {
+			t.Fatalf("the floor's sources are vendored in %s: %v", defaultLimits, err)
+		}
+	}
 	var srvs []Server
 	for _, s := range withFloor(allServers, limits, bin, true) {
 		if s.Programs == nil {
@@ -226,7 +232,7 @@ func TestFloorServersServe(t *testing.T) {
 	for _, srv := range ps[0].servers {
 		for _, mode := range srv.Modes {
 			t.Run(srv.Name+"/"+mode, func(t *testing.T) {
-				addr := startFloor(t, srv, mode, bin)
+				addr := startTestServer(t, srv, mode, bin)
 				c, err := net.DialTimeout("tcp", addr, time.Second)
 				if err != nil {
 					t.Fatal(err)
@@ -243,9 +249,9 @@ func TestFloorServersServe(t *testing.T) {
 	}
 }
 
-// startFloor starts srv's program for mode on a free loopback port and
+// startTestServer starts srv's program for mode from bin on a free loopback port and
 // returns the address once it accepts; the server is killed at cleanup.
-func startFloor(t *testing.T, srv Server, mode, bin string) string {
+func startTestServer(t *testing.T, srv Server, mode, bin string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -135,7 +135,8 @@ func (h *harness) build(ctx context.Context) error {
 	}{
 		{h.rootDir, []string{"build", "-o", filepath.Join(h.binDir, "echo-server"), "./cmd/echo-server"}},
 		{h.benchDir, []string{"build", "-o", h.binDir + "/", "./cmd/tcpload", "./cmd/wrkload",
-			"./peers/stdecho", "./peers/netpollecho", "./peers/stdhttp", "./peers/hertzhttp"}},
+			"./peers/stdecho", "./peers/netpollecho", "./peers/stdhttp", "./peers/hertzhttp",
+			"./peers/gnetecho", "./peers/gnethttp", "./peers/nbioecho", "./peers/nbiohttp", "./peers/fasthttp"}},
 	}
 	for _, st := range steps {
 		h.progress("build: (cd %s && go %s)", rel(h.benchDir, st.dir), strings.Join(st.args, " "))
@@ -375,6 +376,7 @@ func (h *harness) runAll(ctx context.Context, rep *Report, plans []planned) erro
 		for _, srv := range p.servers {
 			sr.Servers = append(sr.Servers, ServerResult{Server: srv.Name})
 		}
+		sr.Notes = serverNotes(sc, p.servers)
 		for r := range h.settings.Repeats {
 			// Rotate the order each repeat so no server always runs first.
 			for i := range p.servers {

@@ -14,9 +14,9 @@
 // order rotated each repeat, so background noise spreads over all.
 //
 // The C floor (c-epoll, c-uring: minimal C servers, see floor.go) is
-// compiled with gcc from the -limits directory (default ../shared/limits,
-// beside the checkout) at the start of a run, skipped with a message when
-// it cannot be, and every TCP echo and HTTP figure is also given as a
+// compiled with gcc from the -limits directory (default bench/floor, where
+// its sources are vendored) at the start of a run, skipped with a message
+// when it cannot be, and every TCP echo and HTTP figure is also given as a
 // ratio of server CPU per request to it.
 //
 //	bench/run.sh --quick                  # ~2 minutes, 1 repeat, results/quick.*
@@ -87,7 +87,7 @@ func run() error {
 		serverCPU = flag.String("server-cpu", "0", "CPU list the servers are pinned to (taskset -c); empty = no pinning")
 		heavyCPU  = flag.String("heavy-cpu", "", "CPU list for the servers in the CPU-heavy scenario (default: -server-cpu); veloq's pool gets one worker per CPU")
 		loadCPU   = flag.String("load-cpu", "1", "CPU list the load generator is pinned to (taskset -c); empty = no pinning")
-		limits    = flag.String("limits", defaultLimits, "directory of the C floor's sources (epoll_echo.c, uring_echo.c, epoll_http.c), relative to veloq's root unless absolute; compiled with gcc into bin/, the floor servers are skipped when it is missing")
+		limits    = flag.String("limits", defaultLimits, "directory of the C floor's sources (epoll_echo.c, uring_echo.c, epoll_http.c), relative to veloq's root unless absolute; compiled with gcc into bin/, the floor servers are skipped when it is missing (default: the copies vendored in bench/floor)")
 		printWhat = flag.String("print", "tables", "what to print on stdout at the end: tables (every scenario) or floor (server CPU per request against the C floor only)")
 	)
 	flag.BoolVar(&s.Quick, "quick", false, "about 2 minutes: 1 repeat, short windows, fewer servers in the secondary scenarios")

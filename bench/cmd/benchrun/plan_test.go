@@ -36,7 +36,7 @@ func TestPlanQuickUsesEachScenariosServers(t *testing.T) {
 	if got := names(byName(t, ps, "echo-64B-c1")); !slices.Equal(got, quickPair) {
 		t.Errorf("quick echo-64B-c1 servers = %v, want %v", got, quickPair)
 	}
-	if got := names(byName(t, ps, "echo-64B-c64")); len(got) != 6 {
+	if got := names(byName(t, ps, "echo-64B-c64")); len(got) != 8 {
 		t.Errorf("the headline runs every echo server, the floor included, in quick too, got %v", got)
 	}
 	for _, p := range ps {
@@ -48,8 +48,12 @@ func TestPlanQuickUsesEachScenariosServers(t *testing.T) {
 
 func TestPlanFullAndExplicitServers(t *testing.T) {
 	ps, _ := plan(allScenarios, allServers, false, false, haveAll)
-	if got := names(byName(t, ps, "echo-64B-c1")); len(got) != 6 {
-		t.Errorf("full echo-64B-c1 servers = %v, want all 6 echo servers (4 and the two floors)", got)
+	if got := names(byName(t, ps, "echo-64B-c1")); len(got) != 8 {
+		t.Errorf("full echo-64B-c1 servers = %v, want all 8 echo servers (6 and the two floors)", got)
+	}
+	want := []string{"veloq-uring", "veloq-epoll", "veloq-fromstd", "stdlib", "hertz", "gnet", "nbio", "fasthttp", "nginx", "c-epoll"}
+	if got := names(byName(t, ps, "http-plaintext-c64")); !slices.Equal(got, want) {
+		t.Errorf("full http-plaintext-c64 servers = %v, want %v", got, want)
 	}
 	if got := names(byName(t, ps, "cpu-heavy-c64")); !slices.Equal(got, []string{"stdlib", "veloq-inline", "veloq-offload"}) {
 		t.Errorf("cpu-heavy servers = %v", got)

@@ -56,6 +56,9 @@ type ScenarioResult struct {
 	Headline  bool           `json:"headline,omitempty"`
 	ServerCPU string         `json:"server_cpu"` // the CPUs the servers were pinned to
 	Servers   []ServerResult `json:"servers"`
+	// Notes are the servers' caveats for this scenario's mode, printed
+	// under its table.
+	Notes []string `json:"notes,omitempty"`
 }
 
 type ServerResult struct {
@@ -489,6 +492,7 @@ func (sc ScenarioResult) markdown(h string) string {
 			notes = append(notes, runNotes(sv)...)
 		}
 	}
+	notes = append(slices.Clone(sc.Notes), notes...)
 	if len(notes) > 0 {
 		b.WriteString("\n")
 		for _, n := range notes {

@@ -217,13 +217,66 @@ func TestFloorRatios(t *testing.T) {
 
 func TestPageSaysWhetherTheFloorRan(t *testing.T) {
 	r := sampleReport()
+	r.Servers = []ServerInfo{{Name: "veloq-uring"}, {Name: "gnet"}, {Name: "stdlib"}, {Name: "netpoll"}}
 	page := r.page("/repo", "/repo/bench/results/latest.json", nil)
-	if !strings.Contains(page, "did not run in this run, so the tables have no `vs floor` column") || strings.Contains(page, "and nginx, and against minimal C servers") {
+	if !strings.Contains(page, "did not run in this run, so the tables have no `vs floor` column") || strings.Contains(page, "and against minimal C servers") {
 		t.Errorf("a run without the floor must say so, and not claim it:\n%s", page)
+	}
+	// The opening names the peers that ran, in the order they are declared.
+	if !strings.Contains(page, "veloq against Go's standard library, cloudwego/netpoll and panjf2000/gnet on one machine") {
+		t.Errorf("the page must name the peers that ran:\n%s", page)
 	}
 	r.Servers = append(r.Servers, ServerInfo{Name: floorEpoll})
 	page = r.page("/repo", "/repo/bench/results/latest.json", nil)
-	if strings.Contains(page, "did not run in this run") || !strings.Contains(page, "and nginx, and against minimal C servers that mark the floor") {
+	if strings.Contains(page, "did not run in this run") || !strings.Contains(page, "panjf2000/gnet, and against minimal C servers that mark the floor") {
 		t.Errorf("a run with the floor must name it:\n%s", page)
+	}
+}
+
+// TestGnetHTTPNoteUnderTables checks that the gnet HTTP peer's caveat is
+// attached to HTTP scenarios it runs in, not to echo ones, and printed
+// under the table.
+func TestGnetHTTPNoteUnderTables(t *testing.T) {
+	srvs, err := pickServers("veloq-uring,gnet,stdlib")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := plan(allScenarios, srvs, false, true, haveAll)
+	httpNotes := serverNotes(byName(t, ps, "http-plaintext-c64").sc, byName(t, ps, "http-plaintext-c64").servers)
+	if len(httpNotes) != 1 || !strings.HasPrefix(httpNotes[0], "gnet: gnet has no HTTP server") {
+		t.Fatalf("HTTP notes = %q", httpNotes)
+	}
+	if n := serverNotes(byName(t, ps, "echo-64B-c64").sc, byName(t, ps, "echo-64B-c64").servers); len(n) != 0 {
+		t.Errorf("echo scenarios carry no gnet HTTP caveat, got %q", n)
+	}
+	sr := ScenarioResult{Name: "http-plaintext-c64", Kind: kindLoad, Mode: modeHTTP, Tool: toolWrk, Notes: httpNotes,
+		Servers: []ServerResult{{Server: "gnet", Runs: []Run{loadRun(100, 10)}}}}
+	sr.summarize()
+	md := sr.markdown("###")
+	if !strings.Contains(md, "\n- gnet: gnet has no HTTP server") || !strings.Contains(md, "upper bound") {
+		t.Errorf("the caveat must be a note under the table:\n%s", md)
+	}
+}
+
+// TestBestPeerReading checks that the reading sets veloq against the Go
+// peer with the most req per server CPU-second, leaving out a peer whose
+// figures carry a caveat for the mode (gnet's HTTP) and the non-Go nginx.
+func TestBestPeerReading(t *testing.T) {
+	sr := ScenarioResult{Name: "http-plaintext-c64", Kind: kindLoad, Mode: modeHTTP, Servers: []ServerResult{
+		{Server: "veloq-uring", Runs: []Run{loadRun(400, 40)}},
+		{Server: "stdlib", Runs: []Run{loadRun(100, 10)}},
+		{Server: "fasthttp", Runs: []Run{loadRun(200, 20)}},
+		{Server: "nbio", Runs: []Run{loadRun(300, 16)}},
+		{Server: "gnet", Runs: []Run{loadRun(900, 90)}},
+		{Server: "nginx", Runs: []Run{loadRun(800, 80)}},
+	}}
+	sr.summarize()
+	line := loadReading(sr)
+	if !strings.Contains(line, "against the most CPU-efficient Go peer, fasthttp (req/s / per CPU-s): veloq-uring 2.00× / 2.00×") {
+		t.Errorf("reading: %s", line)
+	}
+	sr.Mode = modeEcho // gnet's echo has no caveat: it is the best peer there
+	if line := loadReading(sr); !strings.Contains(line, "Go peer, gnet (req/s / per CPU-s): veloq-uring 0.44× / 0.44×") {
+		t.Errorf("echo reading: %s", line)
 	}
 }

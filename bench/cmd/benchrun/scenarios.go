@@ -44,6 +44,12 @@ type Server struct {
 	// Programs, for a floor server built from C at the start of a run,
 	// gives the program serving each of its modes (see floor.go).
 	Programs map[string]cProgram
+	// Peer names the project a comparison server stands for, for the
+	// page's opening sentence ("" for veloq itself and the C floor).
+	Peer string
+	// Notes, per mode, is a caveat printed under every table of that mode
+	// the server appears in (e.g. a peer that does less work than the rest).
+	Notes map[string]string
 }
 
 func (s Server) serves(mode string) bool { return slices.Contains(s.Modes, mode) }
@@ -67,7 +73,7 @@ var allServers = []Server{
 		Args: func(_ Scenario, addr, _ string) ([]string, error) {
 			return []string{"echo-server", "-addr", addr, "-loops", "1", "-backend", "uring", "-mode", "http-std"}, nil
 		}},
-	{Name: "stdlib", Modes: []string{modeEcho, modeHTTP, modeHeavy},
+	{Name: "stdlib", Peer: "Go's standard library", Modes: []string{modeEcho, modeHTTP, modeHeavy},
 		What: "Go standard library: goroutine per connection (`peers/stdecho`); `net/http` for HTTP (`peers/stdhttp`)",
 		Args: func(sc Scenario, addr, _ string) ([]string, error) {
 			switch sc.Mode {
@@ -78,28 +84,67 @@ var allServers = []Server{
 			}
 			return []string{"stdecho", "-addr", addr}, nil
 		}},
-	{Name: "netpoll", Modes: []string{modeEcho},
+	{Name: "netpoll", Peer: "cloudwego/netpoll", Modes: []string{modeEcho},
 		What: "cloudwego/netpoll echo, one poller (`peers/netpollecho`)",
 		Args: func(_ Scenario, addr, _ string) ([]string, error) {
 			return []string{"netpollecho", "-addr", addr, "-loops", "1"}, nil
 		}},
-	{Name: "hertz", Modes: []string{modeHTTP},
+	{Name: "hertz", Peer: "cloudwego/hertz", Modes: []string{modeHTTP},
 		What: "cloudwego/hertz (`peers/hertzhttp`)",
 		Args: func(_ Scenario, addr, _ string) ([]string, error) {
 			return []string{"hertzhttp", "-addr", addr}, nil
 		}},
-	{Name: "nginx", Modes: []string{modeHTTP}, Quiet: true,
+	{Name: "gnet", Peer: "panjf2000/gnet", Modes: []string{modeEcho, modeHTTP},
+		What:  "panjf2000/gnet/v2, one event loop: echo (`peers/gnetecho`); HTTP (`peers/gnethttp`) with the minimal framing gnet's own HTTP example uses, not an HTTP parser",
+		Notes: map[string]string{modeHTTP: gnetHTTPNote},
+		Args: func(sc Scenario, addr, _ string) ([]string, error) {
+			if sc.Mode == modeHTTP {
+				return []string{"gnethttp", "-addr", addr, "-loops", "1"}, nil
+			}
+			return []string{"gnetecho", "-addr", addr, "-loops", "1"}, nil
+		}},
+	{Name: "nbio", Peer: "lesismal/nbio", Modes: []string{modeEcho, modeHTTP},
+		What: "lesismal/nbio, one poller: echo (`peers/nbioecho`); HTTP: nbhttp with a net/http handler run on the poller goroutine (`peers/nbiohttp -inline`)",
+		Args: func(sc Scenario, addr, _ string) ([]string, error) {
+			if sc.Mode == modeHTTP {
+				return []string{"nbiohttp", "-addr", addr, "-loops", "1", "-inline"}, nil
+			}
+			return []string{"nbioecho", "-addr", addr, "-loops", "1"}, nil
+		}},
+	{Name: "fasthttp", Peer: "valyala/fasthttp", Modes: []string{modeHTTP},
+		What: "valyala/fasthttp, its worker pool of goroutines per connection (`peers/fasthttp`)",
+		Args: func(_ Scenario, addr, _ string) ([]string, error) {
+			return []string{"fasthttp", "-addr", addr}, nil
+		}},
+	{Name: "nginx", Peer: "nginx", Modes: []string{modeHTTP}, Quiet: true,
 		What:    "nginx from the distribution, one process (`master_process off`), `return 200` from the config",
 		Missing: nginxMissing, Args: nginxArgs},
 	{Name: "veloq-inline", Backend: "uring", Modes: []string{modeHeavy},
 		What: "veloq `echo-server -work N`: the hashing runs on the loop", Args: veloqArgs("uring", false)},
 	{Name: "veloq-offload", Backend: "uring", Modes: []string{modeHeavy},
 		What: "veloq `echo-server -work N -offload`: the hashing runs on the work-stealing pool", Args: veloqArgs("uring", true)},
-	floorServer(floorEpoll, "the epoll floor: a minimal single-threaded C server on level-triggered epoll (`epoll_echo.c` for TCP echo, `epoll_http.c` for HTTP, which answers every request ending in an empty line with one fixed response and validates nothing), built with gcc -O2 from the -limits directory",
+	floorServer(floorEpoll, "the epoll floor: a minimal single-threaded C server on level-triggered epoll (`epoll_echo.c` for TCP echo, `epoll_http.c` for HTTP, which answers every request ending in an empty line with one fixed response and validates nothing), built with gcc -O2 from `bench/floor/`",
 		map[string]cProgram{modeEcho: epollEcho, modeHTTP: epollHTTP}),
-	floorServer(floorURing, "the io_uring floor: a minimal single-threaded C TCP echo server (`uring_echo.c`: multishot accept and receive into a provided buffer ring, each chunk sent back from the buffer it arrived in), built with gcc -O2 and liburing from the -limits directory",
+	floorServer(floorURing, "the io_uring floor: a minimal single-threaded C TCP echo server (`uring_echo.c`: multishot accept and receive into a provided buffer ring, each chunk sent back from the buffer it arrived in), built with gcc -O2 and liburing from `bench/floor/`",
 		map[string]cProgram{modeEcho: uringEcho}),
 }
+
+// serverNotes lists the caveats of srvs for sc's mode, each as "name: note".
+func serverNotes(sc Scenario, srvs []Server) []string {
+	var out []string
+	for _, srv := range srvs {
+		if n := srv.Notes[sc.Mode]; n != "" {
+			out = append(out, srv.Name+": "+n)
+		}
+	}
+	return out
+}
+
+// gnetHTTPNote is printed under every HTTP table gnet is in.
+const gnetHTTPNote = "gnet has no HTTP server: `peers/gnethttp` frames requests the way gnet's own HTTP example does " +
+	"(the head ends at the first empty line, a Content-Length body is skipped) and answers each with one fixed response; " +
+	"it parses no method, target or header beyond that, so its figures are an upper bound for an event-loop HTTP server on gnet, " +
+	"not a like-for-like HTTP/1.1 server."
 
 func veloqArgs(backend string, offload bool) func(sc Scenario, addr, dir string) ([]string, error) {
 	return func(sc Scenario, addr, _ string) ([]string, error) {

@@ -598,6 +598,13 @@ func (hc *h2Conn) goAway() {
 	hc.goingAway = true
 	hc.ls.scratch = h2.AppendGoAway(hc.ls.scratch[:0], hc.lastID, h2.NoError, nil)
 	hc.cs.c.Write(hc.ls.scratch)
+	// Streams whose answer is complete only wait for the rest of a body
+	// nobody reads: they end now.
+	for _, st := range hc.streams {
+		if st.localDone {
+			hc.closeStream(st, h2.NoError, true)
+		}
+	}
 	hc.closeIfDone()
 }
 

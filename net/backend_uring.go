@@ -38,6 +38,7 @@ type uringBackend struct {
 
 	conns   []uconn
 	lns     []ulisten
+	pkts    []upkt // datagram sockets (udp_uring.go)
 	closing bool
 
 	// Batched waiting (Config.BatchWait, see wait and batch): sends
@@ -329,6 +330,8 @@ func (b *uringBackend) complete(cqe *uring.CQE) {
 			return
 		}
 		b.ev.ready(slot, true)
+	case opPktIn, opPktOut:
+		b.packetCompleted(op, slot, gen, cqe)
 	case opCancel:
 		// Cancel results matter only through the cancelled ops' CQEs.
 	}

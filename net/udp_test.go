@@ -1,0 +1,479 @@
+package net
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/veloq/veloq/internal/sock"
+)
+
+// udpEcho writes every datagram back to its sender.
+func udpEcho() PacketHandler {
+	return PacketHandlerFunc(func(pc *PacketConn, p []byte, from netip.AddrPort) {
+		_ = pc.WriteTo(p, from)
+	})
+}
+
+// startUDP listens on addr and closes the listener (and its server) when
+// the test ends.
+func startUDP(t *testing.T, b Backend, addr string, h PacketHandler, opts ...Option) *PacketListener {
+	t.Helper()
+	opts = append([]Option{WithBackend(b), WithLoops(2), WithLogger(testLogger(t))}, opts...)
+	network := "udp"
+	if addr[0] == '[' {
+		network = "udp6"
+	}
+	pl, err := ListenPacket(network, addr, h, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, pl.Close()) })
+	return pl
+}
+
+// udpClient is a standard-library socket talking to pl, with a deadline
+// that keeps a broken test from hanging.
+func udpClient(t *testing.T, pl *PacketListener) *net.UDPConn {
+	t.Helper()
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(pl.Addr()))
+	require.NoError(t, err)
+	require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
+	_ = c.SetReadBuffer(4 << 20)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func pattern(n int, seed byte) []byte {
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = seed + byte(i*7)
+	}
+	return p
+}
+
+func TestUDPEcho(t *testing.T) {
+	sizes := []int{0, 1, 512, 1200, maxDatagram4}
+	offloads := []struct {
+		name     string
+		gso, gro bool
+	}{{"offload", true, true}, {"no-offload", false, false}}
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		for _, o := range offloads {
+			t.Run(o.name, func(t *testing.T) {
+				pl := startUDP(t, b, "127.0.0.1:0", udpEcho(), WithUDPOffload(o.gso, o.gro))
+				if !o.gso {
+					require.False(t, pl.Stats().GSO)
+				}
+				c := udpClient(t, pl)
+				buf := make([]byte, 65536)
+				for _, n := range sizes {
+					want := pattern(n, byte(n))
+					_, err := c.Write(want)
+					require.NoError(t, err)
+					got, err := c.Read(buf)
+					require.NoError(t, err, "echo of %d bytes", n)
+					require.Equal(t, want, buf[:got], "echo of %d bytes", n)
+				}
+				// The counters are added after the send returns, which may be
+				// after the client has its reply.
+				require.Eventually(t, func() bool { return pl.Stats().Sent == uint64(len(sizes)) }, 10*time.Second, time.Millisecond)
+				s := pl.Stats()
+				require.EqualValues(t, len(sizes), s.Received)
+				require.Zero(t, s.Errors)
+				require.Zero(t, s.Truncated)
+			})
+		}
+	})
+}
+
+func TestUDPEchoIPv6(t *testing.T) {
+	if ln, err := net.ListenPacket("udp6", "[::1]:0"); err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	} else {
+		ln.Close()
+	}
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		for _, addr := range []string{"[::1]:0", "[::]:0"} {
+			t.Run(addr, func(t *testing.T) {
+				pl := startUDP(t, b, addr, udpEcho())
+				to := netip.AddrPortFrom(netip.IPv6Loopback(), pl.Addr().Port())
+				c, err := net.DialUDP("udp6", nil, net.UDPAddrFromAddrPort(to))
+				require.NoError(t, err)
+				defer c.Close()
+				require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
+				buf := make([]byte, 65536)
+				for _, n := range []int{1, 512, maxDatagram6 - 40} {
+					want := pattern(n, 3)
+					_, err := c.Write(want)
+					require.NoError(t, err)
+					got, err := c.Read(buf)
+					require.NoError(t, err)
+					require.Equal(t, want, buf[:got])
+				}
+			})
+		}
+	})
+}
+
+// TestUDPManyPeers: 10,000 datagrams from 100 peers, each keeping at most
+// 10 in flight so that no socket buffer on loopback overflows: none may
+// be lost, and every reply reaches the peer that sent the request.
+func TestUDPManyPeers(t *testing.T) {
+	const peers, each, window = 100, 100, 10
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		pl := startUDP(t, b, "127.0.0.1:0", udpEcho())
+		var wg sync.WaitGroup
+		errs := make(chan error, peers)
+		for p := 0; p < peers; p++ {
+			c := udpClient(t, pl)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				buf := make([]byte, 64)
+				for sent := 0; sent < each; sent += window {
+					for i := sent; i < sent+window; i++ {
+						if _, err := c.Write([]byte(fmt.Sprintf("%d-%d", p, i))); err != nil {
+							errs <- err
+							return
+						}
+					}
+					for i := sent; i < sent+window; i++ {
+						n, err := c.Read(buf)
+						if err != nil {
+							errs <- fmt.Errorf("peer %d, reply %d: %w", p, i, err)
+							return
+						}
+						if want := fmt.Sprintf("%d-%d", p, i); string(buf[:n]) != want {
+							errs <- fmt.Errorf("peer %d got %q, want %q", p, buf[:n], want)
+							return
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		require.Eventually(t, func() bool { return pl.Stats().Sent == peers*each }, 10*time.Second, time.Millisecond)
+		s := pl.Stats()
+		require.EqualValues(t, peers*each, s.Received)
+		require.Zero(t, s.Dropped)
+	})
+}
+
+// TestUDPTruncated: a datagram longer than the receive buffer is counted
+// and dropped, and the socket goes on with the next one.
+func TestUDPTruncated(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		pl := startUDP(t, b, "127.0.0.1:0", udpEcho(), WithPacketBuffer(1024), WithUDPOffload(false, false))
+		c := udpClient(t, pl)
+		_, err := c.Write(pattern(2000, 1))
+		require.NoError(t, err)
+		_, err = c.Write([]byte("after"))
+		require.NoError(t, err)
+		buf := make([]byte, 4096)
+		n, err := c.Read(buf)
+		require.NoError(t, err)
+		require.Equal(t, "after", string(buf[:n]))
+		s := pl.Stats()
+		require.EqualValues(t, 1, s.Truncated)
+		require.EqualValues(t, 1, s.Received)
+	})
+}
+
+// TestUDPGSO: a handler that answers with a run of same-size datagrams
+// to one peer sends them as one GSO buffer where the kernel offers it;
+// the peer gets them as separate datagrams either way.
+func TestUDPGSO(t *testing.T) {
+	const run, size = 20, 1000
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		for _, gso := range []bool{true, false} {
+			t.Run(fmt.Sprintf("gso=%v", gso), func(t *testing.T) {
+				h := PacketHandlerFunc(func(pc *PacketConn, p []byte, from netip.AddrPort) {
+					for i := 0; i < run; i++ {
+						_ = pc.WriteTo(pattern(size, byte(i)), from)
+					}
+					_ = pc.WriteTo([]byte("end"), from)
+				})
+				pl := startUDP(t, b, "127.0.0.1:0", h, WithUDPOffload(gso, false))
+				c := udpClient(t, pl)
+				_, err := c.Write([]byte("go"))
+				require.NoError(t, err)
+				buf := make([]byte, 65536)
+				for i := 0; i < run; i++ {
+					n, err := c.Read(buf)
+					require.NoError(t, err)
+					require.Equal(t, pattern(size, byte(i)), buf[:n], "datagram %d", i)
+				}
+				n, err := c.Read(buf)
+				require.NoError(t, err)
+				require.Equal(t, "end", string(buf[:n]))
+				require.Eventually(t, func() bool { return pl.Stats().Sent == run+1 }, 10*time.Second, time.Millisecond)
+				s := pl.Stats()
+				if gso && s.GSO {
+					require.NotZero(t, s.GSOSends)
+				}
+				if !gso {
+					require.Zero(t, s.GSOSends)
+				}
+			})
+		}
+	})
+}
+
+// TestUDPGRO: a GSO sender's run arrives at a GRO socket as one receive
+// (the kernel keeps the buffer whole for it), which the loop splits back
+// into datagrams; without GRO the kernel splits it.
+func TestUDPGRO(t *testing.T) {
+	const run, size = 16, 700
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		for _, gro := range []bool{true, false} {
+			t.Run(fmt.Sprintf("gro=%v", gro), func(t *testing.T) {
+				var mu sync.Mutex
+				var got [][]byte
+				recv := startUDP(t, b, "127.0.0.1:0", PacketHandlerFunc(func(pc *PacketConn, p []byte, from netip.AddrPort) {
+					mu.Lock()
+					got = append(got, append([]byte(nil), p...))
+					mu.Unlock()
+				}), WithUDPOffload(false, gro), WithLoops(1))
+				send := startUDP(t, b, "127.0.0.1:0", udpEcho(), WithUDPOffload(true, false), WithLoops(1))
+				pc := send.Conns()[0]
+				require.NoError(t, pc.Loop().Post(func() {
+					for i := 0; i < run; i++ {
+						_ = pc.WriteTo(pattern(size, byte(i)), recv.Addr())
+					}
+				}))
+				require.Eventually(t, func() bool {
+					mu.Lock()
+					defer mu.Unlock()
+					return len(got) == run
+				}, 10*time.Second, time.Millisecond)
+				mu.Lock()
+				for i, p := range got {
+					require.Equal(t, pattern(size, byte(i)), p, "datagram %d", i)
+				}
+				mu.Unlock()
+				s := recv.Stats()
+				require.EqualValues(t, run, s.Received)
+				if gro && s.GRO && send.Stats().GSOSends > 0 {
+					require.NotZero(t, s.GROReceives)
+				}
+				if !gro {
+					require.Zero(t, s.GROReceives)
+				}
+			})
+		}
+	})
+}
+
+// TestUDPAsyncWriteTo: goroutines other than the loop send through a
+// socket; every datagram arrives.
+func TestUDPAsyncWriteTo(t *testing.T) {
+	const writers, each = 4, 50
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		peer := make(chan netip.AddrPort, 1)
+		pl := startUDP(t, b, "127.0.0.1:0", PacketHandlerFunc(func(pc *PacketConn, p []byte, from netip.AddrPort) {
+			select {
+			case peer <- from:
+			default:
+			}
+		}), WithLoops(1))
+		c := udpClient(t, pl)
+		_, err := c.Write([]byte("hello"))
+		require.NoError(t, err)
+		to := await(t, peer, "no datagram reached the handler")
+		pc := pl.Conns()[0]
+		require.ErrorIs(t, pc.WriteTo([]byte("x"), to), ErrNotOnLoop)
+		var wg sync.WaitGroup
+		for w := 0; w < writers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < each; i++ {
+					if err := pc.AsyncWriteTo([]byte(fmt.Sprintf("%d-%d", w, i)), to); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		seen := map[string]bool{}
+		buf := make([]byte, 64)
+		for len(seen) < writers*each {
+			n, err := c.Read(buf)
+			require.NoError(t, err)
+			seen[string(buf[:n])] = true
+		}
+		require.ErrorIs(t, pc.AsyncWriteTo(make([]byte, maxDatagram4+1), to), ErrPacketTooLarge)
+		require.ErrorIs(t, pc.AsyncWriteTo([]byte("x"), netip.AddrPort{}), ErrPacketAddr)
+	})
+}
+
+// TestUDPQueueBound: output past WithMaxPacketQueue is dropped and
+// counted, what fits is sent, and the socket goes on.
+func TestUDPQueueBound(t *testing.T) {
+	const burst, size, bound = 100, 100, 1000 // (100+64) bytes each: 6 fit
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		var full atomic.Int32
+		pl := startUDP(t, b, "127.0.0.1:0", PacketHandlerFunc(func(pc *PacketConn, p []byte, from netip.AddrPort) {
+			for i := 0; i < burst; i++ {
+				if err := pc.WriteTo(pattern(size, byte(i)), from); errors.Is(err, ErrPacketQueueFull) {
+					full.Add(1)
+				}
+			}
+		}), WithMaxPacketQueue(bound), WithUDPOffload(false, false))
+		c := udpClient(t, pl)
+		_, err := c.Write([]byte("go"))
+		require.NoError(t, err)
+		fit := bound / (size + pktOverhead)
+		buf := make([]byte, 4096)
+		for i := 0; i < fit; i++ {
+			n, err := c.Read(buf)
+			require.NoError(t, err)
+			require.Equal(t, pattern(size, byte(i)), buf[:n])
+		}
+		require.Eventually(t, func() bool { return pl.Stats().Sent == uint64(fit) }, 10*time.Second, time.Millisecond)
+		s := pl.Stats()
+		require.EqualValues(t, burst-fit, s.Dropped)
+		require.EqualValues(t, burst-fit, full.Load())
+		// The queue emptied: the next burst is bounded the same way.
+		_, err = c.Write([]byte("again"))
+		require.NoError(t, err)
+		for i := 0; i < fit; i++ {
+			_, err := c.Read(buf)
+			require.NoError(t, err)
+		}
+		require.Eventually(t, func() bool { return pl.Stats().Dropped == 2*uint64(burst-fit) }, 10*time.Second, time.Millisecond)
+	})
+}
+
+// TestUDPRefused: a connected socket whose peer has no socket gets
+// ECONNREFUSED from the kernel (ICMP port unreachable); it is counted and
+// the socket keeps working once the peer is there.
+func TestUDPRefused(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		s, err := NewServer(packetOnly{}, WithBackend(b), WithLoops(1), WithLogger(testLogger(t)))
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, s.Close()) })
+		// A port with nobody on it: bound, noted and closed.
+		gone, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		require.NoError(t, err)
+		addr := gone.LocalAddr().(*net.UDPAddr).AddrPort()
+		require.NoError(t, gone.Close())
+
+		replies := make(chan string, 4)
+		pc, err := s.DialPacket("udp", addr.String(), PacketHandlerFunc(func(pc *PacketConn, p []byte, from netip.AddrPort) {
+			if from != addr {
+				panic(fmt.Sprintf("datagram from %s on a socket connected to %s", from, addr))
+			}
+			replies <- string(p)
+		}))
+		require.NoError(t, err)
+		require.Equal(t, addr, pc.RemoteAddr())
+		write := func(p string) {
+			require.NoError(t, pc.Loop().Post(func() { require.NoError(t, pc.Write([]byte(p))) }))
+		}
+		require.Eventually(t, func() bool {
+			write("anyone?")
+			return pc.Stats().Refused > 0
+		}, 10*time.Second, 5*time.Millisecond)
+
+		back, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addr))
+		require.NoError(t, err)
+		defer back.Close()
+		require.NoError(t, back.SetDeadline(time.Now().Add(20*time.Second)))
+		write("now?")
+		buf := make([]byte, 64)
+		var from netip.AddrPort
+		for { // a probe posted before the count was seen may come first
+			n, f, err := back.ReadFromUDPAddrPort(buf)
+			require.NoError(t, err)
+			if string(buf[:n]) == "now?" {
+				from = f
+				break
+			}
+			require.Equal(t, "anyone?", string(buf[:n]))
+		}
+		_, err = back.WriteToUDPAddrPort([]byte("yes"), from)
+		require.NoError(t, err)
+		require.Equal(t, "yes", await(t, replies, "no reply on the connected socket"))
+		require.NoError(t, pc.Close())
+		await(t, pc.Done(), "the socket was not released")
+	})
+}
+
+// TestUDPPanic: a panicking handler loses its datagram and nothing else.
+func TestUDPPanic(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		pl := startUDP(t, b, "127.0.0.1:0", PacketHandlerFunc(func(pc *PacketConn, p []byte, from netip.AddrPort) {
+			if string(p) == "boom" {
+				panic("boom")
+			}
+			_ = pc.WriteTo(p, from)
+		}), WithLoops(1), WithLogger(testLogger(t)))
+		c := udpClient(t, pl)
+		for _, m := range []string{"boom", "ok"} {
+			_, err := c.Write([]byte(m))
+			require.NoError(t, err)
+		}
+		buf := make([]byte, 64)
+		n, err := c.Read(buf)
+		require.NoError(t, err)
+		require.Equal(t, "ok", string(buf[:n]))
+		require.EqualValues(t, 1, pl.Stats().Panics)
+	})
+}
+
+// TestUDPShutdown: closing a listener (and its server) releases every
+// descriptor, with datagrams in flight.
+func TestUDPShutdown(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		before := countFDs(t)
+		pl, err := ListenPacket("udp", "127.0.0.1:0", udpEcho(), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+		require.NoError(t, err)
+		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(pl.Addr()))
+		require.NoError(t, err)
+		for i := 0; i < 100; i++ {
+			_, _ = c.Write(bytes.Repeat([]byte{'x'}, 100))
+		}
+		require.NoError(t, c.Close())
+		require.NoError(t, pl.Close())
+		for _, pc := range pl.Conns() {
+			await(t, pc.Done(), "a socket was not released")
+			require.ErrorIs(t, pc.AsyncWriteTo([]byte("late"), pl.Addr()), ErrClosed)
+		}
+		require.Equal(t, before, countFDs(t))
+	})
+}
+
+// TestUDPListenErrors: bad networks and a taken port are refused with
+// errors callers can test.
+func TestUDPListenErrors(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		_, err := ListenPacket("tcp", "127.0.0.1:0", udpEcho(), WithBackend(b), WithLoops(1))
+		require.ErrorIs(t, err, sock.ErrNetwork)
+		taken, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		require.NoError(t, err)
+		defer taken.Close()
+		_, err = ListenPacket("udp", taken.LocalAddr().String(), udpEcho(), WithBackend(b), WithLoops(2))
+		require.ErrorIs(t, err, unix.EADDRINUSE)
+		s, err := NewServer(packetOnly{}, WithBackend(b), WithLoops(1))
+		require.NoError(t, err)
+		_, err = s.ListenPacket("udp", "127.0.0.1:0", nil)
+		require.Error(t, err)
+		require.NoError(t, s.Close())
+		_, err = s.ListenPacket("udp", "127.0.0.1:0", udpEcho())
+		require.ErrorIs(t, err, ErrServerClosed)
+	})
+}

@@ -76,6 +76,7 @@ type PacketConn struct {
 	// kernelOffloads); gso turns off for good if a GSO send fails with
 	// EIO (a device without checksum offload).
 	gso, gro bool
+	gso0     bool // gso as probed at the start (gso is the loop's copy)
 
 	// Output: payloads back to back in out, one pktMsg per datagram,
 	// head the first not yet sent; queued is the bytes counted against
@@ -108,6 +109,7 @@ type packetCounters struct {
 	received, bytesIn, sent, bytesOut    atomic.Uint64
 	dropped, truncated, errors, refused  atomic.Uint64
 	gsoSends, groReceives, panics, async atomic.Uint64
+	gsoOff                               atomic.Bool // GSO turned off after EIO (for Stats)
 }
 
 // PacketStats is a snapshot of a datagram socket's counters.
@@ -150,7 +152,7 @@ func (pc *PacketConn) Stats() PacketStats {
 		Errors: s.errors.Load(), Refused: s.refused.Load(),
 		GSOSends: s.gsoSends.Load(), GROReceives: s.groReceives.Load(),
 		Panics: s.panics.Load(),
-		GSO:    pc.cfg.gso && pc.gso, GRO: pc.gro,
+		GSO:    pc.cfg.gso && pc.gso0 && !s.gsoOff.Load(), GRO: pc.gro,
 	}
 }
 

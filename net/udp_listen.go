@@ -147,7 +147,10 @@ func (s *Server) startPacket(l *Loop, fd, family int, local, peer netip.AddrPort
 		loop: l, h: h, fd: fd, family: family, local: local, peer: peer,
 		cfg: &cfg, done: make(chan struct{}),
 	}
-	pc.gso, pc.gro = kernelOffloads(fd, cfg.gro)
+	// A coalesced receive can be up to 64 KiB: GRO needs buffers that hold
+	// one, or it would truncate whole runs of datagrams.
+	pc.gso, pc.gro = kernelOffloads(fd, cfg.gro && cfg.bufSize >= 64<<10)
+	pc.gso0 = pc.gso
 	errc := make(chan error, 1)
 	if err := l.Post(func() { errc <- l.addPacket(pc) }); err != nil {
 		unix.Close(fd)

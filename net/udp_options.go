@@ -27,6 +27,7 @@ func defaultPacketOptions() packetOptions {
 // A datagram longer than it is cut by the kernel and dropped, counted in
 // PacketStats.Truncated. Each loop with datagram sockets holds one buffer
 // per datagram of its receive batch (WithPacketBatch): 1 MiB by default.
+// Below 64 KiB, GRO stays off (a coalesced receive would not fit).
 func WithPacketBuffer(size int) Option {
 	return func(o *options) { o.pkt.bufSize = max(size, 1) }
 }

@@ -116,6 +116,7 @@ func (l *Loop) sendPackets(pc *PacketConn) {
 				// this run one datagram at a time.
 				if e == unix.EIO {
 					pc.gso = false
+					pc.stats.gsoOff.Store(true)
 					l.log.Info("veloq: UDP GSO refused by the kernel; sending datagrams one by one", "local", pc.local.String(), "err", os.NewSyscallError("sendmmsg", e))
 				}
 				noGroupAt = pc.head

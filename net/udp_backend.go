@@ -1,19 +1,25 @@
 package net
 
-// The backend's part in datagram sockets is readiness only. A datagram
-// socket has no stream state for a backend to keep: the loop reads and
-// writes it itself with recvmmsg and sendmmsg (udp_mmsg.go), many
-// datagrams per system call, on either backend. The backend tells it when
-// to: input may be waiting, or a full send buffer has room again.
-// Datagram sockets are numbered apart from connection slots (idx).
+import "golang.org/x/sys/unix"
+
+// A datagram socket has no stream state for a backend to keep. The
+// io_uring backend receives: a multishot recvmsg per socket fills
+// buffers of a ring of their own, and each datagram is reported with
+// packetInput. The epoll backend only tells the loop when to read
+// (packetReady), and the loop reads with recvmmsg, many datagrams per
+// system call (udp_mmsg.go). Either way the loop sends with sendmmsg and
+// the backend reports when a full send buffer has room again. Datagram
+// sockets are numbered apart from connection slots (idx).
 
 // packetBackend is the loop → backend half for datagram sockets.
 type packetBackend interface {
-	// openPacket registers datagram socket idx (fd). packetReady(idx,
-	// false) follows whenever input may be waiting, including once at the
-	// start; after a report the loop reads until EAGAIN, or it comes back
-	// by itself (no new report is due for input it left).
-	openPacket(idx uint32, fd int) error
+	// openPacket registers datagram socket idx (fd). A backend that
+	// receives itself (io_uring's multishot recvmsg) reports each datagram
+	// with packetInput, into buffers of rx's size; otherwise
+	// packetReady(idx, false) follows whenever input may be waiting,
+	// including once at the start, and the loop reads until EAGAIN or comes
+	// back by itself (no new report is due for input it left).
+	openPacket(idx uint32, fd int, rx packetRecv) error
 	// watchPacketOut asks for one packetReady(idx, true) once fd can take
 	// output again, after a send hit EAGAIN.
 	watchPacketOut(idx uint32)
@@ -29,4 +35,17 @@ type packetSink interface {
 	packetReady(idx uint32, out bool)
 	// packetClosed: the kernel holds nothing of idx; its fd is closed.
 	packetClosed(idx uint32)
+	// packetInput: one datagram for idx (a GRO run when ctl says so):
+	// payload, the sender's address as the kernel wrote it, the control
+	// messages and msg_flags. All of it is valid only during the call.
+	packetInput(idx uint32, payload, name, ctl []byte, flags uint32)
+	// packetError: a receive on idx failed with e (ECONNREFUSED on a
+	// connected socket); the socket goes on.
+	packetError(idx uint32, e unix.Errno)
+}
+
+// packetRecv is what a backend that receives needs to know of a socket.
+type packetRecv struct {
+	bufSize int  // payload room per datagram
+	gro     bool // room for a UDP_GRO control message
 }

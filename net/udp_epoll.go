@@ -15,7 +15,7 @@ type epkt struct {
 	watchOut bool
 }
 
-func (b *epollBackend) openPacket(idx uint32, fd int) error {
+func (b *epollBackend) openPacket(idx uint32, fd int, _ packetRecv) error {
 	for int(idx) >= len(b.pkts) {
 		b.pkts = append(b.pkts, epkt{fd: -1})
 	}

@@ -75,13 +75,6 @@ func (l *Loop) addPacket(pc *PacketConn) error {
 	if l.stopping {
 		return ErrClosed
 	}
-	if l.udp.rx == nil || l.udp.rx.size < pc.cfg.bufSize || len(l.udp.rx.hdrs) < pc.cfg.batch {
-		n, size := pc.cfg.batch, pc.cfg.bufSize
-		if r := l.udp.rx; r != nil {
-			n, size = max(n, len(r.hdrs)), max(size, r.size)
-		}
-		l.udp.rx = newRxBatch(n, size)
-	}
 	var idx uint32
 	if n := len(l.udp.free); n > 0 {
 		idx = l.udp.free[n-1]
@@ -93,7 +86,7 @@ func (l *Loop) addPacket(pc *PacketConn) error {
 	pc.idx = idx
 	l.udp.socks[idx] = pc
 	l.udp.open++
-	if err := l.be.openPacket(idx, pc.fd); err != nil {
+	if err := l.be.openPacket(idx, pc.fd, packetRecv{bufSize: pc.cfg.bufSize, gro: pc.gro}); err != nil {
 		l.udp.socks[idx] = nil
 		l.udp.free = append(l.udp.free, idx)
 		l.udp.open--
@@ -136,6 +129,16 @@ const maxRecvRounds = 4
 // handler, until the socket is empty or maxRecvRounds batches were full.
 func (l *Loop) receivePackets(pc *PacketConn) {
 	r := l.udp.rx
+	if r == nil || r.size < pc.cfg.bufSize || len(r.hdrs) < pc.cfg.batch {
+		// Made on the first receive, not at registration: the io_uring
+		// backend receives into its own buffers and never needs it.
+		n, size := pc.cfg.batch, pc.cfg.bufSize
+		if r != nil {
+			n, size = max(n, len(r.hdrs)), max(size, r.size)
+		}
+		r = newRxBatch(n, size)
+		l.udp.rx = r
+	}
 	n := min(pc.cfg.batch, len(r.hdrs))
 	for round := 0; round < maxRecvRounds; round++ {
 		r.reset(n, pc.gro)
@@ -146,15 +149,11 @@ func (l *Loop) receivePackets(pc *PacketConn) {
 		case e == unix.EINTR:
 			round--
 			continue
-		case e == unix.ECONNREFUSED:
-			// A connected socket's peer answered an earlier datagram with
-			// port unreachable; the error is consumed by this receive.
-			pc.stats.refused.Add(1)
-			pc.stats.errors.Add(1)
-			continue
 		case e != 0:
-			pc.stats.errors.Add(1)
-			l.log.Debug("veloq: datagram receive failed", "local", pc.local.String(), "err", os.NewSyscallError("recvmmsg", e))
+			pc.recvError(l, e)
+			if e != unix.ECONNREFUSED {
+				return // the next report tries again
+			}
 			continue
 		}
 		for i := 0; i < got; {
@@ -175,59 +174,109 @@ func (l *Loop) receivePackets(pc *PacketConn) {
 // returns n, or the index after one whose handler panicked.
 func (l *Loop) deliverPackets(pc *PacketConn, r *rxBatch, i, n int) (next int) {
 	next = i
+	var c rxCount
 	outer := l.enterUser()
 	defer func() {
-		rec := recover()
-		if outer {
-			l.leaveUser(func() string { return fmt.Sprintf("OnPacket of %T", pc.h) })
-		}
-		if rec != nil {
+		if l.leavePacketHandler(pc, outer, recover(), &c) {
 			next++
-			pc.stats.panics.Add(1)
-			l.logPanic("OnPacket", fmt.Sprintf("%T", pc.h), rec, panicstack.Capture())
 		}
 	}()
-	var received, bytes, gro uint64
-	defer func() {
-		pc.stats.received.Add(received)
-		pc.stats.bytesIn.Add(bytes)
-		pc.stats.groReceives.Add(gro)
-		l.ctr.bytesIn += bytes
-	}()
-	for ; next < n; next++ {
-		if pc.closing {
-			return n
-		}
+	for ; next < n && !pc.closing; next++ {
 		h := &r.hdrs[next]
-		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
-			pc.stats.truncated.Add(1)
-			continue
-		}
 		p := r.bufs[next*r.size : next*r.size+int(h.Len)]
-		from := pc.peer
-		if !from.IsValid() {
-			from = getSockaddr(r.names[next*sockaddrLen:(next+1)*sockaddrLen], h.Hdr.Namelen)
-		}
-		seg := 0
-		if pc.gro && h.Hdr.Controllen > 0 {
-			seg = groSegment(r.ctl[next*groCmsgSpace:(next+1)*groCmsgSpace], int(h.Hdr.Controllen))
-		}
-		if seg <= 0 || seg >= len(p) {
-			received++
-			bytes += uint64(len(p))
-			pc.h.OnPacket(pc, p, from)
-			continue
-		}
-		gro++
-		for len(p) > 0 && !pc.closing {
-			k := min(seg, len(p))
-			received++
-			bytes += uint64(k)
-			pc.h.OnPacket(pc, p[:k:k], from)
-			p = p[k:]
-		}
+		ctl := r.ctl[next*groCmsgSpace : next*groCmsgSpace+min(int(h.Hdr.Controllen), groCmsgSpace)]
+		name := r.names[next*sockaddrLen : next*sockaddrLen+min(int(h.Hdr.Namelen), sockaddrLen)]
+		l.handlePacket(pc, p, name, ctl, uint32(h.Hdr.Flags), &c)
 	}
 	return n
+}
+
+// packetInput is the backend's report of one datagram for pc.
+func (l *Loop) packetInput(idx uint32, p, name, ctl []byte, flags uint32) {
+	l.tick()
+	pc := l.udp.socks[idx]
+	if pc == nil || pc.closing {
+		return
+	}
+	var c rxCount
+	outer := l.enterUser()
+	defer func() { l.leavePacketHandler(pc, outer, recover(), &c) }()
+	l.handlePacket(pc, p, name, ctl, flags, &c)
+}
+
+// packetError is the backend's report of a failed receive on pc.
+func (l *Loop) packetError(idx uint32, e unix.Errno) {
+	l.tick()
+	if pc := l.udp.socks[idx]; pc != nil {
+		pc.recvError(l, e)
+	}
+}
+
+// recvError counts a failed receive; the socket goes on.
+func (pc *PacketConn) recvError(l *Loop, e unix.Errno) {
+	pc.stats.errors.Add(1)
+	if e == unix.ECONNREFUSED {
+		// A connected socket's peer answered an earlier datagram with port
+		// unreachable; the receive that returns the error consumes it.
+		pc.stats.refused.Add(1)
+		return
+	}
+	l.log.Debug("veloq: datagram receive failed", "local", pc.local.String(), "err", os.NewSyscallError("recvmsg", e))
+}
+
+// rxCount gathers a delivery's counters, added to the socket's once.
+type rxCount struct{ received, bytes, gro uint64 }
+
+// leavePacketHandler ends the user call deliverPackets or packetInput
+// entered: it adds the counters, and logs and counts a panic rec (the
+// datagram is lost, the socket goes on). It reports whether there was one.
+func (l *Loop) leavePacketHandler(pc *PacketConn, outer bool, rec any, c *rxCount) bool {
+	if outer {
+		l.leaveUser(func() string { return fmt.Sprintf("OnPacket of %T", pc.h) })
+	}
+	pc.stats.received.Add(c.received)
+	pc.stats.bytesIn.Add(c.bytes)
+	pc.stats.groReceives.Add(c.gro)
+	l.ctr.bytesIn += c.bytes
+	if rec == nil {
+		return false
+	}
+	pc.stats.panics.Add(1)
+	l.logPanic("OnPacket", fmt.Sprintf("%T", pc.h), rec, panicstack.Capture())
+	return true
+}
+
+// handlePacket hands one received datagram to pc's handler, or each
+// datagram of a GRO run: name is the sender's address as the kernel wrote
+// it, ctl the control messages, flags msg_flags. A truncated datagram is
+// counted and dropped.
+func (l *Loop) handlePacket(pc *PacketConn, p, name, ctl []byte, flags uint32, c *rxCount) {
+	if flags&unix.MSG_TRUNC != 0 {
+		pc.stats.truncated.Add(1)
+		return
+	}
+	from := pc.peer
+	if !from.IsValid() {
+		from = getSockaddr(name, uint32(len(name)))
+	}
+	seg := 0
+	if pc.gro && len(ctl) > 0 {
+		seg = groSegment(ctl, len(ctl))
+	}
+	if seg <= 0 || seg >= len(p) {
+		c.received++
+		c.bytes += uint64(len(p))
+		pc.h.OnPacket(pc, p, from)
+		return
+	}
+	c.gro++
+	for len(p) > 0 && !pc.closing {
+		k := min(seg, len(p))
+		c.received++
+		c.bytes += uint64(k)
+		pc.h.OnPacket(pc, p[:k:k], from)
+		p = p[k:]
+	}
 }
 
 // flushPackets runs once per loop iteration, before the connections'

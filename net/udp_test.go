@@ -477,3 +477,35 @@ func TestUDPListenErrors(t *testing.T) {
 		require.ErrorIs(t, err, ErrServerClosed)
 	})
 }
+
+// TestUDPUringReadiness: where io_uring cannot have a buffer ring for
+// datagrams, sockets receive by readiness (multishot POLLIN) and the
+// loop's recvmmsg, as on epoll; echo and truncation still hold.
+func TestUDPUringReadiness(t *testing.T) {
+	if err := BackendUring.Available(); err != nil {
+		t.Skipf("io_uring unavailable here: %v", err)
+	}
+	s, err := NewServer(packetOnly{}, WithBackend(BackendUring), WithLoops(1), WithLogger(testLogger(t)), WithPacketBuffer(1024))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	l := s.Loops()[0]
+	done := make(chan struct{})
+	require.NoError(t, l.Post(func() { l.be.(*uringBackend).prx.failed = true; close(done) }))
+	<-done
+	pl, err := s.ListenPacket("udp", "127.0.0.1:0", udpEcho())
+	require.NoError(t, err)
+	c := udpClient(t, pl)
+	buf := make([]byte, 4096)
+	for _, n := range []int{0, 1, 512, 2000, 1000} {
+		_, err := c.Write(pattern(n, 9))
+		require.NoError(t, err)
+		if n > 1024 {
+			continue // truncated: no echo
+		}
+		got, err := c.Read(buf)
+		require.NoError(t, err)
+		require.Equal(t, pattern(n, 9), buf[:got])
+	}
+	require.EqualValues(t, 1, pl.Stats().Truncated)
+	require.Nil(t, l.be.(*uringBackend).prx.br)
+}

@@ -2,6 +2,7 @@ package net
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -264,6 +265,7 @@ func TestUDPGRO(t *testing.T) {
 				}
 				mu.Unlock()
 				s := recv.Stats()
+				t.Logf("receiver GRO %v, %d GRO receives; sender %d GSO sends", s.GRO, s.GROReceives, send.Stats().GSOSends)
 				require.EqualValues(t, run, s.Received)
 				if gro && s.GRO && send.Stats().GSOSends > 0 {
 					require.NotZero(t, s.GROReceives)
@@ -453,6 +455,25 @@ func TestUDPShutdown(t *testing.T) {
 			await(t, pc.Done(), "a socket was not released")
 			require.ErrorIs(t, pc.AsyncWriteTo([]byte("late"), pl.Addr()), ErrClosed)
 		}
+		require.Equal(t, before, countFDs(t))
+
+		// Server.Shutdown closes the datagram sockets of a server that
+		// also serves TCP.
+		srv, err := NewServer(echoHandler(), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+		require.NoError(t, err)
+		_, err = srv.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		pl, err = srv.ListenPacket("udp", "127.0.0.1:0", udpEcho())
+		require.NoError(t, err)
+		pc, err := srv.DialPacket("udp", pl.Addr().String(), udpEcho())
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, srv.Shutdown(ctx))
+		for _, pc := range append(pl.Conns(), pc) {
+			await(t, pc.Done(), "a socket outlived Shutdown")
+		}
+		require.NoError(t, pl.Close()) // already closed with the server: nothing left to do
 		require.Equal(t, before, countFDs(t))
 	})
 }

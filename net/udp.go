@@ -76,7 +76,8 @@ type PacketConn struct {
 	// kernelOffloads); gso turns off for good if a GSO send fails with
 	// EIO (a device without checksum offload).
 	gso, gro bool
-	gso0     bool // gso as probed at the start (gso is the loop's copy)
+	gso0     bool   // gso as probed at the start (gso is the loop's copy)
+	gsoLimit uint32 // runs of datagrams this long or longer are not grouped (EINVAL seen); 0: none
 
 	// Output: payloads back to back in out, one pktMsg per datagram,
 	// head the first not yet sent; queued is the bytes counted against

@@ -48,4 +48,5 @@ type packetSink interface {
 type packetRecv struct {
 	bufSize int  // payload room per datagram
 	gro     bool // room for a UDP_GRO control message
+	batch   int  // datagrams per receive batch (WithPacketBatch)
 }

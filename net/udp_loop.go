@@ -86,7 +86,7 @@ func (l *Loop) addPacket(pc *PacketConn) error {
 	pc.idx = idx
 	l.udp.socks[idx] = pc
 	l.udp.open++
-	if err := l.be.openPacket(idx, pc.fd, packetRecv{bufSize: pc.cfg.bufSize, gro: pc.gro}); err != nil {
+	if err := l.be.openPacket(idx, pc.fd, packetRecv{bufSize: pc.cfg.bufSize, gro: pc.gro, batch: pc.cfg.batch}); err != nil {
 		l.udp.socks[idx] = nil
 		l.udp.free = append(l.udp.free, idx)
 		l.udp.open--

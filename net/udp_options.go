@@ -26,14 +26,18 @@ func defaultPacketOptions() packetOptions {
 // sockets (default 64 KiB, which holds any UDP datagram and a GRO batch).
 // A datagram longer than it is cut by the kernel and dropped, counted in
 // PacketStats.Truncated. Each loop with datagram sockets holds one buffer
-// per datagram of its receive batch (WithPacketBatch): 1 MiB by default.
+// per datagram of its receive batch (WithPacketBatch): 1 MiB by default on
+// epoll; 4 MiB of mmap'd ring on io_uring, of which only the pages
+// datagrams reach are touched.
 // Below 64 KiB, GRO stays off (a coalesced receive would not fit).
 func WithPacketBuffer(size int) Option {
 	return func(o *options) { o.pkt.bufSize = max(size, 1) }
 }
 
 // WithPacketBatch sets how many datagrams a loop takes per receive system
-// call (recvmmsg). Default 16; at most 1024.
+// call on epoll (recvmmsg). Default 16; at most 1024. On io_uring, where
+// the kernel receives into a ring of buffers, the ring holds four batches
+// (64 buffers by default).
 func WithPacketBatch(n int) Option {
 	return func(o *options) { o.pkt.batch = min(max(n, 1), 1024) }
 }

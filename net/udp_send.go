@@ -39,7 +39,7 @@ func (t *txBatch) build(pc *PacketConn, noGroupAt int) int {
 	for i := pc.head; i < len(pc.msgs) && k < maxSendBatch; k++ {
 		m := &pc.msgs[i]
 		run := 1
-		if pc.gso && pc.cfg.gso && i != noGroupAt && m.n > 0 {
+		if pc.gso && pc.cfg.gso && i != noGroupAt && m.n > 0 && (pc.gsoLimit == 0 || m.n < pc.gsoLimit) {
 			size, total := m.n, m.n
 			for j := i + 1; j < len(pc.msgs) && run < maxGSOSegments; j++ {
 				o := &pc.msgs[j]
@@ -111,13 +111,17 @@ func (l *Loop) sendPackets(pc *PacketConn) {
 		case e != 0:
 			if t.count[0] > 1 {
 				// A GSO send the device or route cannot take (EIO: no
-				// checksum offload; EINVAL: segment above the MTU):
-				// EIO turns GSO off for the socket, anything else sends
-				// this run one datagram at a time.
-				if e == unix.EIO {
+				// checksum offload; EINVAL: segment above the MTU) is sent
+				// again one datagram at a time.
+				switch e {
+				case unix.EIO:
 					pc.gso = false
 					pc.stats.gsoOff.Store(true)
 					l.log.Info("veloq: UDP GSO refused by the kernel; sending datagrams one by one", "local", pc.local.String(), "err", os.NewSyscallError("sendmmsg", e))
+				case unix.EINVAL:
+					// Segments above the route's MTU: runs of this size
+					// and larger go out one datagram at a time from now on.
+					pc.gsoLimit = pc.msgs[pc.head].n
 				}
 				noGroupAt = pc.head
 				continue

@@ -384,7 +384,11 @@ func TestUDPRefused(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, addr, pc.RemoteAddr())
 		write := func(p string) {
-			require.NoError(t, pc.Loop().Post(func() { require.NoError(t, pc.Write([]byte(p))) }))
+			require.NoError(t, pc.Loop().Post(func() {
+				if err := pc.Write([]byte(p)); err != nil {
+					t.Error(err) // on the loop: not require
+				}
+			}))
 		}
 		require.Eventually(t, func() bool {
 			write("anyone?")
@@ -529,4 +533,37 @@ func TestUDPUringReadiness(t *testing.T) {
 	}
 	require.EqualValues(t, 1, pl.Stats().Truncated)
 	require.Nil(t, l.be.(*uringBackend).prx.br)
+}
+
+// TestUDPSendError: datagrams the kernel refuses (here: to port 0) are
+// dropped and counted, a GSO run of them too, and the datagrams queued
+// with them still leave.
+func TestUDPSendError(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		nowhere := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), 0)
+		pl := startUDP(t, b, "127.0.0.1:0", PacketHandlerFunc(func(pc *PacketConn, p []byte, from netip.AddrPort) {
+			// On the loop: t.Error, not require (FailNow would end the loop's goroutine).
+			for i := 0; i < 3; i++ {
+				if err := pc.WriteTo(pattern(100, 1), nowhere); err != nil {
+					t.Error(err)
+				}
+			}
+			if err := pc.WriteTo(p, from); err != nil {
+				t.Error(err)
+			}
+		}), WithLoops(1))
+		c := udpClient(t, pl)
+		for i := 0; i < 2; i++ {
+			_, err := c.Write([]byte("ok"))
+			require.NoError(t, err)
+			buf := make([]byte, 64)
+			n, err := c.Read(buf)
+			require.NoError(t, err)
+			require.Equal(t, "ok", string(buf[:n]))
+		}
+		require.Eventually(t, func() bool { return pl.Stats().Sent == 2 }, 10*time.Second, time.Millisecond)
+		s := pl.Stats()
+		require.EqualValues(t, 6, s.Errors)
+		require.Zero(t, s.Refused)
+	})
 }

@@ -94,7 +94,7 @@ func (b *uringBackend) openPacket(idx uint32, fd int, rx packetRecv) error {
 	p := &b.pkts[idx]
 	*p = upkt{fd: fd, gen: (p.gen + 1) & 0xffffff}
 	if b.prx.br == nil && !b.prx.failed {
-		if err := b.prx.setup(b.ring, rx.bufSize, 16); err != nil {
+		if err := b.prx.setup(b.ring, rx.bufSize, rx.batch); err != nil {
 			b.prx.failed = true
 			b.log.Warn("veloq: no io_uring buffer ring for datagrams; receiving by readiness and recvmmsg", "err", err)
 		}

@@ -69,3 +69,38 @@ func ExamplePacketConn_AsyncWriteTo() {
 	fmt.Println(string(buf[:n]))
 	// Output: update 1
 }
+
+// A server can serve datagrams beside TCP, and dial connected datagram
+// sockets (a DNS-style client): Write sends to the peer, and the handler
+// sees only the peer's datagrams.
+func ExampleServer_DialPacket() {
+	srv, err := vnet.NewServer(&vnet.HandlerFuncs{}, vnet.WithLoops(1), vnet.WithMaxPacketQueue(64<<10))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	pl, err := srv.ListenPacket("udp", "127.0.0.1:0", vnet.PacketHandlerFunc(func(pc *vnet.PacketConn, p []byte, from netip.AddrPort) {
+		_ = pc.WriteTo(append([]byte("re: "), p...), from)
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	answers := make(chan string, 1)
+	client, err := srv.DialPacket("udp", pl.Addr().String(), vnet.PacketHandlerFunc(func(pc *vnet.PacketConn, p []byte, from netip.AddrPort) {
+		answers <- string(p)
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	client.Loop().Post(func() { client.Write([]byte("query")) })
+	select {
+	case a := <-answers:
+		fmt.Println(a)
+	case <-time.After(5 * time.Second):
+		fmt.Println("no answer")
+	}
+	// Output: re: query
+}

@@ -31,7 +31,8 @@ var (
 	// bytes over IPv4, 65,527 over IPv6).
 	ErrPacketTooLarge = errors.New("veloq: datagram too large for UDP")
 	// ErrPacketAddr: the destination is missing (on a socket that is not
-	// connected) or of a family the socket cannot reach.
+	// connected, or Reply outside OnPacket) or of a family the socket
+	// cannot reach (an IP address on a unixgram socket: use Reply).
 	ErrPacketAddr = errors.New("veloq: bad datagram destination")
 )
 
@@ -45,8 +46,10 @@ const (
 
 // PacketHandler serves a datagram socket. OnPacket runs on the socket's
 // loop for every datagram received: p is the payload (possibly empty) and
-// from the sender. Both are valid only during the call, so copy what must
-// outlive it; p points into the loop's receive buffer.
+// from the sender (the zero AddrPort on a unixgram socket, whose peers
+// have paths: answer them with Reply). Both are valid only during the
+// call, so copy what must outlive it; p points into the loop's receive
+// buffer.
 type PacketHandler interface {
 	OnPacket(pc *PacketConn, p []byte, from netip.AddrPort)
 }
@@ -67,7 +70,9 @@ type PacketConn struct {
 	idx     uint32
 	family  int
 	local   netip.AddrPort
-	peer    netip.AddrPort // set for a connected socket (DialPacket)
+	peer    netip.AddrPort // a connected IP socket's peer (DialPacket)
+	conn    bool           // connected (DialPacket): Write sends to the peer
+	cur     []byte         // the sender's raw address while OnPacket runs (Reply)
 	cfg     *packetOptions
 	closing bool // the loop has asked the backend to close it
 	done    chan struct{}
@@ -103,8 +108,9 @@ type pktMsg struct {
 }
 
 // pktOverhead is what a queued datagram counts against the queue bound
-// beyond its payload, so that empty datagrams are bounded too.
-const pktOverhead = 64
+// beyond its payload, so that empty datagrams are bounded too: about its
+// pktMsg.
+const pktOverhead = 128
 
 type packetCounters struct {
 	received, bytesIn, sent, bytesOut    atomic.Uint64
@@ -209,6 +215,24 @@ func (pc *PacketConn) WriteTo(p []byte, to netip.AddrPort) error {
 // Write queues p to the peer of a connected socket; see WriteTo.
 func (pc *PacketConn) Write(p []byte) error { return pc.WriteTo(p, netip.AddrPort{}) }
 
+// Reply queues p to the sender of the datagram being handled: call it
+// inside OnPacket (elsewhere it returns ErrPacketAddr). It works on every
+// network and is the way to answer a unixgram peer, whose address is a
+// path; see WriteTo for the rest.
+func (pc *PacketConn) Reply(p []byte) error {
+	if !pc.loop.onLoop() {
+		return ErrNotOnLoop
+	}
+	if pc.cur == nil {
+		return fmt.Errorf("%w: Reply outside OnPacket", ErrPacketAddr)
+	}
+	if len(pc.cur) > sockaddrLen || len(pc.cur) <= 2 {
+		// A peer that never bound a name (unixgram) cannot be answered.
+		return fmt.Errorf("%w: the sender has no address to answer", ErrPacketAddr)
+	}
+	return pc.queueRaw(p, pc.cur, netip.AddrPort{})
+}
+
 // AsyncWriteTo queues a copy of p to to from any goroutine: the copy is
 // posted to pc's loop, which queues it as WriteTo does and sends it with
 // that iteration's batch. It returns ErrClosed once the loop has stopped
@@ -241,10 +265,15 @@ func (pc *PacketConn) Close() error {
 // check validates a datagram before it is queued.
 func (pc *PacketConn) check(n int, to netip.AddrPort) error {
 	switch {
-	case !to.IsValid() && !pc.peer.IsValid():
+	case !to.IsValid() && !pc.conn:
 		return fmt.Errorf("%w: no address on a socket that is not connected", ErrPacketAddr)
+	case to.IsValid() && pc.family == unix.AF_UNIX:
+		return fmt.Errorf("%w: %s on a unixgram socket", ErrPacketAddr, to)
 	case to.IsValid() && pc.family == unix.AF_INET && !to.Addr().Unmap().Is4():
 		return fmt.Errorf("%w: %s from an IPv4 socket", ErrPacketAddr, to)
+	case pc.family == unix.AF_UNIX:
+		// The kernel bounds a unixgram datagram by the send buffer
+		// (EMSGSIZE, counted in Stats.Errors).
 	case n > maxDatagram6 || n > maxDatagram4 && (pc.family == unix.AF_INET || to.Addr().Unmap().Is4()):
 		return fmt.Errorf("%w: %d bytes", ErrPacketTooLarge, n)
 	}
@@ -253,11 +282,23 @@ func (pc *PacketConn) check(n int, to netip.AddrPort) error {
 
 // queue appends one datagram to the output queue; on the loop.
 func (pc *PacketConn) queue(p []byte, to netip.AddrPort) error {
+	return pc.queueRaw(p, nil, to)
+}
+
+// queueRaw appends one datagram to raw (a sockaddr as the kernel wrote
+// it), or else to to; on the loop.
+func (pc *PacketConn) queueRaw(p, raw []byte, to netip.AddrPort) error {
 	if pc.closing {
 		return ErrClosed
 	}
-	if err := pc.check(len(p), to); err != nil {
-		return err
+	if raw == nil {
+		if err := pc.check(len(p), to); err != nil {
+			return err
+		}
+	} else if pc.family != unix.AF_UNIX {
+		if err := pc.check(len(p), getSockaddr(raw, uint32(len(raw)))); err != nil {
+			return err
+		}
 	}
 	cost := len(p) + pktOverhead
 	if pc.queued+cost > pc.cfg.maxQueue {
@@ -265,7 +306,10 @@ func (pc *PacketConn) queue(p []byte, to netip.AddrPort) error {
 		return ErrPacketQueueFull
 	}
 	m := pktMsg{off: uint32(len(pc.out)), n: uint32(len(p))}
-	if to.IsValid() {
+	switch {
+	case raw != nil:
+		m.tolen = uint32(copy(m.to[:], raw))
+	case to.IsValid():
 		m.tolen = putSockaddr(&m.to, pc.family, to)
 	}
 	pc.out = append(pc.out, p...)

@@ -15,15 +15,17 @@ import (
 // the addresses, so one peer's datagrams stay on one loop), or one socket
 // on the first loop with another Balance.
 type PacketListener struct {
-	srv   *Server
-	owned bool // created by the package-level ListenPacket: Close closes srv
-	addr  netip.AddrPort
-	conns []*PacketConn
+	srv    *Server
+	owned  bool // created by the package-level ListenPacket: Close closes srv
+	addr   netip.AddrPort
+	conns  []*PacketConn
+	unlink string // the unixgram socket file this listener bound, removed by Close
 }
 
 // ListenPacket starts a server for h on a datagram network ("udp",
-// "udp4" or "udp6") and address, with one socket per loop by default, and
-// returns once every socket is registered. Options configure the loops as
+// "udp4", "udp6" or "unixgram") and address, with one socket per loop by
+// default (one in all for unixgram), and returns once every socket is
+// registered. Options configure the loops as
 // for Listen and the sockets with WithPacketBuffer, WithPacketBatch,
 // WithMaxPacketQueue, WithUDPOffload and WithPacketSocketBuffers. Closing
 // the listener stops the server.
@@ -50,7 +52,10 @@ func (packetOnly) OnClose(c *Conn, err error) {}
 
 // ListenPacket serves h on a datagram network ("udp", "udp4" or "udp6")
 // and address: with BalanceReusePort (the default) every loop gets its own
-// socket on the port, otherwise loop 0 has the only one. It returns once
+// socket on the port, otherwise loop 0 has the only one. On "unixgram"
+// (a path, or "@name" for an abstract one) loop 0 has the only socket;
+// OnPacket's from is then the zero AddrPort, and Reply answers a sender.
+// The socket file is removed when the listener is closed. It returns once
 // the sockets are registered; their handlers may run before it returns.
 func (s *Server) ListenPacket(network, address string, h PacketHandler) (*PacketListener, error) {
 	if h == nil {
@@ -66,7 +71,7 @@ func (s *Server) ListenPacket(network, address string, h PacketHandler) (*Packet
 	if err != nil {
 		return nil, fmt.Errorf("veloq: listen %s %s: %w", network, address, err)
 	}
-	perLoop := s.opts.balance == BalanceReusePort && len(s.loops) > 1
+	perLoop := s.opts.balance == BalanceReusePort && len(s.loops) > 1 && a.Family != unix.AF_UNIX
 	if perLoop && !s.opts.sharePort {
 		// As for TCP: do not silently share a port another socket holds.
 		if err := sock.ProbeBindPacket(a); err != nil {
@@ -74,6 +79,9 @@ func (s *Server) ListenPacket(network, address string, h PacketHandler) (*Packet
 		}
 	}
 	pl := &PacketListener{srv: s}
+	if a.Family == unix.AF_UNIX && address != "" && address[0] != '@' {
+		pl.unlink = address
+	}
 	for i, l := range s.loops {
 		if i > 0 && !perLoop {
 			break
@@ -88,6 +96,7 @@ func (s *Server) ListenPacket(network, address string, h PacketHandler) (*Packet
 		var local netip.AddrPort
 		fd, local, err = sock.ListenPacket(a, perLoop || s.opts.sharePort, s.opts.pkt.rcvBuf, s.opts.pkt.sndBuf)
 		if err != nil {
+			pl.unlink = "" // not ours: bind failed
 			err = fmt.Errorf("veloq: listen %s %s: %w", network, address, err)
 			break
 		}
@@ -95,7 +104,7 @@ func (s *Server) ListenPacket(network, address string, h PacketHandler) (*Packet
 			pl.addr = local
 		}
 		var pc *PacketConn
-		if pc, err = s.startPacket(l, fd, a.Family, local, netip.AddrPort{}, h); err != nil {
+		if pc, err = s.startPacket(l, fd, a.Family, local, netip.AddrPort{}, false, h); err != nil {
 			break
 		}
 		pl.conns = append(pl.conns, pc)
@@ -107,8 +116,10 @@ func (s *Server) ListenPacket(network, address string, h PacketHandler) (*Packet
 	return pl, nil
 }
 
-// DialPacket opens a datagram socket connected to address ("udp", "udp4"
-// or "udp6") on the loop with the fewest connections and serves it with h.
+// DialPacket opens a datagram socket connected to address ("udp", "udp4",
+// "udp6" or "unixgram") on the loop with the fewest connections and
+// serves it with h (a unixgram socket is bound to an abstract name the
+// kernel picks, so that the peer can answer).
 // A connected socket receives only from its peer, sends to it with Write,
 // and learns of ICMP errors: a peer with no socket on the port makes the
 // kernel report ECONNREFUSED, which is counted (PacketStats.Refused) and
@@ -131,20 +142,22 @@ func (s *Server) DialPacket(network, address string, h PacketHandler) (*PacketCo
 	if err != nil {
 		return nil, fmt.Errorf("veloq: dial %s %s: %w", network, address, err)
 	}
-	peer, err := sock.SockAddrPort(fd, true)
-	if err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("veloq: dial %s %s: %w", network, address, err)
+	var peer netip.AddrPort
+	if a.Family != unix.AF_UNIX {
+		if peer, err = sock.SockAddrPort(fd, true); err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("veloq: dial %s %s: %w", network, address, err)
+		}
 	}
-	return s.startPacket(s.leastLoaded(), fd, a.Family, local, peer, h)
+	return s.startPacket(s.leastLoaded(), fd, a.Family, local, peer, true, h)
 }
 
 // startPacket hands fd to loop l as a PacketConn and waits until it is
 // registered. fd is closed on failure.
-func (s *Server) startPacket(l *Loop, fd, family int, local, peer netip.AddrPort, h PacketHandler) (*PacketConn, error) {
+func (s *Server) startPacket(l *Loop, fd, family int, local, peer netip.AddrPort, connected bool, h PacketHandler) (*PacketConn, error) {
 	cfg := s.opts.pkt
 	pc := &PacketConn{
-		loop: l, h: h, fd: fd, family: family, local: local, peer: peer,
+		loop: l, h: h, fd: fd, family: family, local: local, peer: peer, conn: connected,
 		cfg: &cfg, done: make(chan struct{}),
 	}
 	// A coalesced receive can be up to 64 KiB: GRO needs buffers that hold
@@ -163,7 +176,8 @@ func (s *Server) startPacket(l *Loop, fd, family int, local, peer netip.AddrPort
 	return pc, nil
 }
 
-// Addr returns the bound address (the port the kernel chose for port 0).
+// Addr returns the bound address (the port the kernel chose for port 0);
+// the zero AddrPort for unixgram.
 func (pl *PacketListener) Addr() netip.AddrPort { return pl.addr }
 
 // Conns returns the listener's sockets, one per loop that serves it.
@@ -201,5 +215,9 @@ func (pl *PacketListener) closeConns() {
 		case <-pc.done:
 		case <-pc.loop.Done():
 		}
+	}
+	if pl.unlink != "" {
+		_ = unix.Unlink(pl.unlink)
+		pl.unlink = ""
 	}
 }

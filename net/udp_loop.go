@@ -259,6 +259,8 @@ func (l *Loop) handlePacket(pc *PacketConn, p, name, ctl []byte, flags uint32, c
 	if !from.IsValid() {
 		from = getSockaddr(name, uint32(len(name)))
 	}
+	pc.cur = name
+	defer func() { pc.cur = nil }()
 	seg := 0
 	if pc.gro && len(ctl) > 0 {
 		seg = groSegment(ctl, len(ctl))

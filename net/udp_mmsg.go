@@ -13,9 +13,9 @@ import (
 // arrays of mmsghdr kept per loop (receive) and per socket (send), and the
 // conversions between netip.AddrPort and the kernel's sockaddr bytes.
 
-// sockaddrLen is the room kept for one peer address: a sockaddr_in6 (28
-// bytes) holds either family.
-const sockaddrLen = unix.SizeofSockaddrInet6
+// sockaddrLen is the room kept for one peer address: a sockaddr_un (110
+// bytes) holds any of the three families.
+const sockaddrLen = unix.SizeofSockaddrUnix
 
 // gsoCmsgSpace is the control room for one UDP_SEGMENT message (a cmsghdr
 // and a uint16, padded); groCmsgSpace for one UDP_GRO message (an int).
@@ -47,7 +47,7 @@ func mmsg(recv bool, fd int, hdrs []unix.Mmsghdr) (int, unix.Errno) {
 // (an IPv4 peer of an IPv6 socket as a v4-mapped address) and returns its
 // length, or 0 when the family cannot reach ap.
 func putSockaddr(b *[sockaddrLen]byte, family int, ap netip.AddrPort) uint32 {
-	*b = [sockaddrLen]byte{}
+	clear(b[:unix.SizeofSockaddrInet6])
 	ip := ap.Addr()
 	switch {
 	case family == unix.AF_INET && ip.Unmap().Is4():
@@ -68,7 +68,8 @@ func putSockaddr(b *[sockaddrLen]byte, family int, ap netip.AddrPort) uint32 {
 
 // getSockaddr reads the peer address the kernel wrote into b (n bytes),
 // with a v4-mapped address unmapped so that it compares equal to the
-// IPv4 address the peer has. The zero AddrPort means none.
+// IPv4 address the peer has. The zero AddrPort means none, or a Unix
+// socket's name.
 func getSockaddr(b []byte, n uint32) netip.AddrPort {
 	if n < 2 {
 		return netip.AddrPort{}

@@ -43,7 +43,7 @@ func WithPacketBatch(n int) Option {
 }
 
 // WithMaxPacketQueue bounds a datagram socket's queued output, in bytes
-// (each datagram counts 64 bytes more than its payload). Default 1 MiB.
+// (each datagram counts 128 bytes more than its payload). Default 1 MiB.
 // UDP has no backpressure, so a datagram that would pass the bound is
 // dropped and counted (PacketStats.Dropped) and WriteTo returns
 // ErrPacketQueueFull. The queue empties every loop iteration unless the

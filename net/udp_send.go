@@ -43,7 +43,7 @@ func (t *txBatch) build(pc *PacketConn, noGroupAt int) int {
 			size, total := m.n, m.n
 			for j := i + 1; j < len(pc.msgs) && run < maxGSOSegments; j++ {
 				o := &pc.msgs[j]
-				if o.n == 0 || o.n > size || total+o.n > maxGSOBytes || o.tolen != m.tolen || o.to != m.to {
+				if o.n == 0 || o.n > size || total+o.n > maxGSOBytes || o.tolen != m.tolen || string(o.to[:o.tolen]) != string(m.to[:m.tolen]) {
 					break
 				}
 				run++

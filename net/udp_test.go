@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -597,5 +599,99 @@ func TestUDPBacklog(t *testing.T) {
 			seen[string(buf[:k])] = true
 		}
 		require.EqualValues(t, n, pl.Stats().Received)
+	})
+}
+
+// shortDir is a temporary directory with a path short enough for Unix
+// socket names (108 bytes), removed when the test ends.
+func shortDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "vq")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// TestUnixgram: a unixgram listener answers with Reply (its senders have
+// paths, not AddrPorts), a dialled unixgram socket talks to a standard
+// library peer, and closing the listener removes its socket file.
+func TestUnixgram(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		dir := shortDir(t)
+		path := filepath.Join(dir, "srv")
+		var wrongAddr atomic.Int32
+		pl, err := ListenPacket("unixgram", path, PacketHandlerFunc(func(pc *PacketConn, p []byte, from netip.AddrPort) {
+			if from.IsValid() || !errors.Is(pc.WriteTo(p, netip.MustParseAddrPort("127.0.0.1:1")), ErrPacketAddr) {
+				wrongAddr.Add(1)
+			}
+			if err := pc.Reply(p); err != nil {
+				t.Error(err) // on the loop: not require
+			}
+		}), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+		require.NoError(t, err)
+		require.Len(t, pl.Conns(), 1)
+
+		c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: filepath.Join(dir, "cli"), Net: "unixgram"})
+		require.NoError(t, err)
+		defer c.Close()
+		require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
+		to := &net.UnixAddr{Name: path, Net: "unixgram"}
+		buf := make([]byte, 65536)
+		for _, n := range []int{0, 1, 512, 65000} {
+			_, err := c.WriteToUnix(pattern(n, 5), to)
+			require.NoError(t, err)
+			k, _, err := c.ReadFromUnix(buf)
+			require.NoError(t, err)
+			require.Equal(t, pattern(n, 5), buf[:k], "echo of %d bytes", n)
+		}
+		require.Zero(t, wrongAddr.Load())
+		pc := pl.Conns()[0]
+		replied := make(chan error, 1)
+		require.NoError(t, pc.Loop().Post(func() { replied <- pc.Reply([]byte("x")) }))
+		require.ErrorIs(t, await(t, replied, "no answer from the loop"), ErrPacketAddr)
+
+		// A dialled socket against a standard library server.
+		srvPath := filepath.Join(dir, "std")
+		std, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: srvPath, Net: "unixgram"})
+		require.NoError(t, err)
+		defer std.Close()
+		require.NoError(t, std.SetDeadline(time.Now().Add(20*time.Second)))
+		answers := make(chan string, 1)
+		d, err := pl.Server().DialPacket("unixgram", srvPath, PacketHandlerFunc(func(pc *PacketConn, p []byte, from netip.AddrPort) {
+			answers <- string(p)
+		}))
+		require.NoError(t, err)
+		require.NoError(t, d.Loop().Post(func() {
+			if err := d.Write([]byte("ping")); err != nil {
+				t.Error(err)
+			}
+		}))
+		k, from, err := std.ReadFromUnix(buf)
+		require.NoError(t, err)
+		require.Equal(t, "ping", string(buf[:k]))
+		_, err = std.WriteToUnix([]byte("pong"), from)
+		require.NoError(t, err)
+		require.Equal(t, "pong", await(t, answers, "no answer on the dialled socket"))
+
+		require.NoError(t, pl.Close())
+		_, err = os.Stat(path)
+		require.ErrorIs(t, err, os.ErrNotExist, "the socket file outlived the listener")
+	})
+}
+
+// TestUDPPortTaken: a single-loop server refuses a UDP port another
+// socket holds, as a multi-loop one does (no silent sharing).
+func TestUDPPortTaken(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		first := startUDP(t, b, "127.0.0.1:0", udpEcho(), WithLoops(1))
+		for _, loops := range []int{1, 2} {
+			_, err := ListenPacket("udp", first.Addr().String(), udpEcho(), WithBackend(b), WithLoops(loops))
+			require.ErrorIs(t, err, unix.EADDRINUSE, "%d loops", loops)
+		}
+		shared, err := ListenPacket("udp", first.Addr().String(), udpEcho(), WithBackend(b), WithLoops(2), WithPortSharing(true))
+		if err == nil {
+			shared.Close()
+		}
+		require.ErrorIs(t, err, unix.EADDRINUSE, "the first socket did not ask to share")
 	})
 }

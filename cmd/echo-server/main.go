@@ -51,7 +51,7 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("echo-server", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:9000", "listen address (host:port, or a path with -network unix)")
-	network := fs.String("network", "tcp", "tcp, tcp4, tcp6 or unix (-mode udp: udp, udp4 or udp6; tcp means udp)")
+	network := fs.String("network", "tcp", "tcp, tcp4, tcp6 or unix (-mode udp: udp, udp4, udp6 or unixgram; tcp means udp)")
 	loops := fs.Int("loops", runtime.NumCPU(), "number of reactor loops")
 	backend := fs.String("backend", "auto", "I/O backend: auto, uring or epoll")
 	pin := fs.Bool("pin", false, "pin each loop to its own CPU")

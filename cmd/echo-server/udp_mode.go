@@ -22,8 +22,9 @@ type udpConfig struct {
 }
 
 // udpEcho sends every datagram back to its sender, from the loop: the
-// replies of one loop iteration leave in one sendmmsg.
-func udpEcho(pc *vnet.PacketConn, p []byte, from netip.AddrPort) { _ = pc.WriteTo(p, from) }
+// replies of one loop iteration leave in one sendmmsg. Reply answers
+// unixgram senders too, whose from is no AddrPort.
+func udpEcho(pc *vnet.PacketConn, p []byte, _ netip.AddrPort) { _ = pc.Reply(p) }
 
 // runUDP serves -mode udp until ctx is done, then prints the sockets'
 // counters.

@@ -10,11 +10,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ResolvePacket is Resolve for datagram networks: "udp", "udp4" and
-// "udp6". The address in Net is a *net.UDPAddr.
+// ResolvePacket is Resolve for datagram networks: "udp", "udp4" and "udp6"
+// (Net is a *net.UDPAddr) and "unixgram" (a path, or "@name" for Linux's
+// abstract namespace; Net is a *net.UnixAddr).
 func ResolvePacket(network, address string) (Addr, error) {
 	switch network {
 	case "udp", "udp4", "udp6":
+	case "unixgram":
+		return Addr{Family: unix.AF_UNIX, SA: &unix.SockaddrUnix{Name: address},
+			Net: &net.UnixAddr{Name: address, Net: "unixgram"}}, nil
 	default:
 		return Addr{}, fmt.Errorf("%w: %q", ErrNetwork, network)
 	}
@@ -29,7 +33,7 @@ func ResolvePacket(network, address string) (Addr, error) {
 
 // ListenPacket creates a non-blocking, close-on-exec datagram socket bound
 // to a (SO_REUSEPORT with reusePort, so that each loop has a socket of its
-// own on the same port), with SO_RCVBUF and SO_SNDBUF raised to rcvBuf and
+// own on the same port; without it a taken port fails with EADDRINUSE), with SO_RCVBUF and SO_SNDBUF raised to rcvBuf and
 // sndBuf when those are positive. It returns the bound address.
 func ListenPacket(a Addr, reusePort bool, rcvBuf, sndBuf int) (int, netip.AddrPort, error) {
 	fd, err := packetSocket(a.Family, rcvBuf, sndBuf)
@@ -40,9 +44,15 @@ func ListenPacket(a Addr, reusePort bool, rcvBuf, sndBuf int) (int, netip.AddrPo
 		unix.Close(fd)
 		return -1, netip.AddrPort{}, os.NewSyscallError(op, err)
 	}
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
-		return fail("setsockopt SO_REUSEADDR", err)
+	if a.Family == unix.AF_UNIX {
+		if err := unix.Bind(fd, a.SA); err != nil {
+			return fail("bind", err)
+		}
+		return fd, netip.AddrPort{}, nil // a path has no AddrPort
 	}
+	// No SO_REUSEADDR: UDP has no TIME_WAIT for it to help with, and on
+	// Linux it lets two UDP sockets bind one port outright, the later one
+	// taking the datagrams.
 	if reusePort {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
 			return fail("setsockopt SO_REUSEPORT", err)
@@ -64,11 +74,25 @@ func ListenPacket(a Addr, reusePort bool, rcvBuf, sndBuf int) (int, netip.AddrPo
 
 // DialPacket creates a datagram socket connected to a, so that it sends
 // to a by default, receives only from a, and is told of ICMP errors
-// (ECONNREFUSED). It returns the local address.
+// (ECONNREFUSED). It returns the local address (none for a Unix socket,
+// which is bound to an abstract name the kernel picks, so that the peer
+// can answer).
 func DialPacket(a Addr, rcvBuf, sndBuf int) (int, netip.AddrPort, error) {
 	fd, err := packetSocket(a.Family, rcvBuf, sndBuf)
 	if err != nil {
 		return -1, netip.AddrPort{}, err
+	}
+	if a.Family == unix.AF_UNIX {
+		// An empty name is autobind: a unique abstract address.
+		if err := unix.Bind(fd, &unix.SockaddrUnix{}); err != nil {
+			unix.Close(fd)
+			return -1, netip.AddrPort{}, os.NewSyscallError("bind", err)
+		}
+		if err := unix.Connect(fd, a.SA); err != nil {
+			unix.Close(fd)
+			return -1, netip.AddrPort{}, os.NewSyscallError("connect", err)
+		}
+		return fd, netip.AddrPort{}, nil
 	}
 	if err := unix.Connect(fd, a.SA); err != nil {
 		unix.Close(fd)
@@ -83,6 +107,7 @@ func DialPacket(a Addr, rcvBuf, sndBuf int) (int, netip.AddrPort, error) {
 }
 
 func packetSocket(family, rcvBuf, sndBuf int) (int, error) {
+	// SOCK_DGRAM is a datagram socket in every family (UDP for the IP ones).
 	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, os.NewSyscallError("socket", err)
@@ -132,6 +157,8 @@ func ProbeBindPacket(a Addr) error {
 		if sa.Port == 0 {
 			return nil
 		}
+	default:
+		return nil // a path: bind refuses a taken one (and a probe would create the file)
 	}
 	fd, err := unix.Socket(a.Family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

@@ -42,6 +42,16 @@ func ListenPacket(network, address string, h PacketHandler, opts ...Option) (*Pa
 	return pl, nil
 }
 
+// isPacketNetwork reports whether network names datagrams, which Listen
+// refuses with a pointer to ListenPacket.
+func isPacketNetwork(network string) bool {
+	switch network {
+	case "udp", "udp4", "udp6", "unixgram":
+		return true
+	}
+	return false
+}
+
 // packetOnly is the stream handler of a server that serves only
 // datagrams: it never listens for connections.
 type packetOnly struct{}

@@ -490,6 +490,9 @@ func TestUDPListenErrors(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b Backend) {
 		_, err := ListenPacket("tcp", "127.0.0.1:0", udpEcho(), WithBackend(b), WithLoops(1))
 		require.ErrorIs(t, err, sock.ErrNetwork)
+		_, err = Listen("udp", "127.0.0.1:0", echoHandler(), WithBackend(b), WithLoops(1))
+		require.ErrorIs(t, err, sock.ErrNetwork)
+		require.ErrorContains(t, err, "use ListenPacket")
 		taken, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 		require.NoError(t, err)
 		defer taken.Close()

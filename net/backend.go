@@ -62,6 +62,10 @@ type backend interface {
 	close(slot uint32)
 	// shutdown releases the backend. The loop calls it last.
 	shutdown() error
+
+	// Datagram sockets (udp_backend.go): the backend reports readiness
+	// and the loop does the batched I/O itself.
+	packetBackend
 }
 
 // sink receives a backend's reports; the loop is the only implementation.
@@ -94,6 +98,8 @@ type sink interface {
 	ready(slot uint32, out bool)
 	// released: the kernel holds nothing of slot; its fd is closed.
 	released(slot uint32)
+
+	packetSink
 }
 
 // Completion user_data / epoll token layout: op in the top 8 bits, a
@@ -108,6 +114,8 @@ const (
 	opCancel
 	opPollIn  // io_uring: multishot POLLIN for an input watch
 	opPollOut // io_uring: one-shot POLLOUT for an output watch
+	opPktIn   // datagram socket input readiness (udp_backend.go)
+	opPktOut  // datagram socket output readiness
 )
 
 func token(op uint64, slot, gen uint32) uint64 {

@@ -23,6 +23,7 @@ type epollBackend struct {
 	readBuf []byte
 	conns   []econn
 	lns     []elisten
+	pkts    []epkt // datagram sockets (udp_epoll.go)
 	// Work that no new edge will announce, continued on the next poll:
 	// reads and accepts stopped before EAGAIN, reading switched on with
 	// input possibly already there, and input watches just begun.
@@ -115,6 +116,10 @@ func (b *epollBackend) poll(timeout time.Duration) (bool, error) {
 			if int(slot) < len(b.lns) && b.lns[slot].gen&0xffffff == gen && b.lns[slot].added {
 				b.accept(slot)
 			}
+			continue
+		}
+		if op == opPktIn {
+			b.packetEvent(slot, gen, ev.Events)
 			continue
 		}
 		b.event(slot, gen, ev.Events)

@@ -38,6 +38,8 @@ type uringBackend struct {
 
 	conns   []uconn
 	lns     []ulisten
+	pkts    []upkt  // datagram sockets (udp_uring.go)
+	prx     pktRing // their receive buffers (made with the first)
 	closing bool
 
 	// Batched waiting (Config.BatchWait, see wait and batch): sends
@@ -329,6 +331,8 @@ func (b *uringBackend) complete(cqe *uring.CQE) {
 			return
 		}
 		b.ev.ready(slot, true)
+	case opPktIn, opPktOut:
+		b.packetCompleted(op, slot, gen, cqe)
 	case opCancel:
 		// Cancel results matter only through the cancelled ops' CQEs.
 	}
@@ -684,6 +688,7 @@ func (b *uringBackend) shutdown() error {
 
 func (b *uringBackend) release() error {
 	var errs []error
+	errs = append(errs, b.prx.free(b.ring))
 	if b.br != nil {
 		errs = append(errs, b.ring.FreeBufRing(b.br))
 	}

@@ -50,6 +50,7 @@ type Loop struct {
 	dirty     []*Conn
 	listeners []*listener
 	nconn     atomic.Int64
+	udp       udpLoop // datagram sockets (udp_loop.go)
 
 	cache    *bufpool.Cache
 	pipes    []spipe // empty splice pipes kept for reuse, oldest first
@@ -495,6 +496,7 @@ func (l *Loop) watch(d time.Duration) {
 }
 
 func (l *Loop) flush() {
+	l.flushPackets()
 	// Indexed, not ranged: a send's report can run OnDrain callbacks that write
 	// to other connections, which appends them to l.dirty; they are
 	// flushed in this same pass instead of being cut off by the reset below.
@@ -540,11 +542,12 @@ func (l *Loop) beginStop() {
 			l.abort(c, ErrClosed)
 		}
 	}
+	l.closePackets()
 }
 
 // drained reports whether a stopping loop has nothing left in flight.
 func (l *Loop) drained() bool {
-	if l.nconn.Load() != 0 {
+	if l.nconn.Load() != 0 || l.udp.open != 0 {
 		return false
 	}
 	for _, ln := range l.listeners {

@@ -32,6 +32,7 @@ type options struct {
 	procs     bool // raise GOMAXPROCS above the loop count
 	sharePort bool
 	cfg       Config
+	pkt       packetOptions // datagram sockets (udp_options.go)
 }
 
 // Option configures a Server.
@@ -42,6 +43,7 @@ func defaultOptions() options {
 		loops: runtime.NumCPU(),
 		procs: true,
 		cfg:   Config{NoDelay: true},
+		pkt:   defaultPacketOptions(),
 	}
 }
 

@@ -177,6 +177,9 @@ func (s *Server) Listen(network, address string) (net.Addr, error) {
 	if s.closed {
 		return nil, ErrServerClosed
 	}
+	if isPacketNetwork(network) {
+		return nil, fmt.Errorf("veloq: listen %s %s: %w: a datagram network (use ListenPacket)", network, address, sock.ErrNetwork)
+	}
 	a, err := sock.Resolve(network, address)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@
 //	go run ./cmd/echo-server -backend epoll -loops 1 -pin
 //	go run ./cmd/echo-server -mode ws        # WebSocket echo on any path; GET / says hello
 //	go run ./cmd/echo-server -mode http -tls-self-signed   # HTTPS with a fresh certificate
+//	go run ./cmd/echo-server -mode udp       # UDP echo: every datagram back to its sender
 //
 // -tls-cert FILE -tls-key FILE serve every mode over TLS (HTTPS, WSS, TLS
 // echo); -tls-self-signed makes an ECDSA P-256 certificate for localhost
@@ -50,13 +51,15 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("echo-server", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:9000", "listen address (host:port, or a path with -network unix)")
-	network := fs.String("network", "tcp", "tcp, tcp4, tcp6 or unix")
+	network := fs.String("network", "tcp", "tcp, tcp4, tcp6 or unix (-mode udp: udp, udp4, udp6 or unixgram; tcp means udp)")
 	loops := fs.Int("loops", runtime.NumCPU(), "number of reactor loops")
 	backend := fs.String("backend", "auto", "I/O backend: auto, uring or epoll")
 	pin := fs.Bool("pin", false, "pin each loop to its own CPU")
 	batchWait := fs.Duration("batch-wait", 0, "how long a busy loop may hold a wake-up back to take events in a batch (0: the default, 20µs; negative: off)")
 	verbose := fs.Bool("v", false, "log at debug level")
-	mode := fs.String("mode", "tcp", "tcp (echo), http (GET / hello, POST /echo), http-std (the same as a net/http handler through FromStd) or ws (WebSocket echo on any path, and http)")
+	mode := fs.String("mode", "tcp", "tcp (echo), http (GET / hello, POST /echo), http-std (the same as a net/http handler through FromStd) ws (WebSocket echo on any path, and http) or udp (datagram echo)")
+	gso := fs.Bool("gso", true, "with -mode udp, send runs of same-size datagrams as one (UDP_SEGMENT) where the kernel can")
+	gro := fs.Bool("gro", true, "with -mode udp, let the kernel coalesce received datagrams (UDP_GRO) where it can")
 	wsCompress := fs.Bool("ws-compress", false, "with -mode ws, negotiate permessage-deflate when clients offer it")
 	work := fs.Int("work", 0, "CPU cost per echoed message: rounds of hashing over it")
 	offload := fs.Bool("offload", false, "with -work, hash on the work-stealing pool instead of the loop")
@@ -100,8 +103,12 @@ func run(args []string) error {
 		return runHTTP(ctx, httpConfig{addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, batchWait: *batchWait, logger: logger,
 			std: *mode == "http-std", ws: *mode == "ws", wsCompress: *wsCompress, tls: tlsCfg})
 	}
+	if *mode == "udp" {
+		return runUDP(ctx, udpConfig{addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, gso: *gso, gro: *gro,
+			logger: logger, opts: []vnet.Option{vnet.WithBatchWait(*batchWait)}})
+	}
 	if *mode != "tcp" {
-		return fmt.Errorf("-mode must be tcp, http, http-std or ws, not %q", *mode)
+		return fmt.Errorf("-mode must be tcp, http, http-std, ws or udp, not %q", *mode)
 	}
 	var h vnet.Handler = &vnet.HandlerFuncs{Data: func(c *vnet.Conn) {
 		in, _ := c.Next(-1)

@@ -84,7 +84,7 @@ func TestEchoServerBinary(t *testing.T) {
 
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"-backend", "kqueue"}, {"-mode", "smtp"}, {"-loops", "0"},
+		{"-backend", "kqueue"}, {"-mode", "smtp"}, {"-loops", "0"}, {"-mode", "udp", "-network", "unix"},
 		{"-work", "1", "-heavy-every", "-1"},
 		{"-work", "1", "-heavy-every", "2", "-heavy-factor", "0"},
 		{"-heavy-every", "10"}, // heavy without -work

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bufio"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/veloq/veloq/internal/backendtest"
+	vnet "github.com/veloq/veloq/net"
+)
+
+// -mode udp echoes every datagram to its sender, on both backends and with
+// the offloads on and off, prints its counters and exits 0 on SIGTERM.
+func TestUDPMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "echo-server")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "build: %s", out)
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
+		for _, off := range []string{"true", "false"} {
+			cmd := exec.Command(bin, "-mode", "udp", "-addr", "127.0.0.1:0", "-loops", "2", "-backend", string(b), "-gso="+off, "-gro="+off)
+			stdout, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			r := bufio.NewReader(stdout)
+			line, err := r.ReadString('\n')
+			require.NoError(t, err)
+			m := regexp.MustCompile(`udp echo on (127\.0\.0\.1:\d+), backend ` + string(b) + `, 2 loops`).FindStringSubmatch(line)
+			if m == nil {
+				cmd.Process.Kill()
+				t.Fatalf("start line %q", line)
+			}
+			c, err := net.Dial("udp", m[1])
+			require.NoError(t, err)
+			require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+			buf := make([]byte, 2048)
+			for _, msg := range []string{"veloq", "", string(make([]byte, 1200))} {
+				_, err := c.Write([]byte(msg))
+				require.NoError(t, err)
+				n, err := c.Read(buf)
+				require.NoError(t, err)
+				require.Equal(t, msg, string(buf[:n]))
+			}
+			c.Close()
+			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+			rest := ""
+			for {
+				l, err := r.ReadString('\n')
+				rest += l
+				if err != nil {
+					break
+				}
+			}
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				t.Fatal("no exit after SIGTERM")
+			}
+			require.Regexp(t, `3 received, 3 sent, 0 dropped`, rest)
+		}
+	})
+}

@@ -1,6 +1,9 @@
 // Command stdhttp is the net/http peer for HTTP benchmarks: GET / answers
 // "Hello, World!" as text/plain, like echo-server -mode http.
 //
+// With -h2c it also serves HTTP/2 with prior knowledge in plaintext; over
+// TLS net/http serves HTTP/2 by ALPN anyway.
+//
 // With -tls-self-signed it serves HTTPS (ListenAndServeTLS) with an ECDSA
 // P-256 certificate made at start, as echo-server -tls-self-signed does,
 // and otherwise crypto/tls's defaults (session tickets issued, as veloq's
@@ -29,6 +32,7 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
 	selfSigned := flag.Bool("tls-self-signed", false, "serve HTTPS with a self-signed ECDSA P-256 certificate made at start (clients must skip verification)")
+	h2c := flag.Bool("h2c", false, "in plaintext, also serve HTTP/2 with prior knowledge (http.Server.Protocols)")
 	flag.Parse()
 	hello := []byte("Hello, World!")
 	mux := http.NewServeMux()
@@ -45,6 +49,13 @@ func main() {
 			}
 		}}
 	proto := "http"
+	if *h2c {
+		var p http.Protocols
+		p.SetHTTP1(true)
+		p.SetUnencryptedHTTP2(true)
+		srv.Protocols = &p
+		proto = "http+h2c"
+	}
 	if *selfSigned {
 		cert, err := selfsigned.New(24 * time.Hour)
 		if err != nil {

@@ -109,6 +109,7 @@ type connAux struct {
 	drainAt   int
 	spliced   int64     // bytes moved out of this connection by splices
 	tls       *tlsLayer // a TLS connection's layer (tls.go)
+	file      *fileSend // a SendFile in progress (sendfile.go)
 }
 
 // more returns c's connAux, allocating it on first use.
@@ -261,7 +262,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 // It returns nil off the loop or once the connection is closed. Call it on
 // c's loop.
 func (c *Conn) AvailableBuffer() []byte {
-	if c.offLoop() || c.state != connOpen || c.wrShut {
+	if c.offLoop() || c.state != connOpen || c.wrShut || c.sendingFile() {
 		return nil
 	}
 	if c.tlsLayer() != nil {
@@ -275,6 +276,9 @@ func (c *Conn) AvailableBuffer() []byte {
 func (c *Conn) write(p []byte) (int, error) {
 	if c.state != connOpen || c.wrShut {
 		return 0, ErrClosed
+	}
+	if c.sendingFile() {
+		return 0, ErrSendingFile
 	}
 	if len(p) == 0 {
 		return 0, nil
@@ -298,6 +302,9 @@ func (c *Conn) Writev(bufs [][]byte) (int, error) {
 func (c *Conn) writev(bufs [][]byte) (int, error) {
 	if c.state != connOpen || c.wrShut {
 		return 0, ErrClosed
+	}
+	if c.sendingFile() {
+		return 0, ErrSendingFile
 	}
 	n := 0
 	for _, b := range bufs {
@@ -324,6 +331,9 @@ func (c *Conn) WriteString(s string) (int, error) {
 	}
 	if c.state != connOpen || c.wrShut {
 		return 0, ErrClosed
+	}
+	if c.sendingFile() {
+		return 0, ErrSendingFile
 	}
 	if len(s) == 0 {
 		return 0, nil
@@ -395,6 +405,10 @@ func (c *Conn) Close() error {
 	if c.state != connOpen {
 		return ErrClosed
 	}
+	if c.sendingFile() {
+		c.aux.file.closeAfter = true // after the file's last byte
+		return nil
+	}
 	if !c.wrShut {
 		c.tlsCloseNotify()
 	}
@@ -410,6 +424,10 @@ func (c *Conn) CloseWrite() error {
 	}
 	if c.state != connOpen || c.wrShut {
 		return ErrClosed
+	}
+	if c.sendingFile() {
+		c.aux.file.shutAfter = true // after the file's last byte
+		return nil
 	}
 	c.tlsCloseNotify()
 	c.wrShut = true

@@ -207,4 +207,3 @@ func TestSendFileRefuses(t *testing.T) {
 		require.Len(t, all, 64<<10+1)
 	})
 }
-

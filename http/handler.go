@@ -44,6 +44,7 @@ type ResponseWriter struct {
 	raddr    net.Addr
 	hijack   vnet.Handler // set by Hijack: who gets the connection next
 	std      *stdHandler  // a FromStd handler the chain called, to run next
+	file     *fileBody    // a body ServeFile takes from a file (fs_send.go)
 	ctx      context.Context
 
 	// Streaming (Flush) by an offloaded handler.
@@ -146,7 +147,7 @@ func (w *ResponseWriter) Context() context.Context {
 func (w *ResponseWriter) reset(cs *conn, req *Request, head, body []byte) {
 	w.resp.Reset(body)
 	w.cs, w.head = cs, head
-	w.job, w.panicked, w.aborted, w.hijack, w.std = nil, false, false, nil, nil
+	w.job, w.panicked, w.aborted, w.hijack, w.std, w.file = nil, false, false, nil, nil, nil
 }
 
 // Hijack takes the connection away from the HTTP server once the handler
@@ -291,7 +292,10 @@ func (j *offloadJob) release() {
 	if cap(j.buf) > 64<<10 {
 		j.buf = nil
 	}
-	j.o, j.w.cs, j.w.raddr, j.w.ctx, j.w.req = nil, nil, nil, nil, nil
+	if j.w.file != nil {
+		j.w.file.discard() // not sent: the connection closed first
+	}
+	j.o, j.w.cs, j.w.raddr, j.w.ctx, j.w.req, j.w.file = nil, nil, nil, nil, nil, nil
 	j.w.streamed, j.w.chunked, j.w.mustClose, j.w.serr = false, false, false, nil
 	jobPool.Put(j)
 }
@@ -352,6 +356,10 @@ func (cs *conn) offload(j *offloadJob) {
 				if !cs.finishStreamed(&j.w) {
 					return
 				}
+			} else if body := j.w.file; body != nil {
+				j.w.file = nil
+				cs.sendFile(&j.w.resp, &j.req, body)
+				return
 			} else {
 				cs.writeResponse(&j.w.resp, &j.req)
 				if !cs.afterResponse(&j.w.resp) {

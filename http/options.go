@@ -45,6 +45,7 @@ type serverOptions struct {
 	maxConns          int
 	reject503         bool
 	offload           *executor.Pool
+	filePool          *executor.BlockingPool // ServeFile's (fs.go)
 	logger            *slog.Logger
 	net               []vnet.Option
 }
@@ -157,6 +158,9 @@ func WithNetOptions(opts ...vnet.Option) Option {
 }
 
 func (o *serverOptions) setDefaults() {
+	if o.filePool == nil {
+		o.filePool = executor.NewBlockingPool() // no goroutine until a file is served
+	}
 	if o.readHeaderTimeout == 0 {
 		o.readHeaderTimeout = DefaultReadHeaderTimeout
 	}

@@ -162,7 +162,7 @@ func (cs *conn) onTimer() {
 		next = min(next, deadline-now)
 	}
 	if wt := int64(o.writeTimeout); wt > 0 {
-		if p := c.OutputBuffered(); p > 0 {
+		if p := c.OutputBuffered() + int(c.FilePending()); p > 0 {
 			if cs.lastPending == 0 || p < cs.lastPending {
 				cs.progressAt = now
 			}

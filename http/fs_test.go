@@ -405,3 +405,25 @@ func TestServeContent(t *testing.T) {
 func tlsClientConn(raw net.Conn) *tls.Conn {
 	return tls.Client(raw, testCert().ClientConfig("localhost"))
 }
+
+// A client that stops reading a file is cut by the write timeout, as one
+// that stops reading any response: the file's unsent bytes count as
+// pending output.
+func TestFileServerWriteTimeout(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		dir := t.TempDir()
+		f, err := os.Create(filepath.Join(dir, "huge"))
+		require.NoError(t, err)
+		require.NoError(t, f.Truncate(100<<20))
+		f.Close()
+		s := startServer(t, b, FileServer(dir), WithWriteTimeout(300*time.Millisecond), WithReadHeaderTimeout(300*time.Millisecond))
+		c, br := rawConn(t, s)
+		fmt.Fprintf(c, "GET /huge HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := nethttp.ReadResponse(br, &nethttp.Request{Method: "GET"})
+		require.NoError(t, err)
+		require.Equal(t, 200, resp.StatusCode)
+		require.Eventually(t, func() bool { return s.Stats().Timeouts == 1 && s.Stats().Conns == 0 }, 20*time.Second, 10*time.Millisecond)
+		n, _ := io.Copy(io.Discard, resp.Body)
+		require.Less(t, n, int64(100<<20), "the whole file arrived")
+	})
+}

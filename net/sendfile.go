@@ -144,6 +144,18 @@ func (c *Conn) SendFile(b *executor.BlockingPool, f *os.File, off, n int64, done
 // SendingFile reports whether a SendFile is in progress on c.
 func (c *Conn) SendingFile() bool { return c.aux != nil && c.aux.file != nil }
 
+// FilePending returns how many bytes of the file SendFile is sending have
+// not yet been handed to the socket (or, in copy mode, to the output
+// queue, which OutputBuffered counts): 0 when no file is being sent. With
+// OutputBuffered it tells whether a slow peer is making progress.
+func (c *Conn) FilePending() int64 {
+	if c.aux == nil || c.aux.file == nil {
+		return 0
+	}
+	fs := c.aux.file
+	return fs.left + int64(fs.queued) + int64(len(fs.chunk))
+}
+
 // sendingFile is the check the write paths make.
 func (c *Conn) sendingFile() bool { return c.aux != nil && c.aux.file != nil }
 

@@ -23,8 +23,8 @@ import (
 const sniffLen = 512
 
 // smallFile is the size up to which a file is read into the response body
-// by the task that opened it: a pipe's system calls and a second trip
-// through the blocking pool cost more than copying so few bytes.
+// by the task that opened it: a second trip through the blocking pool
+// costs more than copying so few bytes.
 const smallFile = 16 << 10
 
 // ServeFile replies to r with the contents of the named file or
@@ -46,8 +46,9 @@ const smallFile = 16 << 10
 // blocking pool (see [WithFilePool]), never on the loop; the connection's
 // later requests wait meanwhile, like those of an [OffloadedBlocking]
 // handler. A larger body is sent with vnet.Conn.SendFile: from the page
-// cache to the socket with splice(2), without a copy through user space
-// on a plaintext connection, in bounded 64 KiB copies over TLS. Set
+// cache to the socket with sendfile(2) on the pool, without a copy through
+// user space, on a plaintext connection, and in bounded 64 KiB copies over
+// TLS; either way a slow client holds no more than its socket buffers. Set
 // fields (Cache-Control, a Content-Type, an ETag of your own) before the
 // call; the response is complete when the handler returns, so do not
 // write a body.

@@ -16,8 +16,8 @@ import (
 // reach the peer before anything written after them.
 var ErrSendingFile = errors.New("veloq: a file is being sent on this connection")
 
-// fileChunk is what one read of the file moves in copy mode (TLS, or no
-// pipe to be had): the read buffer a file send holds.
+// fileChunk is what one read of the file moves in copy mode (TLS, a small
+// part, or no descriptor to be had): the read buffer a file send holds.
 const fileChunk = 64 << 10
 
 // fileCopyLow is the pending output below which copy mode reads its next
@@ -25,45 +25,60 @@ const fileChunk = 64 << 10
 const fileCopyLow = 32 << 10
 
 // fileSend is one SendFile in progress. The loop owns every field except
-// while filling is set: then a blocking-pool task reads the file into the
-// pipe (or into buf) and posts the result back, and the loop touches
-// neither the pipe nor buf until it arrives.
+// while busy is set: then a blocking-pool task is sending (or reading into
+// buf) and posts the result back, and the loop touches neither sock nor
+// buf until it arrives.
 //
-// Why the disk read runs on the blocking pool on both backends, rather
-// than as an IORING_OP_SPLICE on io_uring: the kernel runs a splice from
-// a regular file on an io-wq worker thread anyway (a thread hop, the same
-// cost as the pool's), and the pipe → socket leg as an io_uring splice on
-// a non-blocking socket completes with EAGAIN instead of waiting (see
-// splice.go), so it would need a poll before it all the same. One design
-// for both backends keeps the backend contract as it is: the pool fills a
-// pipe from the file (blocking on the disk if it must, never on the
-// loop), and the loop empties the pipe into the socket with non-blocking
-// splice(2) calls, waiting for writability through the backend's watch
-// like SpliceTo. Neither leg copies the bytes through user space.
+// The zero-copy path is sendfile(2) on the blocking pool, on both
+// backends, into a duplicate of the connection's (non-blocking) socket:
+//   - the disk read inside sendfile may block, so it must not run on the
+//     loop; on the pool it blocks one pool goroutine, never the loop;
+//   - one sendfile call moves what the socket buffer takes (a loopback
+//     socket takes megabytes) with no user-space copy and no pipe; the
+//     alternatives cost more calls per byte: splice file → pipe on the pool
+//     and pipe → socket on the loop is two calls and a thread hop per pipe
+//     load (256 KiB), and IORING_OP_SPLICE runs a file read on an io-wq
+//     thread anyway and fails with EAGAIN on a full non-blocking socket
+//     instead of waiting (see splice.go);
+//   - the duplicate keeps the socket open while a task uses it: if the
+//     connection is torn down meanwhile, the loop's close(2) of its
+//     descriptor cannot let a new connection reuse the number under the
+//     task's feet, and the socket itself closes when the task returns;
+//   - a full socket ends the task with EAGAIN; the loop then waits for
+//     writability through the backend's watch, as SpliceTo does, and sends
+//     the rest from the pool again.
+//
+// The send starts only when output written before it has left (so the
+// bytes keep their order), and writes are refused until it ends.
 type fileSend struct {
 	c    *Conn
 	pool *executor.BlockingPool
 	f    *os.File // kept referenced so that its descriptor stays open
 	fd   int
-	off  int64 // next file offset to read
-	left int64 // bytes still to read from the file
+	off  int64 // next file offset to send
+	left int64 // bytes still to send
 	sent int64 // bytes handed to the socket or the output queue
 	done func(sent int64, err error)
 
-	pipe   spipe
-	queued int    // zero-copy: bytes in the pipe
-	buf    []byte // copy mode: the read buffer
-	chunk  []byte // copy mode: read and not yet written
+	sock  int    // zero-copy: the duplicate of the socket; -1 in copy mode
+	buf   []byte // copy mode: the read buffer
+	chunk []byte // copy mode: read and not yet written
 
-	copying    bool // no pipe: read into buf and write through the output queue
-	filling    bool // a read task is on the blocking pool
+	busy       bool // a task is on the blocking pool
 	waitOut    bool // the socket is full: the backend reports writability
 	waitDrain  bool // ordinary output must drain first
-	ended      bool // torn down; released when the read task returns
+	ended      bool // torn down; released when the task returns
 	closeAfter bool // Close was called meanwhile
 	shutAfter  bool // CloseWrite was called meanwhile
 	err        error
 }
+
+// sendfileMax bounds what one pool task sends, so that a large file on a
+// slow disk does not hold a pool goroutine for long at a time.
+const sendfileMax = 4 << 20
+
+// errAgain is a task's report that the socket is full.
+var errAgain = errors.New("socket full")
 
 // SendFile sends n bytes of f, from offset off, on c after everything
 // written to c before it, and then calls done on c's loop with the
@@ -72,31 +87,31 @@ type fileSend struct {
 // and an error otherwise (done will not run).
 //
 // On a plaintext connection the bytes go from the file to the socket
-// without passing through user space: a task on the blocking pool b
-// splices a pipe load (up to 256 KiB) from the file into a pipe, so the
-// loop never waits for the disk, and the loop splices the pipe into the
-// socket with non-blocking calls, waiting for writability as needed. The
-// pipe comes from the loop's pool, under the same descriptor bounds as
-// SpliceTo. On a TLS connection (Conn.TLS is not nil), where the kernel
-// would send the file as plaintext, and when no pipe can be had, SendFile
-// falls back to copying: b reads the file 64 KiB at a time and each chunk
-// goes through the connection's ordinary write path, the next being read
-// once pending output is below the low-water mark. Either way a send holds
-// one pipe or one 64 KiB buffer, however large the file.
+// without passing through user space: a task on the blocking pool b calls
+// sendfile(2) until the socket is full, so the loop never waits for the
+// disk, and the loop waits for the socket to drain before the next task.
+// The task writes through a duplicate of the socket's descriptor, which a
+// send holds while it runs (none is made once half of RLIMIT_NOFILE is in
+// use, the rule SpliceTo follows for its pipes). On a TLS connection
+// (Conn.TLS is not nil), where the kernel would send the file as
+// plaintext, for a part under 16 KiB, and when no descriptor can be had,
+// SendFile copies instead: b reads the file 64 KiB at a time and each
+// chunk goes through the connection's ordinary write path, the next being
+// read once pending output is below the low-water mark. Either way a send
+// holds one descriptor or one 64 KiB buffer, however large the file.
 //
 // Until done runs, Write, Writev, WriteString and ForwardTo into c return
 // ErrSendingFile and AvailableBuffer returns nil. Close and CloseWrite
-// take effect after the file has been sent. f must stay open and must not
-// be read through its offset meanwhile (SendFile reads with explicit
-// offsets); closing it is the caller's, typically in done.
+// take effect after the file has been sent. f must stay open until done
+// runs (closing it is the caller's, typically in done); SendFile reads it
+// at explicit offsets, not through its file offset.
 //
-// If the file is shorter than off+n, or a read fails, or the connection
-// fails or is closed by the peer, the connection is aborted (the peer
-// cannot tell the rest of the data from what follows otherwise), and done
-// gets the cause. If b refuses the first read (executor.ErrOverloaded),
-// SendFile returns that error with nothing sent. done normally runs on
-// c's loop; if the loop has stopped while a read was on the pool, it runs
-// on that pool's goroutine.
+// If the file is shorter than off+n, or reading it fails, or b refuses a
+// task (executor.ErrOverloaded), or the connection fails or is closed by
+// the peer, the connection is aborted (the peer could not tell the rest
+// of the data from what follows otherwise), and done gets the cause. done
+// normally runs on c's loop; if the loop has stopped while a task was on
+// the pool, it runs on that pool's goroutine.
 func (c *Conn) SendFile(b *executor.BlockingPool, f *os.File, off, n int64, done func(sent int64, err error)) error {
 	switch {
 	case c.offLoop():
@@ -113,32 +128,37 @@ func (c *Conn) SendFile(b *executor.BlockingPool, f *os.File, off, n int64, done
 		return fmt.Errorf("%w: the connection is a splice destination", ErrSendingFile)
 	}
 	l := c.loop
-	fs := &fileSend{c: c, pool: b, f: f, fd: int(f.Fd()), off: off, left: n, done: done}
-	if c.tlsLayer() != nil || n < fileChunk/4 {
-		// Below 16 KiB a pipe's two system calls and its descriptors buy
-		// nothing over one copy; over TLS nothing else is possible.
-		fs.copying = true
-	} else if p, err := l.getPipe(); err == nil {
-		fs.pipe = p
-	} else {
-		fs.copying = true
+	fs := &fileSend{c: c, pool: b, f: f, fd: int(f.Fd()), off: off, left: n, done: done, sock: -1}
+	if c.tlsLayer() == nil && n >= fileChunk/4 {
+		// Below 16 KiB a descriptor and a sendfile buy nothing over one
+		// copy; over TLS nothing else is possible.
+		fs.sock, _ = dupSocket(c.fd)
 	}
-	if fs.copying {
+	if fs.sock < 0 {
 		fs.buf = make([]byte, min(n, fileChunk))
 	}
 	c.more().file = fs
 	if n == 0 {
-		l.Defer(func() { l.fileNext(fs) })
+		l.Defer(func() { l.fileNext(fs) }) // done never runs inside SendFile
 		return nil
 	}
-	if err := l.startFill(fs); err != nil {
-		c.aux.file = nil
-		if !fs.copying {
-			l.putPipe(fs.pipe, true)
-		}
-		return err
-	}
+	l.fileNext(fs)
 	return nil
+}
+
+// dupSocket returns a duplicate of fd, or -1 and why not. It refuses a
+// descriptor in the upper half of the soft RLIMIT_NOFILE, which is kept
+// for sockets (see getPipe).
+func dupSocket(fd int) (int, error) {
+	d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1, os.NewSyscallError("fcntl", err)
+	}
+	if limit := softFDLimit(); uint64(d) >= limit/2 {
+		unix.Close(d)
+		return -1, fmt.Errorf("descriptor %d is in the upper half of RLIMIT_NOFILE (%d)", d, limit)
+	}
+	return d, nil
 }
 
 // SendingFile reports whether a SendFile is in progress on c.
@@ -153,69 +173,70 @@ func (c *Conn) FilePending() int64 {
 		return 0
 	}
 	fs := c.aux.file
-	return fs.left + int64(fs.queued) + int64(len(fs.chunk))
+	return fs.left + int64(len(fs.chunk))
 }
 
 // sendingFile is the check the write paths make.
 func (c *Conn) sendingFile() bool { return c.aux != nil && c.aux.file != nil }
 
-// startFill submits the next read of the file to the pool.
-func (l *Loop) startFill(fs *fileSend) error {
-	fs.filling = true
+// startTask submits the next send (or, in copy mode, read) of the file
+// to the pool.
+func (l *Loop) startTask(fs *fileSend) error {
+	fs.busy = true
 	fd, off := fs.fd, fs.off
 	var task func()
-	if fs.copying {
+	if fs.sock < 0 {
 		buf := fs.buf[:min(fs.left, int64(len(fs.buf)))]
 		task = func() {
 			n, err := preadFull(fd, buf, off)
-			l.postFilled(fs, n, err)
+			l.postDone(fs, n, err)
 		}
 	} else {
-		pw, want := fs.pipe.w, int(min(fs.left, int64(fs.pipe.size)))
+		sock, want := fs.sock, min(fs.left, sendfileMax)
 		task = func() {
-			n, err := spliceIn(fd, off, pw, want)
-			l.postFilled(fs, n, err)
+			n, err := sendfileSome(sock, fd, off, want)
+			l.postDone(fs, n, err)
 		}
 	}
 	if err := fs.pool.Submit(task); err != nil {
-		fs.filling = false
+		fs.busy = false
 		return fmt.Errorf("veloq: SendFile: %w", err)
 	}
 	return nil
 }
 
-// postFilled hands a read's result back to the loop (on the pool's
+// postDone hands a task's result back to the loop (on the pool's
 // goroutine). A stopped loop has torn the connection down already.
-func (l *Loop) postFilled(fs *fileSend, n int, err error) {
-	if l.Post(func() { l.filled(fs, n, err) }) != nil {
-		if !fs.copying {
-			closePipe(fs.pipe)
+func (l *Loop) postDone(fs *fileSend, n int, err error) {
+	if l.Post(func() { l.taskDone(fs, n, err) }) != nil {
+		if fs.sock >= 0 {
+			unix.Close(fs.sock)
 		}
-		fs.done(fs.sent, ErrClosed)
+		fs.done(fs.sent+int64(n), ErrClosed)
 	}
 }
 
-// spliceIn moves want bytes of the file at off into the empty pipe whose
-// write end is pw. It blocks on the disk, so it runs on the pool.
-func spliceIn(fd int, off int64, pw, want int) (int, error) {
-	got := 0
-	for got < want {
-		n, err := unix.Splice(fd, &off, pw, nil, want-got, unix.SPLICE_F_MOVE)
+// sendfileSome sends up to want bytes of the file at off into the
+// non-blocking socket sock, until the socket is full (errAgain, with the
+// count sent). It blocks on the disk, so it runs on the pool.
+func sendfileSome(sock, fd int, off, want int64) (int, error) {
+	sent := 0
+	for int64(sent) < want {
+		o := off + int64(sent)
+		n, err := unix.Sendfile(sock, fd, &o, int(want-int64(sent)))
 		switch {
 		case err == unix.EINTR:
 			continue
-		case err == unix.EAGAIN && got > 0:
-			// The pipe's slots are full: a load that does not start on a
-			// page boundary fills them with less than the pipe's size.
-			return got, nil
+		case err == unix.EAGAIN:
+			return sent + max(n, 0), errAgain
 		case err != nil:
-			return got, os.NewSyscallError("splice", err)
+			return sent, os.NewSyscallError("sendfile", err)
 		case n == 0:
-			return got, io.ErrUnexpectedEOF
+			return sent, io.ErrUnexpectedEOF
 		}
-		got += int(n)
+		sent += n
 	}
-	return got, nil
+	return sent, nil
 }
 
 // preadFull reads len(buf) bytes of the file at off (on the pool).
@@ -236,36 +257,70 @@ func preadFull(fd int, buf []byte, off int64) (int, error) {
 	return got, nil
 }
 
-// filled takes a read's result on the loop.
-func (l *Loop) filled(fs *fileSend, n int, err error) {
-	fs.filling = false
-	if !fs.copying {
-		fs.queued = n // also on failure: a pipe holding bytes is closed, not pooled
+// taskDone takes a task's result on the loop.
+func (l *Loop) taskDone(fs *fileSend, n int, err error) {
+	fs.busy = false
+	c := fs.c
+	if fs.sock >= 0 {
+		fs.off += int64(n)
+		fs.left -= int64(n)
+		fs.sent += int64(n)
+		l.ctr.bytesOut += uint64(n)
+		if n > 0 {
+			c.lastActive = l.now
+		}
 	}
 	if fs.ended {
 		l.releaseFile(fs)
 		return
 	}
-	if err != nil {
-		l.abort(fs.c, fmt.Errorf("veloq: SendFile: reading the file: %w", err))
+	switch {
+	case err == errAgain:
+		l.waitWritable(fs)
+		return
+	case err != nil && fs.sock >= 0:
+		l.abort(c, fmt.Errorf("veloq: SendFile: %w", err))
+		return
+	case err != nil:
+		l.abort(c, fmt.Errorf("veloq: SendFile: reading the file: %w", err))
 		return
 	}
-	fs.off += int64(n)
-	fs.left -= int64(n)
-	if fs.copying {
+	if fs.sock < 0 {
+		fs.off += int64(n)
+		fs.left -= int64(n)
 		fs.chunk = fs.buf[:n]
 	}
 	l.fileNext(fs)
 }
 
-// fileNext moves the send on: out of the pipe or the buffer, then the
-// next read, or the end.
-func (l *Loop) fileNext(fs *fileSend) {
+// waitWritable waits for the backend to report c's socket writable. The
+// task saw it full on another thread, so on epoll the edge that ends that
+// may already have passed unwatched: once the watch is on, a poll(2) with
+// no timeout tells whether it did (an edge after the watch is reported).
+// An io_uring poll request looks at the socket's state when armed.
+func (l *Loop) waitWritable(fs *fileSend) {
 	c := fs.c
-	if fs.ended || fs.filling || fs.waitOut || c.state != connOpen {
+	fs.waitOut = true
+	l.be.watch(c.slot, true, true)
+	if l.backend != BackendEpoll {
 		return
 	}
-	if fs.copying {
+	pfd := []unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLOUT}}
+	if n, err := unix.Poll(pfd, 0); err == nil && n > 0 && pfd[0].Revents&unix.POLLOUT != 0 {
+		l.be.watch(c.slot, true, false)
+		fs.waitOut = false
+		l.fileNext(fs)
+	}
+}
+
+// fileNext moves the send on: the next task, the buffered chunk, or the
+// end.
+func (l *Loop) fileNext(fs *fileSend) {
+	c := fs.c
+	if fs.ended || fs.busy || fs.waitOut || c.state != connOpen {
+		return
+	}
+	if fs.sock < 0 {
 		if len(fs.chunk) > 0 {
 			if err := l.fileWrite(c, fs.chunk); err != nil {
 				l.abort(c, err)
@@ -282,11 +337,12 @@ func (l *Loop) fileNext(fs *fileSend) {
 			fs.waitDrain = true // afterWrite calls back
 			return
 		}
-	} else if fs.queued > 0 && !l.pumpFile(fs) {
+	} else if fs.left > 0 && c.out.len() > 0 {
+		fs.waitDrain = true // afterWrite calls back at zero
 		return
 	}
 	if fs.left > 0 {
-		if err := l.startFill(fs); err != nil {
+		if err := l.startTask(fs); err != nil {
 			l.abort(c, err)
 		}
 		return
@@ -305,35 +361,6 @@ func (l *Loop) fileWrite(c *Conn, p []byte) error {
 	return nil
 }
 
-// pumpFile splices the pipe into the socket and reports whether the pipe
-// is empty. Output written before SendFile leaves first.
-func (l *Loop) pumpFile(fs *fileSend) bool {
-	c := fs.c
-	if c.out.len() > 0 {
-		fs.waitDrain = true // afterWrite calls back at zero
-		return false
-	}
-	for fs.queued > 0 {
-		n, err := unix.Splice(fs.pipe.r, nil, c.fd, nil, fs.queued, unix.SPLICE_F_NONBLOCK|unix.SPLICE_F_MOVE)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			fs.waitOut = true
-			l.be.watch(c.slot, true, true)
-			return false
-		case err != nil:
-			l.abort(c, os.NewSyscallError("splice", err))
-			return false
-		}
-		fs.queued -= int(n)
-		fs.sent += n
-		c.lastActive = l.now
-		l.ctr.bytesOut += uint64(n)
-	}
-	return true
-}
-
 // fileWritable is the backend's report that c's socket has room again.
 func (l *Loop) fileWritable(fs *fileSend) {
 	fs.waitOut = false
@@ -346,7 +373,7 @@ func (l *Loop) fileDrained(fs *fileSend, pending int) {
 		return
 	}
 	low := 0
-	if fs.copying {
+	if fs.sock < 0 {
 		if low = fs.c.lowWater; low <= 0 {
 			low = fileCopyLow
 		}
@@ -373,8 +400,8 @@ func (l *Loop) finishFile(fs *fileSend) {
 }
 
 // fileTeardown ends c's send when c is torn down. A read still on the
-// pool finishes first: the pipe and the file are released, and done told,
-// when it returns.
+// pool finishes first: the duplicate and the file are released, and done
+// told, when it returns.
 func (l *Loop) fileTeardown(c *Conn) {
 	fs := c.aux.file
 	c.aux.file = nil
@@ -383,17 +410,16 @@ func (l *Loop) fileTeardown(c *Conn) {
 	if fs.err == nil || fs.err == io.EOF {
 		fs.err = ErrClosed
 	}
-	if !fs.filling {
+	if !fs.busy {
 		l.releaseFile(fs)
 	}
 }
 
-// releaseFile gives the pipe back (or closes it, holding bytes) and calls
-// done.
+// releaseFile closes the socket's duplicate and calls done.
 func (l *Loop) releaseFile(fs *fileSend) {
-	if !fs.copying {
-		l.putPipe(fs.pipe, fs.queued == 0)
-		fs.pipe = spipe{}
+	if fs.sock >= 0 {
+		unix.Close(fs.sock)
+		fs.sock = -1
 	}
 	fs.buf, fs.chunk, fs.f = nil, nil, nil
 	done := fs.done

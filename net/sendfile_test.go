@@ -132,8 +132,8 @@ func TestSendFileShortFileAborts(t *testing.T) {
 	})
 }
 
-// A client that resets in the middle of a large file releases the file's
-// pipe and every descriptor: done reports the cause, and after the server
+// A client that resets in the middle of a large file releases the
+// socket's duplicate and every descriptor: done reports the cause, and after the server
 // stops the process has no more descriptors than before.
 func TestSendFileClientResetReleases(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b Backend) {
@@ -171,7 +171,9 @@ func TestSendFileClientResetReleases(t *testing.T) {
 		require.NoError(t, s.Shutdown(ctx))
 		// Only more descriptors afterwards is a leak: an idle pipe another
 		// test's loop pooled may be trimmed meanwhile.
-		require.LessOrEqual(t, countFDs(t), before)
+		// A task still on the pool when the loops stopped releases its
+		// descriptor when it returns.
+		require.Eventually(t, func() bool { return countFDs(t) <= before }, 10*time.Second, 5*time.Millisecond)
 	})
 }
 

@@ -57,6 +57,7 @@ func run(args []string) error {
 	batchWait := fs.Duration("batch-wait", 0, "how long a busy loop may hold a wake-up back to take events in a batch (0: the default, 20µs; negative: off)")
 	verbose := fs.Bool("v", false, "log at debug level")
 	mode := fs.String("mode", "tcp", "tcp (echo), http (GET / hello, POST /echo), http-std (the same as a net/http handler through FromStd) or ws (WebSocket echo on any path, and http)")
+	static := fs.String("static", "", "with -mode http, serve the files of this directory (vhttp.FileServer) instead of GET / and POST /echo")
 	wsCompress := fs.Bool("ws-compress", false, "with -mode ws, negotiate permessage-deflate when clients offer it")
 	work := fs.Int("work", 0, "CPU cost per echoed message: rounds of hashing over it")
 	offload := fs.Bool("offload", false, "with -work, hash on the work-stealing pool instead of the loop")
@@ -98,7 +99,10 @@ func run(args []string) error {
 
 	if *mode == "http" || *mode == "http-std" || *mode == "ws" {
 		return runHTTP(ctx, httpConfig{addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, batchWait: *batchWait, logger: logger,
-			std: *mode == "http-std", ws: *mode == "ws", wsCompress: *wsCompress, tls: tlsCfg})
+			std: *mode == "http-std", ws: *mode == "ws", wsCompress: *wsCompress, tls: tlsCfg, static: *static})
+	}
+	if *static != "" {
+		return fmt.Errorf("-static needs -mode http")
 	}
 	if *mode != "tcp" {
 		return fmt.Errorf("-mode must be tcp, http, http-std or ws, not %q", *mode)

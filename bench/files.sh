@@ -243,7 +243,7 @@ bases=(nethttp)
 	echo
 	echo "## Notes"
 	echo
-	echo "- veloq opens and inspects each file on its blocking pool and moves the body file → pipe (pool) → socket (loop) with splice(2); net/http's FileServer uses sendfile(2) from its goroutine; nginx sendfile(2) from its worker. None caches open files."
+	echo "- veloq opens and inspects each file on its blocking pool (a file up to 16 KiB is read there into the response) and sends a larger body with sendfile(2) from the pool into a duplicate of the socket, the loop waiting for writability when the socket is full; net/http's FileServer uses sendfile(2) from its goroutine; nginx sendfile(2) from its worker. None caches open files."
 	echo "- With the load on one CPU, wrk may be the bottleneck for the 1 MiB file (see the load CPU column): then req/s says little and req per server CPU-s is the figure to compare."
 	for n in "${notes[@]}"; do echo "- $n"; done
 } >"$out"

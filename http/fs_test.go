@@ -27,7 +27,7 @@ import (
 // fsTree is the directory the file tests serve.
 type fsTree struct {
 	dir   string
-	big   []byte // big.bin: several pipe loads
+	big   []byte // big.bin: more than a socket buffer takes at once
 	small []byte // small.txt: read inline by the pool task
 }
 
@@ -183,7 +183,7 @@ func TestFileServerSemantics(t *testing.T) {
 }
 
 // The same bytes arrive over TLS, where the file is copied in bounded
-// chunks instead of spliced.
+// chunks instead of sent with sendfile.
 func TestFileServerTLS(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
 		tr := newFSTree(t)
@@ -260,7 +260,7 @@ func TestFileServerClientCloseReleases(t *testing.T) {
 		defer cancel()
 		require.NoError(t, s.Shutdown(ctx))
 		// A read of the file still on the pool when the loops stopped
-		// releases its pipe and file when it returns. Only more
+		// releases its socket duplicate and file when it returns. Only more
 		// descriptors afterwards is a leak (another loop's idle pipe may
 		// be trimmed meanwhile).
 		require.Eventually(t, func() bool { return countFDs(t) <= before }, 10*time.Second, 5*time.Millisecond,

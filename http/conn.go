@@ -407,6 +407,14 @@ func (cs *conn) serve(req *Request, head []byte, consume int) bool {
 		cs.handOver(h)
 		return false
 	}
+	if body := w.file; body != nil { // ServeFile served it on the loop (fs_inline.go)
+		w.file = nil
+		cs.c.Discard(consume)
+		cs.endBody()
+		cs.phase = phaseBusy
+		cs.sendFile(&w.resp, req, body)
+		return false
+	}
 	cs.writeResponse(&w.resp, req)
 	cs.c.Discard(consume)
 	cs.endBody()

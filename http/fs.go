@@ -156,6 +156,9 @@ func offloadFile(w *ResponseWriter, r *Request, j fileJob) {
 		j.ServeHTTP(w, r)
 		return
 	}
+	if j.serveInline(w, r) {
+		return
+	}
 	w.job = newOffloadJob(w, r, &offloadHandler{b: w.cs.srv.opts.filePool, h: j})
 }
 
@@ -168,7 +171,7 @@ func (j fileJob) ServeHTTP(w *ResponseWriter, r *Request) {
 			fileError(w, err)
 			return
 		}
-		serveContent(w, r, j.name, j.modtime, j.file, fi.Size(), "")
+		serveContent(w, r, j.name, j.modtime, j.file, fi.Size(), "", false)
 		return
 	}
 	f, fi, err := j.open()
@@ -206,7 +209,7 @@ func (j fileJob) ServeHTTP(w *ResponseWriter, r *Request) {
 		return
 	}
 	etag := `"` + strconv.FormatInt(fi.ModTime().UnixNano(), 16) + "-" + strconv.FormatInt(fi.Size(), 16) + `"`
-	serveContent(w, r, j.name, fi.ModTime(), f, fi.Size(), etag)
+	serveContent(w, r, j.name, fi.ModTime(), f, fi.Size(), etag, false)
 }
 
 // open opens the file j names and stats it.
@@ -261,9 +264,11 @@ func fileError(w *ResponseWriter, err error) {
 	}
 }
 
-// serveContent answers r with f (size bytes), off the loop. It takes f
-// over. etag is used when the handler set none.
-func serveContent(w *ResponseWriter, r *Request, name string, modtime time.Time, f *os.File, size int64, etag string) {
+// serveContent answers r with f (size bytes), off the loop, or on it when
+// inline is set: then it must not read the file (the caller made sure
+// the type is known without sniffing), and any body is sent from the
+// file. It takes f over. etag is used when the handler set none.
+func serveContent(w *ResponseWriter, r *Request, name string, modtime time.Time, f *os.File, size int64, etag string, inline bool) {
 	h := w.Header()
 	if tag := string(h.Get("ETag")); tag != "" {
 		etag = tag
@@ -351,7 +356,7 @@ func serveContent(w *ResponseWriter, r *Request, name string, modtime time.Time,
 		w.file = body
 		return
 	}
-	if body.length <= smallFile || w.cs == nil || w.streamed {
+	if !inline && (body.length <= smallFile || w.cs == nil || w.streamed) {
 		// Read here, on the pool: the response carries it like any body.
 		if err := body.readInto(w); err != nil {
 			w.resp.Reset(w.resp.Body()[:0])

@@ -432,3 +432,46 @@ func TestFileServerWriteTimeout(t *testing.T) {
 		require.Less(t, n, int64(100<<20), "the whole file arrived")
 	})
 }
+
+// A file whose lookup is in the kernel's cache and whose type is known by
+// its extension is served from the loop (no trip through the pool before
+// the body); one that needs sniffing goes through the pool. Both answer
+// the same bytes, whole and in ranges.
+func TestFileServerInlineAndPooled(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+		tr := newFSTree(t)
+		for _, name := range []string{"big.png", "big.dat"} {
+			require.NoError(t, os.WriteFile(filepath.Join(tr.dir, name), tr.big, 0o644))
+		}
+		s := startServer(t, b, FileServer(tr.dir))
+		base, cl := baseURL(s, "http"), newClient()
+		size := int64(len(tr.big))
+		get(t, cl, "GET", base+"/big.png") // the lookup is cached from now on
+		for _, tc := range []struct {
+			name    string
+			pooled  bool
+			ctype   string
+			offload uint64
+		}{
+			{"big.png", false, "image/png", 0},
+			{"big.dat", true, "application/octet-stream", 1},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				before := s.Stats().Offloaded
+				resp, body := get(t, cl, "GET", base+"/"+tc.name)
+				require.Equal(t, 200, resp.StatusCode)
+				require.True(t, bytes.Equal(tr.big, body))
+				require.Equal(t, tc.ctype, resp.Header.Get("Content-Type"))
+				require.Equal(t, tc.offload, s.Stats().Offloaded-before, "requests that went through the pool")
+				resp, body = get(t, cl, "GET", base+"/"+tc.name, "Range", "bytes=70000-")
+				require.Equal(t, 206, resp.StatusCode)
+				require.True(t, bytes.Equal(tr.big[70000:], body))
+				resp, body = get(t, cl, "GET", base+"/"+tc.name, "Range", "bytes=1-2,-3")
+				require.Equal(t, 206, resp.StatusCode)
+				checkMultipart(t, resp, body, tr.big, []byteRange{{1, 2}, {size - 3, 3}})
+				resp, _ = get(t, cl, "GET", base+"/"+tc.name, "If-None-Match", resp.Header.Get("ETag"))
+				require.Equal(t, 304, resp.StatusCode)
+			})
+		}
+	})
+}

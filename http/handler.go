@@ -146,6 +146,9 @@ func (w *ResponseWriter) Context() context.Context {
 
 func (w *ResponseWriter) reset(cs *conn, req *Request, head, body []byte) {
 	w.resp.Reset(body)
+	if w.file != nil {
+		w.file.discard() // set by a handler that then panicked or hijacked
+	}
 	w.cs, w.head = cs, head
 	w.job, w.panicked, w.aborted, w.hijack, w.std, w.file = nil, false, false, nil, nil, nil
 }

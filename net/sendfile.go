@@ -64,13 +64,14 @@ type fileSend struct {
 	buf   []byte // copy mode: the read buffer
 	chunk []byte // copy mode: read and not yet written
 
-	busy       bool // a task is on the blocking pool
-	waitOut    bool // the socket is full: the backend reports writability
-	waitDrain  bool // ordinary output must drain first
-	ended      bool // torn down; released when the task returns
-	closeAfter bool // Close was called meanwhile
-	shutAfter  bool // CloseWrite was called meanwhile
-	err        error
+	busy        bool // a task is on the blocking pool
+	noCachestat bool // the kernel has no cachestat: every send goes to the pool
+	waitOut     bool // the socket is full: the backend reports writability
+	waitDrain   bool // ordinary output must drain first
+	ended       bool // torn down; released when the task returns
+	closeAfter  bool // Close was called meanwhile
+	shutAfter   bool // CloseWrite was called meanwhile
+	err         error
 }
 
 // sendfileMax bounds what one pool task sends, so that a large file on a
@@ -138,11 +139,10 @@ func (c *Conn) SendFile(b *executor.BlockingPool, f *os.File, off, n int64, done
 		fs.buf = make([]byte, min(n, fileChunk))
 	}
 	c.more().file = fs
-	if n == 0 {
-		l.Defer(func() { l.fileNext(fs) }) // done never runs inside SendFile
-		return nil
-	}
-	l.fileNext(fs)
+	// Started from a deferred task: the send may end at once (a cached
+	// file that the socket takes whole), and done must not run inside
+	// SendFile.
+	l.Defer(func() { l.fileNext(fs) })
 	return nil
 }
 
@@ -260,6 +260,12 @@ func preadFull(fd int, buf []byte, off int64) (int, error) {
 // taskDone takes a task's result on the loop.
 func (l *Loop) taskDone(fs *fileSend, n int, err error) {
 	fs.busy = false
+	l.fileSent(fs, n, err)
+}
+
+// fileSent accounts for a send or read of n bytes that ended with err,
+// and moves on.
+func (l *Loop) fileSent(fs *fileSend, n int, err error) {
 	c := fs.c
 	if fs.sock >= 0 {
 		fs.off += int64(n)
@@ -342,12 +348,57 @@ func (l *Loop) fileNext(fs *fileSend) {
 		return
 	}
 	if fs.left > 0 {
+		if fs.sock >= 0 && l.sendCached(fs) {
+			return
+		}
 		if err := l.startTask(fs); err != nil {
 			l.abort(c, err)
 		}
 		return
 	}
 	l.finishFile(fs)
+}
+
+// sendCached sends the next part of the file on the loop itself when all
+// of it is in the page cache (cachestat(2), Linux 6.5), so that
+// sendfile(2) reads memory and cannot wait for the disk, and reports
+// whether it did. It saves the trip through the pool, which costs more
+// than the send. A page evicted between the check and the call would be
+// read while the loop waits; the window is one system call wide.
+func (l *Loop) sendCached(fs *fileSend) bool {
+	want := min(fs.left, sendfileMax)
+	if fs.noCachestat || !pageCached(fs.fd, fs.off, want, &fs.noCachestat) {
+		return false
+	}
+	n, err := sendfileSome(fs.c.fd, fs.fd, fs.off, want)
+	if err == nil && fs.left > int64(n) {
+		// More to send and the socket took all of this: the rest goes
+		// after the loop's other work, not in this call.
+		fs.off += int64(n)
+		fs.left -= int64(n)
+		fs.sent += int64(n)
+		l.ctr.bytesOut += uint64(n)
+		fs.c.lastActive = l.now
+		fs.busy = true
+		l.Defer(func() { fs.busy = false; l.fileSent(fs, 0, nil) })
+		return true
+	}
+	l.fileSent(fs, n, err)
+	return true
+}
+
+// pageCached reports whether the n bytes of fd at off are all in the
+// page cache. A kernel without cachestat sets *unsupported.
+func pageCached(fd int, off, n int64, unsupported *bool) bool {
+	var st unix.Cachestat_t
+	r := unix.CachestatRange{Off: uint64(off), Len: uint64(n)}
+	if err := unix.Cachestat(uint(fd), &r, &st, 0); err != nil {
+		*unsupported = err == unix.ENOSYS || err == unix.EOPNOTSUPP
+		return false
+	}
+	page := int64(os.Getpagesize())
+	pages := (off+n-1)/page - off/page + 1
+	return int64(st.Cache) >= pages
 }
 
 // fileWrite queues a chunk of the file on c's output (copy mode).

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/veloq/veloq/executor"
 )
@@ -207,5 +208,35 @@ func TestSendFileRefuses(t *testing.T) {
 		all, err := io.ReadAll(cl)
 		require.NoError(t, err)
 		require.Len(t, all, 64<<10+1)
+	})
+}
+
+// A file that is not in the page cache is sent from the blocking pool
+// (the disk read must not run on the loop), with the same bytes.
+func TestSendFileFromDiskUsesPool(t *testing.T) {
+	data := patterned(3<<20 + 517)
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		pool := newTestPool(t)
+		f := fileOf(t, data)
+		evict := func() {
+			w, err := os.OpenFile(f.Name(), os.O_RDWR, 0)
+			require.NoError(t, err)
+			defer w.Close()
+			require.NoError(t, w.Sync())
+			require.NoError(t, unix.Fadvise(int(w.Fd()), 0, 0, unix.FADV_DONTNEED))
+			var no bool
+			if pageCached(int(w.Fd()), 0, int64(len(data)), &no) {
+				t.Skip("the file system keeps the file's pages (tmpfs?): cannot test the uncached path here")
+			}
+		}
+		evict()
+		writeErr, done := make(chan error, 1), make(chan error, 1)
+		s := startServer(t, b, sendFileHandler(t, pool, f, 0, int64(len(data)), writeErr, done))
+		got, err := io.ReadAll(dial(t, s))
+		require.NoError(t, err)
+		require.NoError(t, await(t, done, "done"))
+		want := append(append([]byte("head:"), data...), ":tail"...)
+		require.True(t, bytes.Equal(want, got), "bytes differ")
+		require.NotZero(t, pool.Stats().Completed, "no send ran on the pool")
 	})
 }

@@ -66,6 +66,7 @@ type fileSend struct {
 
 	busy        bool // a task is on the blocking pool
 	noCachestat bool // the kernel has no cachestat: every send goes to the pool
+	onLoop      bool // the send being accounted for ran on the loop
 	waitOut     bool // the socket is full: the backend reports writability
 	waitDrain   bool // ordinary output must drain first
 	ended       bool // torn down; released when the task returns
@@ -192,9 +193,9 @@ func (l *Loop) startTask(fs *fileSend) error {
 			l.postDone(fs, n, err)
 		}
 	} else {
-		sock, want := fs.sock, min(fs.left, sendfileMax)
+		sock, want, short := fs.sock, min(fs.left, sendfileMax), l.backend == BackendUring
 		task = func() {
-			n, err := sendfileSome(sock, fd, off, want)
+			n, err := sendfileSome(sock, fd, off, want, short)
 			l.postDone(fs, n, err)
 		}
 	}
@@ -218,12 +219,17 @@ func (l *Loop) postDone(fs *fileSend, n int, err error) {
 
 // sendfileSome sends up to want bytes of the file at off into the
 // non-blocking socket sock, until the socket is full (errAgain, with the
-// count sent). It blocks on the disk, so it runs on the pool.
-func sendfileSome(sock, fd int, off, want int64) (int, error) {
+// count sent). On the pool it may block on the disk. With shortIsFull a
+// short send counts as a full socket, as nginx takes it, which saves the
+// call that would return EAGAIN: only for a wait that looks at the
+// socket's state when it starts (an io_uring poll request), since an
+// edge-triggered wait is woken only by a socket that EAGAIN marked full.
+func sendfileSome(sock, fd int, off, want int64, shortIsFull bool) (int, error) {
 	sent := 0
 	for int64(sent) < want {
 		o := off + int64(sent)
-		n, err := unix.Sendfile(sock, fd, &o, int(want-int64(sent)))
+		ask := int(want - int64(sent))
+		n, err := unix.Sendfile(sock, fd, &o, ask)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -235,6 +241,9 @@ func sendfileSome(sock, fd int, off, want int64) (int, error) {
 			return sent, io.ErrUnexpectedEOF
 		}
 		sent += n
+		if shortIsFull && n < ask {
+			return sent, errAgain
+		}
 	}
 	return sent, nil
 }
@@ -308,7 +317,9 @@ func (l *Loop) waitWritable(fs *fileSend) {
 	c := fs.c
 	fs.waitOut = true
 	l.be.watch(c.slot, true, true)
-	if l.backend != BackendEpoll {
+	if l.backend != BackendEpoll || fs.onLoop {
+		// An edge that follows a full socket seen on this thread comes
+		// after the watch.
 		return
 	}
 	pfd := []unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLOUT}}
@@ -370,7 +381,7 @@ func (l *Loop) sendCached(fs *fileSend) bool {
 	if fs.noCachestat || !pageCached(fs.fd, fs.off, want, &fs.noCachestat) {
 		return false
 	}
-	n, err := sendfileSome(fs.c.fd, fs.fd, fs.off, want)
+	n, err := sendfileSome(fs.c.fd, fs.fd, fs.off, want, l.backend == BackendUring)
 	if err == nil && fs.left > int64(n) {
 		// More to send and the socket took all of this: the rest goes
 		// after the loop's other work, not in this call.
@@ -383,7 +394,9 @@ func (l *Loop) sendCached(fs *fileSend) bool {
 		l.Defer(func() { fs.busy = false; l.fileSent(fs, 0, nil) })
 		return true
 	}
+	fs.onLoop = true // a full socket was seen on the loop's own thread
 	l.fileSent(fs, n, err)
+	fs.onLoop = false
 	return true
 }
 

@@ -89,11 +89,12 @@ var errAgain = errors.New("socket full")
 // and an error otherwise (done will not run).
 //
 // On a plaintext connection the bytes go from the file to the socket
-// without passing through user space: a task on the blocking pool b calls
-// sendfile(2) until the socket is full, so the loop never waits for the
-// disk, and the loop waits for the socket to drain before the next task.
-// The task writes through a duplicate of the socket's descriptor, which a
-// send holds while it runs (none is made once half of RLIMIT_NOFILE is in
+// without passing through user space, with sendfile(2) until the socket is
+// full, then again once the backend reports it writable. The loop makes
+// the call itself when cachestat(2) finds the part in the page cache;
+// otherwise a task on the blocking pool b makes it, so the loop never
+// waits for the disk. A task writes through a duplicate of the socket's
+// descriptor, which a send holds while it runs (none is made once half of RLIMIT_NOFILE is in
 // use, the rule SpliceTo follows for its pipes). On a TLS connection
 // (Conn.TLS is not nil), where the kernel would send the file as
 // plaintext, for a part under 16 KiB, and when no descriptor can be had,
@@ -162,13 +163,15 @@ func dupSocket(fd int) (int, error) {
 	return d, nil
 }
 
-// SendingFile reports whether a SendFile is in progress on c.
+// SendingFile reports whether a SendFile is in progress on c. Call it on
+// c's loop.
 func (c *Conn) SendingFile() bool { return c.aux != nil && c.aux.file != nil }
 
 // FilePending returns how many bytes of the file SendFile is sending have
 // not yet been handed to the socket (or, in copy mode, to the output
 // queue, which OutputBuffered counts): 0 when no file is being sent. With
-// OutputBuffered it tells whether a slow peer is making progress.
+// OutputBuffered it tells whether a slow peer is making progress. Call it
+// on c's loop.
 func (c *Conn) FilePending() int64 {
 	if c.aux == nil || c.aux.file == nil {
 		return 0

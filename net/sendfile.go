@@ -60,9 +60,10 @@ type fileSend struct {
 	sent int64 // bytes handed to the socket or the output queue
 	done func(sent int64, err error)
 
-	sock  int    // zero-copy: the duplicate of the socket; -1 in copy mode
-	buf   []byte // copy mode: the read buffer
-	chunk []byte // copy mode: read and not yet written
+	sock    int    // the duplicate of the socket a pool task sends into; -1 until one is needed
+	copying bool   // copy mode: read into buf, write through the output queue
+	buf     []byte // copy mode: the read buffer
+	chunk   []byte // copy mode: read and not yet written
 
 	busy        bool // a task is on the blocking pool
 	noCachestat bool // the kernel has no cachestat: every send goes to the pool
@@ -132,13 +133,10 @@ func (c *Conn) SendFile(b *executor.BlockingPool, f *os.File, off, n int64, done
 	}
 	l := c.loop
 	fs := &fileSend{c: c, pool: b, f: f, fd: int(f.Fd()), off: off, left: n, done: done, sock: -1}
-	if c.tlsLayer() == nil && n >= fileChunk/4 {
-		// Below 16 KiB a descriptor and a sendfile buy nothing over one
-		// copy; over TLS nothing else is possible.
-		fs.sock, _ = dupSocket(c.fd)
-	}
-	if fs.sock < 0 {
-		fs.buf = make([]byte, min(n, fileChunk))
+	if c.tlsLayer() != nil || n < fileChunk/4 {
+		// Over TLS nothing else is possible; below 16 KiB a sendfile
+		// buys nothing over one copy.
+		fs.copyMode()
 	}
 	c.more().file = fs
 	// Started from a deferred task: the send may end at once (a cached
@@ -146,6 +144,13 @@ func (c *Conn) SendFile(b *executor.BlockingPool, f *os.File, off, n int64, done
 	// SendFile.
 	l.Defer(func() { l.fileNext(fs) })
 	return nil
+}
+
+// copyMode switches fs to reading chunks and writing them (TLS, a small
+// part, no descriptor to be had).
+func (fs *fileSend) copyMode() {
+	fs.copying = true
+	fs.buf = make([]byte, min(fs.left, fileChunk))
 }
 
 // dupSocket returns a duplicate of fd, or -1 and why not. It refuses a
@@ -186,10 +191,18 @@ func (c *Conn) sendingFile() bool { return c.aux != nil && c.aux.file != nil }
 // startTask submits the next send (or, in copy mode, read) of the file
 // to the pool.
 func (l *Loop) startTask(fs *fileSend) error {
+	if !fs.copying && fs.sock < 0 {
+		// The socket's duplicate is made for the first task, not for a
+		// send the loop completes from the page cache.
+		var err error
+		if fs.sock, err = dupSocket(fs.c.fd); err != nil {
+			fs.copyMode()
+		}
+	}
 	fs.busy = true
 	fd, off := fs.fd, fs.off
 	var task func()
-	if fs.sock < 0 {
+	if fs.copying {
 		buf := fs.buf[:min(fs.left, int64(len(fs.buf)))]
 		task = func() {
 			n, err := preadFull(fd, buf, off)
@@ -279,7 +292,7 @@ func (l *Loop) taskDone(fs *fileSend, n int, err error) {
 // and moves on.
 func (l *Loop) fileSent(fs *fileSend, n int, err error) {
 	c := fs.c
-	if fs.sock >= 0 {
+	if !fs.copying {
 		fs.off += int64(n)
 		fs.left -= int64(n)
 		fs.sent += int64(n)
@@ -296,14 +309,14 @@ func (l *Loop) fileSent(fs *fileSend, n int, err error) {
 	case err == errAgain:
 		l.waitWritable(fs)
 		return
-	case err != nil && fs.sock >= 0:
+	case err != nil && !fs.copying:
 		l.abort(c, fmt.Errorf("veloq: SendFile: %w", err))
 		return
 	case err != nil:
 		l.abort(c, fmt.Errorf("veloq: SendFile: reading the file: %w", err))
 		return
 	}
-	if fs.sock < 0 {
+	if fs.copying {
 		fs.off += int64(n)
 		fs.left -= int64(n)
 		fs.chunk = fs.buf[:n]
@@ -340,7 +353,7 @@ func (l *Loop) fileNext(fs *fileSend) {
 	if fs.ended || fs.busy || fs.waitOut || c.state != connOpen {
 		return
 	}
-	if fs.sock < 0 {
+	if fs.copying {
 		if len(fs.chunk) > 0 {
 			if err := l.fileWrite(c, fs.chunk); err != nil {
 				l.abort(c, err)
@@ -362,7 +375,7 @@ func (l *Loop) fileNext(fs *fileSend) {
 		return
 	}
 	if fs.left > 0 {
-		if fs.sock >= 0 && l.sendCached(fs) {
+		if !fs.copying && l.sendCached(fs) {
 			return
 		}
 		if err := l.startTask(fs); err != nil {
@@ -440,7 +453,7 @@ func (l *Loop) fileDrained(fs *fileSend, pending int) {
 		return
 	}
 	low := 0
-	if fs.sock < 0 {
+	if fs.copying {
 		if low = fs.c.lowWater; low <= 0 {
 			low = fileCopyLow
 		}

@@ -240,3 +240,49 @@ func TestSendFileFromDiskUsesPool(t *testing.T) {
 		require.NotZero(t, pool.Stats().Completed, "no send ran on the pool")
 	})
 }
+
+// With half the descriptor table in use, a send that needs the pool gets
+// no duplicate of the socket and falls back to copying through the output
+// queue, with the same bytes.
+func TestSendFileWithoutDescriptorCopies(t *testing.T) {
+	data := patterned(3<<20 + 11)
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		pool := newTestPool(t)
+		f := fileOf(t, data)
+		w, err := os.OpenFile(f.Name(), os.O_RDWR, 0)
+		require.NoError(t, err)
+		require.NoError(t, w.Sync())
+		require.NoError(t, unix.Fadvise(int(w.Fd()), 0, 0, unix.FADV_DONTNEED))
+		var no bool
+		cached := pageCached(int(w.Fd()), 0, int64(len(data)), &no)
+		w.Close()
+		if cached {
+			t.Skip("the file system keeps the file's pages (tmpfs?): the send would not need the pool")
+		}
+		writeErr, done := make(chan error, 1), make(chan error, 1)
+		s := startServer(t, b, sendFileHandler(t, pool, f, 0, int64(len(data)), writeErr, done))
+		// The next descriptors (the client's socket, the accepted one, a
+		// duplicate) are all in the upper half of the soft limit from now
+		// on. No test of this package runs in parallel.
+		probe, err := os.Open(os.DevNull)
+		require.NoError(t, err)
+		next := probe.Fd()
+		probe.Close()
+		var old unix.Rlimit
+		require.NoError(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &old))
+		lim := old
+		lim.Cur = uint64(2*next + 2) // the duplicate, next+2 or later, is past half
+		require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &lim))
+		defer unix.Setrlimit(unix.RLIMIT_NOFILE, &old)
+		got, err := io.ReadAll(dial(t, s))
+		require.NoError(t, err)
+		require.NoError(t, await(t, done, "done"))
+		want := append(append([]byte("head:"), data...), ":tail"...)
+		require.True(t, bytes.Equal(want, got), "bytes differ")
+		var peak int64
+		for _, st := range s.Stats() {
+			peak = max(peak, st.PeakConnOutput)
+		}
+		require.Greater(t, peak, int64(16<<10), "the file did not go through the output queue")
+	})
+}

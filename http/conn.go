@@ -171,7 +171,7 @@ func (cs *conn) onTimer() {
 		next = min(next, deadline-now)
 	}
 	if wt := int64(o.writeTimeout); wt > 0 {
-		if p := c.OutputBuffered(); p > 0 {
+		if p := c.OutputBuffered() + int(c.FilePending()); p > 0 {
 			if cs.lastPending == 0 || p < cs.lastPending {
 				cs.progressAt = now
 			}
@@ -429,6 +429,14 @@ func (cs *conn) serve(req *Request, consume int) bool {
 		cs.c.Discard(consume)
 		cs.endBody()
 		cs.handOver(next.hijack)
+		return false
+	}
+	if body := w.file; body != nil { // ServeFile served it on the loop (fs_inline.go)
+		w.file = nil
+		cs.c.Discard(consume)
+		cs.endBody()
+		cs.phase = phaseBusy
+		cs.writeFile(&w.resp, req, body)
 		return false
 	}
 	cs.writeResponse(&w.resp, req)

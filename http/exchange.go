@@ -37,6 +37,10 @@ type exchange interface {
 	// on it, so that it cannot outrun the client.
 	whenWritable(f func(error))
 
+	// writeFile sends resp's head, then body's bytes from its file, and
+	// ends the exchange itself (end, then resume) once the last byte is
+	// out: with no user-space copy where the protocol allows it.
+	writeFile(resp *Response, req *Request, body *fileBody)
 	// writeTrailers gives the trailer fields that end a streamed answer:
 	// for HTTP/1 in the last chunk (dropped when the body is not
 	// chunked), for HTTP/2 in a HEADERS frame that ends the stream. t must

@@ -104,6 +104,11 @@ func (st *h2Stream) serve() {
 	case stepStd:
 		st.startStd(next.std, req, w)
 	default: // stepRespond; stepHijack cannot happen (canHijack)
+		if body := w.file; body != nil {
+			w.file = nil
+			st.writeFile(&w.resp, req, body)
+			return
+		}
 		st.writeResponse(&w.resp, req)
 		st.end(true)
 	}
@@ -411,6 +416,12 @@ func (st *h2Stream) maybeClosed() {
 }
 
 func (st *h2Stream) resume() {}
+
+// writeFile copies the file into DATA frames: they carry frame headers, so
+// the socket cannot take the file's pages as they are.
+func (st *h2Stream) writeFile(resp *Response, req *Request, body *fileBody) {
+	copyFile(st, resp, req, body)
+}
 
 func (st *h2Stream) writeTrailers(t *ResponseHeader) {
 	if !st.closed && st.bodyOK && !st.localDone && t.Len() > 0 {

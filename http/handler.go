@@ -33,9 +33,10 @@ func (f HandlerFunc) ServeHTTP(w *ResponseWriter, r *Request) { f(w, r) }
 // grown to the sizes the handler uses.
 type ResponseWriter struct {
 	resp  Response
-	ex    exchange // the request's exchange; nil for a writer not made by the server
-	then  then     // what the server does once the handler returns
-	off   bool     // running on a pool worker
+	ex    exchange  // the request's exchange; nil for a writer not made by the server
+	then  then      // what the server does once the handler returns
+	file  *fileBody // a body ServeFile takes from a file (fs_send.go)
+	off   bool      // running on a pool worker
 	raddr net.Addr
 	ctx   context.Context
 
@@ -107,6 +108,10 @@ func (w *ResponseWriter) Context() context.Context {
 
 func (w *ResponseWriter) reset(ex exchange, body []byte) {
 	w.resp.Reset(body)
+	if w.file != nil {
+		w.file.discard() // set by a handler that then panicked or hijacked
+		w.file = nil
+	}
 	w.ex = ex
 	w.then = then{}
 }

@@ -78,7 +78,10 @@ func (j *offloadJob) release() {
 	if cap(j.buf) > 64<<10 {
 		j.buf = nil
 	}
-	j.o, j.w.ex, j.w.raddr, j.w.ctx, j.w.req = nil, nil, nil, nil, nil
+	if j.w.file != nil {
+		j.w.file.discard() // not sent: the connection closed first
+	}
+	j.o, j.w.ex, j.w.raddr, j.w.ctx, j.w.req, j.w.file = nil, nil, nil, nil, nil, nil
 	j.w.streamed, j.w.serr, j.w.then = false, nil, then{}
 	jobPool.Put(j)
 }
@@ -136,6 +139,11 @@ func offload(ex exchange, j *offloadJob) {
 			st.panics.Add(1)
 			ex.fail(StatusInternalServerError)
 		default:
+			if body := w.file; body != nil {
+				w.file = nil
+				ex.writeFile(&w.resp, &j.req, body) // ends the exchange itself
+				return
+			}
 			if w.streamed {
 				ex.writeBody(w.resp.body)
 			} else {

@@ -3,6 +3,7 @@ package http
 import (
 	"crypto/tls"
 	"log/slog"
+	"mime"
 	"time"
 
 	"github.com/veloq/veloq/executor"
@@ -45,6 +46,7 @@ type serverOptions struct {
 	maxConns          int
 	reject503         bool
 	offload           *executor.Pool
+	filePool          *executor.BlockingPool // ServeFile's (fs.go)
 	logger            *slog.Logger
 	net               []vnet.Option
 	tls               *tls.Config // cloned; NextProtos set in setDefaults
@@ -180,6 +182,12 @@ func WithNetOptions(opts ...vnet.Option) Option {
 }
 
 func (o *serverOptions) setDefaults() {
+	if o.filePool == nil {
+		o.filePool = executor.NewBlockingPool() // no goroutine until a file is served
+	}
+	// The first lookup loads the system's MIME tables from disk: now,
+	// not on a loop serving a file.
+	mime.TypeByExtension(".html")
 	if o.readHeaderTimeout == 0 {
 		o.readHeaderTimeout = DefaultReadHeaderTimeout
 	}

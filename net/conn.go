@@ -109,6 +109,7 @@ type connAux struct {
 	drainAt   int
 	spliced   int64     // bytes moved out of this connection by splices
 	tls       *tlsLayer // a TLS connection's layer (tls.go)
+	file      *fileSend // a SendFile in progress (sendfile.go)
 }
 
 // more returns c's connAux, allocating it on first use.
@@ -270,7 +271,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 // It returns nil off the loop or once the connection is closed. Call it on
 // c's loop.
 func (c *Conn) AvailableBuffer() []byte {
-	if c.offLoop() || c.state != connOpen || c.wrShut {
+	if c.offLoop() || c.state != connOpen || c.wrShut || c.sendingFile() {
 		return nil
 	}
 	if c.tlsLayer() != nil {
@@ -284,6 +285,9 @@ func (c *Conn) AvailableBuffer() []byte {
 func (c *Conn) write(p []byte) (int, error) {
 	if c.state != connOpen || c.wrShut {
 		return 0, ErrClosed
+	}
+	if c.sendingFile() {
+		return 0, ErrSendingFile
 	}
 	if len(p) == 0 {
 		return 0, nil
@@ -307,6 +311,9 @@ func (c *Conn) Writev(bufs [][]byte) (int, error) {
 func (c *Conn) writev(bufs [][]byte) (int, error) {
 	if c.state != connOpen || c.wrShut {
 		return 0, ErrClosed
+	}
+	if c.sendingFile() {
+		return 0, ErrSendingFile
 	}
 	n := 0
 	for _, b := range bufs {
@@ -333,6 +340,9 @@ func (c *Conn) WriteString(s string) (int, error) {
 	}
 	if c.state != connOpen || c.wrShut {
 		return 0, ErrClosed
+	}
+	if c.sendingFile() {
+		return 0, ErrSendingFile
 	}
 	if len(s) == 0 {
 		return 0, nil
@@ -404,6 +414,10 @@ func (c *Conn) Close() error {
 	if c.state != connOpen {
 		return ErrClosed
 	}
+	if c.sendingFile() {
+		c.aux.file.closeAfter = true // after the file's last byte
+		return nil
+	}
 	if !c.wrShut {
 		c.tlsCloseNotify()
 	}
@@ -419,6 +433,10 @@ func (c *Conn) CloseWrite() error {
 	}
 	if c.state != connOpen || c.wrShut {
 		return ErrClosed
+	}
+	if c.sendingFile() {
+		c.aux.file.shutAfter = true // after the file's last byte
+		return nil
 	}
 	c.tlsCloseNotify()
 	c.wrShut = true

@@ -399,6 +399,9 @@ func (l *Loop) afterWrite(c *Conn) {
 	if x := c.aux; x != nil && x.drainFn != nil && pending <= x.drainAt {
 		l.runDrain(c)
 	}
+	if x := c.aux; x != nil && x.file != nil {
+		l.fileDrained(x.file, pending)
+	}
 	if s := c.spliceDst; s != nil && s.waitDrain && pending == 0 {
 		s.waitDrain = false
 		l.deferPump(s) // ordinary output is out: spliced bytes may follow
@@ -482,6 +485,9 @@ func (l *Loop) teardown(c *Conn) {
 	c.reading = false
 	if c.spliceSrc != nil || c.spliceDst != nil {
 		l.spliceTeardown(c)
+	}
+	if c.sendingFile() {
+		l.fileTeardown(c)
 	}
 	l.be.close(c.slot)
 }

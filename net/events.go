@@ -63,6 +63,9 @@ func (l *Loop) ready(slot uint32, out bool) {
 			s.waitOut = false
 			l.pump(s)
 		}
+		if x := c.aux; x != nil && x.file != nil && x.file.waitOut {
+			l.fileWritable(x.file)
+		}
 		return
 	}
 	if s := c.spliceSrc; s != nil {

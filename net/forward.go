@@ -52,6 +52,9 @@ func (c *Conn) ForwardTo(dst *Conn, n int) (int, error) {
 	if dst.state != connOpen || dst.wrShut {
 		return 0, ErrClosed
 	}
+	if dst.sendingFile() {
+		return 0, ErrSendingFile
+	}
 	if dst.loop != c.loop {
 		panic("veloq: ForwardTo across loops")
 	}

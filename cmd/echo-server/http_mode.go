@@ -30,6 +30,9 @@ type httpConfig struct {
 	// instead of the fast handler.
 	std bool
 	tls *tls.Config // nil: plaintext
+	// static, when set, is a directory served by vhttp.FileServer in
+	// place of the hello and echo handler.
+	static string
 }
 
 // helloBody is what GET / answers.
@@ -109,6 +112,12 @@ func runHTTP(ctx context.Context, cfg httpConfig) error {
 	case cfg.std:
 		h = vhttp.FromStd(stdHTTPHandler())
 		desc = "http (net/http handler via FromStd)"
+	case cfg.static != "":
+		if fi, err := os.Stat(cfg.static); err != nil || !fi.IsDir() {
+			return fmt.Errorf("-static %s: not a directory (%v)", cfg.static, err)
+		}
+		h = vhttp.FileServer(cfg.static)
+		desc = "http static files from " + cfg.static
 	}
 	opts := []vhttp.Option{vhttp.WithLoops(cfg.loops), vhttp.WithBackend(cfg.backend), vhttp.WithLogger(cfg.logger),
 		vhttp.WithNetOptions(vnet.WithPin(cfg.pin), vnet.WithBatchWait(cfg.batchWait))}

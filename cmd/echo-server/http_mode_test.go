@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	nethttp "net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -53,4 +54,25 @@ func TestHTTPStdHandler(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, 404, resp.StatusCode)
 	})
+}
+
+// -static is refused outside HTTP mode and for a path that is not a
+// directory, before anything listens.
+func TestStaticFlagRefusals(t *testing.T) {
+	file := t.TempDir() + "/f"
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"tcp mode", []string{"-mode", "tcp", "-static", t.TempDir(), "-addr", "127.0.0.1:0"}, "-static needs -mode http"},
+		{"missing", []string{"-mode", "http", "-static", t.TempDir() + "/none", "-addr", "127.0.0.1:0"}, "not a directory"},
+		{"file", []string{"-mode", "http", "-static", file, "-addr", "127.0.0.1:0"}, "not a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := run(tc.args)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
 }

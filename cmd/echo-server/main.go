@@ -60,6 +60,7 @@ func run(args []string) error {
 	mode := fs.String("mode", "tcp", "tcp (echo), http (GET / hello, POST /echo), http-std (the same as a net/http handler through FromStd) ws (WebSocket echo on any path, and http) or udp (datagram echo)")
 	gso := fs.Bool("gso", true, "with -mode udp, send runs of same-size datagrams as one (UDP_SEGMENT) where the kernel can")
 	gro := fs.Bool("gro", true, "with -mode udp, let the kernel coalesce received datagrams (UDP_GRO) where it can")
+	static := fs.String("static", "", "with -mode http, serve the files of this directory (vhttp.FileServer) instead of GET / and POST /echo")
 	wsCompress := fs.Bool("ws-compress", false, "with -mode ws, negotiate permessage-deflate when clients offer it")
 	work := fs.Int("work", 0, "CPU cost per echoed message: rounds of hashing over it")
 	offload := fs.Bool("offload", false, "with -work, hash on the work-stealing pool instead of the loop")
@@ -101,7 +102,10 @@ func run(args []string) error {
 
 	if *mode == "http" || *mode == "http-std" || *mode == "ws" {
 		return runHTTP(ctx, httpConfig{addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, batchWait: *batchWait, logger: logger,
-			std: *mode == "http-std", ws: *mode == "ws", wsCompress: *wsCompress, tls: tlsCfg})
+			std: *mode == "http-std", ws: *mode == "ws", wsCompress: *wsCompress, tls: tlsCfg, static: *static})
+	}
+	if *static != "" {
+		return fmt.Errorf("-static needs -mode http")
 	}
 	if *mode == "udp" {
 		return runUDP(ctx, udpConfig{addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, gso: *gso, gro: *gro,

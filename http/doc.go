@@ -1,6 +1,6 @@
-// Package http is veloq's HTTP/1.1 server: [ListenAndServe], or
-// [NewServer] and [Server.Listen], serve a [Handler] on veloq's loops
-// (package vnet). The package name shadows net/http on purpose; import it
+// Package http is veloq's HTTP server, HTTP/1.1 and HTTP/2 on one port:
+// [ListenAndServe], or [NewServer] and [Server.Listen], serve a [Handler]
+// on veloq's loops (package vnet). The package name shadows net/http on purpose; import it
 // as vhttp where both are needed.
 //
 // Below the server is its protocol core (a request parser, a chunked
@@ -51,10 +51,24 @@
 // collected bodies (4 MiB); a streamed body has its own, optional limit
 // ([StdMaxBodyBytes]).
 //
+// # HTTP/2
+//
+// HTTP/2 (RFC 9113) is on by default ([WithHTTP2]): by ALPN "h2" over
+// [WithTLS], and in plaintext (h2c) for clients that open with HTTP/2's
+// preface or ask with "Upgrade: h2c". Every handler style serves its
+// streams unchanged, many streams of one connection at once (Hijack
+// excepted: [ErrHijackUnavailable]); a FromStd handler sees ProtoMajor 2
+// and can send trailers, so grpc-go's Server mounts through FromStd. The
+// server bounds streams (250 at once), header blocks, flow-control windows
+// both ways and cheap frames (rapid reset and the floods of RFC 9113
+// §10.5 end in GOAWAY ENHANCE_YOUR_CALM); [Stats] counts its connections,
+// streams, resets and refusals.
+//
 // # Not supported yet
 //
-// HTTP/2 is in progress; HTTP/3 (QUIC) is not supported, nor kernel TLS
-// ([WithTLS] is crypto/tls on the loop). veloq runs on Linux only.
+// HTTP/3 (QUIC), HTTP/2 server push and WebSocket over HTTP/2 (RFC 8441)
+// are not supported, nor kernel TLS ([WithTLS] is crypto/tls on the loop).
+// veloq runs on Linux only.
 //
 // # Protocol core
 //

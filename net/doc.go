@@ -67,10 +67,10 @@
 // # Not supported yet
 //
 // veloq runs on Linux only (io_uring from Linux 6.1, epoll otherwise; no
-// Windows, macOS or BSD). This package serves TCP and Unix stream sockets:
-// UDP is in progress ([ErrUnsupportedNetwork] until then). TLS is
-// crypto/tls on the loop; kernel TLS (kTLS) is not used. In package http,
-// HTTP/2 is in progress and HTTP/3 (QUIC) is not supported.
+// Windows, macOS or BSD). This package serves TCP and Unix stream sockets
+// (Listen) and datagrams (ListenPacket: UDP and unixgram). TLS is
+// crypto/tls on the loop; kernel TLS (kTLS) is not used, and there is no
+// DTLS or QUIC. Package http serves HTTP/1.1 and HTTP/2, not HTTP/3.
 //
 // # Engine
 //

@@ -151,6 +151,7 @@ for r in $(seq 0 $((rounds - 1))); do
 		load -D "$warm" >/dev/null 2>&1 || true
 		c0=$(cpu "$pid")
 		t0=$(date +%s.%N)
+		rm -f "$tmp/req.log" # h2load appends to its log
 		load -D "$secs" --log-file="$tmp/req.log" >"$tmp/h2load.out" 2>&1 || true
 		t1=$(date +%s.%N)
 		c1=$(cpu "$pid")

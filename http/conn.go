@@ -503,30 +503,42 @@ func (s *Server) handlerPanicked(r any, attrs ...any) (aborted bool) {
 // and the growth is charged to the server-wide budget for buffered bodies;
 // when that is spent the client gets 503 and appendBody reports false.
 func (cs *conn) appendBody(data []byte, total int64) bool {
-	need := len(cs.body) + len(data)
-	if need > cap(cs.body) {
-		newCap := max(2*cap(cs.body), need, bodyMinAlloc)
-		if total > 0 {
-			newCap = min(newCap, max(int(total), need))
-		}
-		if delta := int64(newCap) - cs.bodyHeld; delta > 0 {
-			srv := cs.srv
-			if srv.bodyBytes.Add(delta) > srv.opts.maxBufferedBody {
-				srv.bodyBytes.Add(-delta)
-				cs.ls.st.overBudget.Add(1)
-				cs.srv.opts.logger.Debug("http: buffered request bodies over budget", "remote", cs.c.RemoteAddr(), "budget", srv.opts.maxBufferedBody)
-				cs.endBody()
-				cs.fail(StatusServiceUnavailable)
-				return false
-			}
-			cs.bodyHeld += delta
-		}
-		nb := make([]byte, len(cs.body), newCap)
-		copy(nb, cs.body)
-		cs.body = nb
+	body, ok := cs.srv.growBody(cs.body, len(data), total, &cs.bodyHeld)
+	if !ok {
+		cs.ls.st.overBudget.Add(1)
+		cs.srv.opts.logger.Debug("http: buffered request bodies over budget", "remote", cs.c.RemoteAddr(), "budget", cs.srv.opts.maxBufferedBody)
+		cs.endBody()
+		cs.fail(StatusServiceUnavailable)
+		return false
 	}
-	cs.body = append(cs.body, data...)
+	cs.body = append(body, data...)
 	return true
+}
+
+// growBody makes room in body for n more bytes: it grows geometrically,
+// up to total (the whole body's length when known, else 0), and the growth
+// is charged to the server-wide budget for buffered bodies, in *held (the
+// capacity charged for this body so far). It reports false, with body
+// unchanged, when the budget is spent.
+func (s *Server) growBody(body []byte, n int, total int64, held *int64) ([]byte, bool) {
+	need := len(body) + n
+	if need <= cap(body) {
+		return body, true
+	}
+	newCap := max(2*cap(body), need, bodyMinAlloc)
+	if total > 0 {
+		newCap = min(newCap, max(int(total), need))
+	}
+	if delta := int64(newCap) - *held; delta > 0 {
+		if s.bodyBytes.Add(delta) > s.opts.maxBufferedBody {
+			s.bodyBytes.Add(-delta)
+			return body, false
+		}
+		*held += delta
+	}
+	nb := make([]byte, len(body), newCap)
+	copy(nb, body)
+	return nb, true
 }
 
 // bodyMinAlloc is the first allocation for a body that did not arrive with

@@ -181,27 +181,13 @@ func (st *h2Stream) bodyData(data []byte) error {
 // grow makes room for n more body bytes, charged to the server's budget
 // for buffered bodies as HTTP/1 bodies are (503 when it is spent).
 func (st *h2Stream) grow(n int) bool {
-	need := len(st.body) + n
-	if need <= cap(st.body) {
-		return true
+	body, ok := st.hc.srv.growBody(st.body, n, max(st.declared, 0), &st.bodyHeld)
+	if !ok {
+		st.hc.ls.st.overBudget.Add(1)
+		st.respondError(StatusServiceUnavailable)
+		return false
 	}
-	newCap := max(2*cap(st.body), need, bodyMinAlloc)
-	if st.declared > 0 {
-		newCap = min(newCap, max(int(st.declared), need))
-	}
-	srv := st.hc.srv
-	if delta := int64(newCap) - st.bodyHeld; delta > 0 {
-		if srv.bodyBytes.Add(delta) > srv.opts.maxBufferedBody {
-			srv.bodyBytes.Add(-delta)
-			st.hc.ls.st.overBudget.Add(1)
-			st.respondError(StatusServiceUnavailable)
-			return false
-		}
-		st.bodyHeld += delta
-	}
-	nb := make([]byte, len(st.body), newCap)
-	copy(nb, st.body)
-	st.body = nb
+	st.body = body
 	return true
 }
 

@@ -48,7 +48,7 @@ func (l *Loop) leaveHandler(c *Conn, where string, outer bool) {
 	if r == nil {
 		return
 	}
-	l.logPanic(where, fmt.Sprintf("%T", c.h), r, panicstack.Capture())
+	l.logPanic(where, fmt.Sprintf("%T", c.h), "closing its connection", r, panicstack.Capture())
 	c.view = nil
 	l.abort(c, fmt.Errorf("%w in %s: %v", ErrHandlerPanic, where, r))
 }
@@ -70,9 +70,11 @@ func describe(c *Conn) string {
 const panicLogEvery = time.Second
 
 // logPanic counts a recovered panic and logs it with its stack (one
-// attribute per frame: see internal/panicstack), at most once per
-// panicLogEvery; the line says how many were not logged since.
-func (l *Loop) logPanic(where, kind string, r any, stack panicstack.Stack) {
+// attribute per frame: see internal/panicstack) and what the loop does
+// about it (then, e.g. "closing its connection"; empty when nothing more),
+// at most once per panicLogEvery; the line says how many were not logged
+// since.
+func (l *Loop) logPanic(where, kind, then string, r any, stack panicstack.Stack) {
 	l.stats.panics.Add(1)
 	now := l.clock()
 	if l.lastPanicLog != 0 && now-l.lastPanicLog < int64(panicLogEvery) {
@@ -80,7 +82,11 @@ func (l *Loop) logPanic(where, kind string, r any, stack panicstack.Stack) {
 		return
 	}
 	l.lastPanicLog = now
-	l.log.Error("veloq: handler panicked; closing its connection",
+	msg := "veloq: handler panicked"
+	if then != "" {
+		msg += "; " + then
+	}
+	l.log.Error(msg,
 		"callback", where, "handler", kind, "panic", r,
 		"unlogged_since_last", l.panicsUnlogged, "stack", stack)
 	l.panicsUnlogged = 0

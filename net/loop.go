@@ -409,7 +409,7 @@ func (l *Loop) safeCall(fn func(), what string) {
 			l.leaveUser(func() string { return what })
 		}
 		if r != nil {
-			l.logPanic(what, fmt.Sprintf("%T", fn), r, panicstack.Capture())
+			l.logPanic(what, fmt.Sprintf("%T", fn), "", r, panicstack.Capture())
 		}
 	}()
 	fn()

@@ -242,7 +242,7 @@ func (l *Loop) leavePacketHandler(pc *PacketConn, outer bool, rec any, c *rxCoun
 		return false
 	}
 	pc.stats.panics.Add(1)
-	l.logPanic("OnPacket", fmt.Sprintf("%T", pc.h), rec, panicstack.Capture())
+	l.logPanic("OnPacket", fmt.Sprintf("%T", pc.h), "dropping its datagram", rec, panicstack.Capture())
 	return true
 }
 

@@ -14,13 +14,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // A fast handler's request whose body stops arriving is answered with 408
 // and closed after the read-body timeout, Content-Length or chunked.
 func TestServerBodyTimeout(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler), WithReadBodyTimeout(200*time.Millisecond))
 		for _, head := range []string{
 			"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc",
@@ -40,7 +40,7 @@ func TestServerBodyTimeout(t *testing.T) {
 // body that keeps coming, slowly, is served even when it takes longer
 // than the timeout overall.
 func TestServerBodyTimeoutRestartsOnProgress(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		for _, h := range []Handler{HandlerFunc(testHandler), FromStd(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 			io.Copy(w, r.Body)
 		}))} {
@@ -62,7 +62,7 @@ func TestServerBodyTimeoutRestartsOnProgress(t *testing.T) {
 // os.ErrDeadlineExceeded); its response goes out and the connection
 // closes.
 func TestFromStdBodyTimeout(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		readErr := make(chan error, 1)
 		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 			_, err := io.ReadAll(r.Body)
@@ -84,7 +84,7 @@ func TestFromStdBodyTimeout(t *testing.T) {
 // A FromStd handler that is slow to read is not the client's fault: the
 // body timeout does not run while the loop waits for the handler.
 func TestFromStdBodyTimeoutNotWhileHandlerSlow(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		release := make(chan struct{})
 		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 			<-release
@@ -113,7 +113,7 @@ func TestFromStdBodyTimeoutNotWhileHandlerSlow(t *testing.T) {
 // Stalled uploads are closed after the timeout, and while they wait they
 // hold only what they sent, never the Content-Length they announced.
 func TestServerStalledUploadsBounded(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		const n = 50
 		s := startServer(t, b, HandlerFunc(testHandler), WithReadBodyTimeout(time.Second))
 		conns := make([]net.Conn, n)
@@ -136,7 +136,7 @@ func TestServerStalledUploadsBounded(t *testing.T) {
 // The budget for buffered bodies bounds what all stalled uploads together
 // hold: the requests beyond it are refused with 503.
 func TestServerBufferedBodyBudget(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		const budget = 1 << 20
 		s := startServer(t, b, HandlerFunc(testHandler), WithMaxBufferedBodyBytes(budget))
 		var refused atomic.Int64
@@ -176,7 +176,7 @@ func TestServerBufferedBodyBudget(t *testing.T) {
 // With Expect: 100-continue the client waits for the server: the body
 // timeout starts only when the FromStd handler asks for the body.
 func TestFromStdBodyTimeoutWaitsForContinue(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		read := make(chan struct{})
 		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 			<-read // the handler takes its time before reading

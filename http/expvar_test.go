@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // expvarSeq makes each test's variable names unique in the process, which
@@ -23,7 +23,7 @@ var expvarSeq atomic.Int64
 // PublishExpvar shows the server's counters at /debug/vars, current at
 // every request, and a second publication of the same name panics.
 func TestPublishExpvar(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler))
 		name := fmt.Sprintf("veloq_http_test_%d", expvarSeq.Add(1))
 		PublishExpvar(name, s)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // TestPipelinedFloodKeepsLoopFair: one client sends 20,000 pipelined GETs in
@@ -26,7 +26,7 @@ import (
 // behaviour test, not a benchmark): the defect it guards against kept the
 // second client waiting 6–16 s.
 func TestPipelinedFloodKeepsLoopFair(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		const n = 20000
 		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, r *Request) { w.Write(r.Path) }), WithLoops(1))
 		addr := s.Addr().String()

@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/veloq/veloq/executor"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // fsTree is the directory the file tests serve.
@@ -101,7 +101,7 @@ func checkMultipart(t *testing.T, resp *nethttp.Response, body, file []byte, wan
 // files, HEAD, ranges, multi-ranges, 416, conditional requests,
 // directories and errors.
 func TestFileServerSemantics(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		tr := newFSTree(t)
 		s := startServer(t, b, FileServer(tr.dir))
 		base, cl := baseURL(s, "http"), newClient()
@@ -185,7 +185,7 @@ func TestFileServerSemantics(t *testing.T) {
 // The same bytes arrive over TLS, where the file is copied in bounded
 // chunks instead of sent with sendfile.
 func TestFileServerTLS(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		tr := newFSTree(t)
 		s := startServer(t, b, FileServer(tr.dir), WithTLS(testCert().ServerConfig()))
 		base, cl := baseURL(s, "https"), tlsClient()
@@ -202,7 +202,7 @@ func TestFileServerTLS(t *testing.T) {
 
 // Pipelined requests for files are answered in order, each complete.
 func TestFileServerPipelined(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		tr := newFSTree(t)
 		s := startServer(t, b, FileServer(tr.dir))
 		c, br := rawConn(t, s)
@@ -233,7 +233,7 @@ func TestFileServerPipelined(t *testing.T) {
 // Clients that close in the middle of a large file release it: after
 // the server stops, the process has no more descriptors than before.
 func TestFileServerClientCloseReleases(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		dir := t.TempDir()
 		f, err := os.Create(filepath.Join(dir, "big"))
 		require.NoError(t, err)
@@ -307,7 +307,7 @@ func vmRSS(t *testing.T) int64 {
 // the rest, all of it.
 func TestFileServerSlowReaderBounded(t *testing.T) {
 	const size = 100 << 20
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		for _, secure := range []bool{false, true} {
 			t.Run(map[bool]string{false: "plain", true: "tls"}[secure], func(t *testing.T) {
 				dir := t.TempDir()
@@ -377,7 +377,7 @@ func TestFileServerSlowReaderBounded(t *testing.T) {
 // ServeContent serves an open file with the caller's modification time,
 // an ETag only if the handler set one, and closes the file itself.
 func TestServeContent(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		tr := newFSTree(t)
 		mod := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
 		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, r *Request) {
@@ -415,7 +415,7 @@ func tlsClientConn(raw net.Conn) *tls.Conn {
 // that stops reading any response: the file's unsent bytes count as
 // pending output.
 func TestFileServerWriteTimeout(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		dir := t.TempDir()
 		f, err := os.Create(filepath.Join(dir, "huge"))
 		require.NoError(t, err)
@@ -438,7 +438,7 @@ func TestFileServerWriteTimeout(t *testing.T) {
 // the body); one that needs sniffing goes through the pool. Both answer
 // the same bytes, whole and in ranges.
 func TestFileServerInlineAndPooled(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		tr := newFSTree(t)
 		for _, name := range []string{"big.png", "big.dat"} {
 			require.NoError(t, os.WriteFile(filepath.Join(tr.dir, name), tr.big, 0o644))

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/veloq/veloq/http/internal/h2"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // rawH2 is a hand-driven HTTP/2 client: it writes frames as given, so a
@@ -171,7 +171,7 @@ func TestHTTP2Floods(t *testing.T) {
 			return append(h2.AppendHeader(nil, h2.Header{Length: 5, Type: h2.TypePriority, Stream: uint32(2*i + 1)}), 0, 0, 0, 0, 16)
 		}},
 	}
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		for _, fl := range floods {
 			t.Run(fl.name, func(t *testing.T) {
 				s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
@@ -199,7 +199,7 @@ func TestHTTP2Floods(t *testing.T) {
 // CVE-2024-27316) is cut once it passes 64 KiB: the server does not hold
 // it, and decodes none of it.
 func TestHTTP2ContinuationFlood(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
 		r := dialH2(t, s.Addr().String())
 		frag := bytes.Repeat([]byte{0x40, 0x01, 'x', 0x01, 'y'}, 3000) // 15 KB of literals
@@ -218,7 +218,7 @@ func TestHTTP2ContinuationFlood(t *testing.T) {
 // is answered 431 without the list being kept, and the connection goes
 // on.
 func TestHTTP2HPACKBomb(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
 		r := dialH2(t, s.Addr().String())
 		r.eb.Reset()
@@ -242,7 +242,7 @@ func TestHTTP2HPACKBomb(t *testing.T) {
 // server up to about a megabyte, then its requests wait unanswered
 // instead of growing memory.
 func TestHTTP2ZeroWindowClientBounded(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		big := bytes.Repeat([]byte("z"), 256<<10)
 		h := HandlerFunc(func(w *ResponseWriter, r *Request) { _, _ = w.Write(big) })
 		s := startServer(t, b, h, WithLoops(1))
@@ -265,7 +265,7 @@ func TestHTTP2ZeroWindowClientBounded(t *testing.T) {
 // Streams past SETTINGS_MAX_CONCURRENT_STREAMS are refused, counted, and
 // the connection goes on.
 func TestHTTP2StreamLimit(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		hold := make(chan struct{})
 		h := FromStd(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, _ *nethttp.Request) {
 			<-hold
@@ -296,7 +296,7 @@ func TestHTTP2StreamLimit(t *testing.T) {
 
 // A stream ID lower than one already opened is a connection error.
 func TestHTTP2StreamIDRegression(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
 		r := dialH2(t, s.Addr().String())
 		require.NoError(t, r.write(append(r.get(5, "/"), r.get(3, "/")...)))

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/veloq/veloq/executor"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // h2Client is Go's own HTTP/2 client: over TLS (ALPN h2) when tlsCfg is
@@ -60,7 +60,7 @@ func h2Handlers(t *testing.T) map[string]Handler {
 // arrive whole, bodies larger than the flow-control windows go both ways,
 // and 64 concurrent requests share one connection.
 func TestHTTP2GoClient(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		for name, h := range h2Handlers(t) {
 			for _, secure := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/tls=%v", name, secure), func(t *testing.T) {
@@ -135,7 +135,7 @@ func portOf(a net.Addr) string {
 // was written, the request body is read while the answer goes out (full
 // duplex, as gRPC streams need), and trailers arrive after the body.
 func TestHTTP2StdStreamingAndTrailers(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		h := FromStd(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 			w.Header().Set("Trailer", "X-Sum")
 			w.WriteHeader(200)
@@ -197,7 +197,7 @@ func TestHTTP2StdStreamingAndTrailers(t *testing.T) {
 // WithHTTP2(false): ALPN offers only http/1.1, and a plaintext HTTP/2
 // preface is not taken for HTTP/2.
 func TestHTTP2Off(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler), WithTLS(testCert().ServerConfig()), WithHTTP2(false))
 		cfg := testCert().ClientConfig("localhost")
 		cfg.NextProtos = []string{"h2", "http/1.1"}
@@ -222,7 +222,7 @@ func TestHTTP2Off(t *testing.T) {
 // Shutdown sends GOAWAY to an HTTP/2 connection, lets its streams in
 // progress finish, and closes it.
 func TestHTTP2ShutdownGoAway(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		release := make(chan struct{})
 		started := make(chan struct{}, 1)
 		h := FromStd(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
@@ -274,7 +274,7 @@ func TestHTTP2FileServer(t *testing.T) {
 	data := make([]byte, 3<<20+123)
 	_, _ = rand.Read(data)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.bin"), data, 0o644))
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, FileServer(dir), WithLoops(1))
 		cl := h2Client(nil)
 		defer cl.CloseIdleConnections()

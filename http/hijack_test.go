@@ -11,7 +11,6 @@ import (
 
 	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
-	"github.com/veloq/veloq/reactor"
 )
 
 // upperEcho is what a hijacked connection turns into: a line protocol that
@@ -27,7 +26,7 @@ func upperEcho(opened chan<- struct{}) vnet.Handler {
 }
 
 func TestHijackHandsConnectionOver(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		opened := make(chan struct{})
 		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, r *Request) {
 			if string(r.Path) != "/upgrade" {

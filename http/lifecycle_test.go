@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	vnet "github.com/veloq/veloq/net"
-	"github.com/veloq/veloq/reactor"
 )
 
 // unixGet sends GET / over the Unix socket at path from an unbound client
@@ -62,7 +61,7 @@ func TestUnixUnnamedRemoteAddr(t *testing.T) {
 			io.WriteString(w, r.RemoteAddr)
 		}))},
 	}
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		for _, tc := range handlers {
 			t.Run(tc.name, func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "veloq.sock")
@@ -89,7 +88,7 @@ func TestServerListenAndServe(t *testing.T) {
 		{"context", func(_ *Server, cancel context.CancelFunc) { cancel() }, nil},
 		{"Close", func(s *Server, _ context.CancelFunc) { s.Close() }, ErrServerClosed},
 	}
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		for _, st := range stops {
 			t.Run(st.name, func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "veloq.sock")
@@ -156,7 +155,7 @@ func TestShutdownLeavesHijacked(t *testing.T) {
 			w.Hijack(echo)
 		})},
 	}
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		for _, tc := range handlers {
 			t.Run(tc.name, func(t *testing.T) {
 				s := NewServer(tc.h, WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))

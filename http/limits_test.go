@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // headWith returns a GET with a target of targetLen bytes and fields
@@ -28,7 +28,7 @@ func headWith(targetLen, fields int) string {
 // The defaults accept what RFC 9112 §3 and real proxies need: a request
 // line of 8,000 octets and 100 header fields.
 func TestServerDefaultLimits(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		ok := HandlerFunc(func(w *ResponseWriter, r *Request) {
 			fmt.Fprintf(w, "%d %d", len(r.Target), len(r.Headers))
 		})
@@ -55,7 +55,7 @@ func TestServerDefaultLimits(t *testing.T) {
 // A streamed FromStd body is not bound by the server's MaxBodyBytes: it
 // has its own limit, none by default.
 func TestFromStdBodyLimit(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		count := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 			n, err := io.Copy(io.Discard, r.Body)
 			fmt.Fprintf(w, "%d %v", n, err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
-	"github.com/veloq/veloq/reactor"
 )
 
 // panickingHandler is named so that the test can find it in the stack.
@@ -25,7 +24,7 @@ func panickingHandler(w *ResponseWriter, r *Request) {
 // JSON handler prints valid JSON, one record a line, both naming the
 // panicking function.
 func TestPanicStackReadable(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		for _, format := range []string{"text", "json"} {
 			t.Run(format, func(t *testing.T) {
 				var logs backendtest.Buffer
@@ -87,7 +86,7 @@ func (slowHandler) ServeHTTP(w *ResponseWriter, r *Request) {
 // wrote, the route pattern a Router matched or the handler's type, not
 // the server's adapter to the net layer.
 func TestBlockedLoopNamesRoute(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		rt := NewRouter()
 		rt.Handle("GET /slow/{id}", slowHandler{})
 		for _, tc := range []struct {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // routeTable is the router every test here uses: each handler answers
@@ -121,7 +121,7 @@ func TestRouterMatchAllocs(t *testing.T) {
 // body, 405 with Allow, an Offloaded route and a FromStd route that both
 // still see the wildcard values.
 func TestRouterServer(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		m := routeTable()
 		m.Handle("GET /heavy/{n}", Offloaded(testPool(t), HandlerFunc(func(w *ResponseWriter, r *Request) {
 			fmt.Fprintf(w, "heavy n=%s", r.PathValue("n"))

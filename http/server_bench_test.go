@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // BenchmarkServerFastPath measures the inline handler end to end over a
@@ -17,10 +17,10 @@ import (
 // responses. One op is depth requests; allocs/op counts both sides (the
 // client's reads and writes allocate nothing).
 func BenchmarkServerFastPath(b *testing.B) {
-	for _, be := range []reactor.Backend{reactor.BackendEpoll, reactor.BackendUring} {
+	for _, be := range []vnet.Backend{vnet.BackendEpoll, vnet.BackendUring} {
 		for _, depth := range []int{1, 16} {
 			b.Run(string(be)+"/depth="+itoa(depth), func(b *testing.B) {
-				if be == reactor.BackendUring && reactor.ProbeUring() != nil {
+				if be == vnet.BackendUring && vnet.ProbeUring() != nil {
 					b.Skip("io_uring unavailable")
 				}
 				benchFastPath(b, be, depth)
@@ -51,9 +51,9 @@ func BenchmarkServerFromStd(b *testing.B) {
 		w.Header().Set("Content-Type", "text/plain")
 		io.WriteString(w, "Hello, World!")
 	}))
-	for _, be := range []reactor.Backend{reactor.BackendEpoll, reactor.BackendUring} {
+	for _, be := range []vnet.Backend{vnet.BackendEpoll, vnet.BackendUring} {
 		b.Run(string(be), func(b *testing.B) {
-			if be == reactor.BackendUring && reactor.ProbeUring() != nil {
+			if be == vnet.BackendUring && vnet.ProbeUring() != nil {
 				b.Skip("io_uring unavailable")
 			}
 			benchServe(b, be, 1, h)
@@ -61,7 +61,7 @@ func BenchmarkServerFromStd(b *testing.B) {
 	}
 }
 
-func benchFastPath(b *testing.B, be reactor.Backend, depth int) {
+func benchFastPath(b *testing.B, be vnet.Backend, depth int) {
 	benchServe(b, be, depth, HandlerFunc(helloHandler))
 }
 
@@ -84,9 +84,9 @@ func BenchmarkServerRouter(b *testing.B) {
 		}
 		helloHandler(w, r)
 	})
-	for _, be := range []reactor.Backend{reactor.BackendEpoll, reactor.BackendUring} {
+	for _, be := range []vnet.Backend{vnet.BackendEpoll, vnet.BackendUring} {
 		b.Run(string(be), func(b *testing.B) {
-			if be == reactor.BackendUring && reactor.ProbeUring() != nil {
+			if be == vnet.BackendUring && vnet.ProbeUring() != nil {
 				b.Skip("io_uring unavailable")
 			}
 			benchServeTarget(b, be, 16, m, "/users/42/posts/7")
@@ -94,11 +94,11 @@ func BenchmarkServerRouter(b *testing.B) {
 	}
 }
 
-func benchServe(b *testing.B, be reactor.Backend, depth int, h Handler) {
+func benchServe(b *testing.B, be vnet.Backend, depth int, h Handler) {
 	benchServeTarget(b, be, depth, h, "/")
 }
 
-func benchServeTarget(b *testing.B, be reactor.Backend, depth int, h Handler, target string) {
+func benchServeTarget(b *testing.B, be vnet.Backend, depth int, h Handler, target string) {
 	s := NewServer(h, WithBackend(be), WithLoops(1), WithLogger(testLogger(b)))
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		b.Fatal(err)

@@ -17,12 +17,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/veloq/veloq/internal/backendtest"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // forEachBackend: every behaviour test runs over both backends from one
 // shared table.
-func forEachBackend(t *testing.T, f func(t *testing.T, b reactor.Backend)) {
+func forEachBackend(t *testing.T, f func(t *testing.T, b vnet.Backend)) {
 	t.Helper()
 	backendtest.Run(t, f)
 }
@@ -40,7 +40,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 // startServer serves h on 127.0.0.1:0 with two loops and shuts it down at
 // the end of the test.
-func startServer(t testing.TB, b reactor.Backend, h Handler, opts ...Option) *Server {
+func startServer(t testing.TB, b vnet.Backend, h Handler, opts ...Option) *Server {
 	t.Helper()
 	opts = append([]Option{WithBackend(b), WithLoops(2), WithLogger(testLogger(t))}, opts...)
 	s := NewServer(h, opts...)
@@ -125,7 +125,7 @@ func expectClosed(t testing.TB, c net.Conn, br *bufio.Reader) {
 // it moves on with it: the server caches the text for a second of its
 // loop's clock.
 func TestServerDate(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler))
 		cl := newClient()
 		defer cl.CloseIdleConnections()
@@ -145,7 +145,7 @@ func TestServerDate(t *testing.T) {
 }
 
 func TestServerRoundTrip(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler))
 		base := "http://" + s.Addr().String()
 		cl := newClient()
@@ -192,7 +192,7 @@ func TestServerRoundTrip(t *testing.T) {
 }
 
 func TestServerChunkedRequest(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler))
 		cl := newClient()
 		defer cl.CloseIdleConnections()
@@ -221,7 +221,7 @@ func TestServerChunkedRequest(t *testing.T) {
 }
 
 func TestServerPipelining(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, r *Request) {
 			w.Write(r.Path)
 		}))
@@ -243,7 +243,7 @@ func TestServerPipelining(t *testing.T) {
 }
 
 func TestServerConnectionSemantics(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler))
 		tests := []struct {
 			name, req  string
@@ -284,7 +284,7 @@ func TestServerConnectionSemantics(t *testing.T) {
 }
 
 func TestServerExpectContinue(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler))
 		c, br := rawConn(t, s)
 		io.WriteString(c, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
@@ -314,7 +314,7 @@ func TestServerExpectContinue(t *testing.T) {
 }
 
 func TestServerProtocolErrors(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler), WithLimits(Limits{MaxBodyBytes: 1 << 10}))
 		tests := []struct {
 			name, req string
@@ -351,7 +351,7 @@ func TestServerProtocolErrors(t *testing.T) {
 }
 
 func TestServerTimeouts(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler),
 			WithReadHeaderTimeout(150*time.Millisecond), WithIdleTimeout(300*time.Millisecond))
 
@@ -392,7 +392,7 @@ func TestServerTimeouts(t *testing.T) {
 }
 
 func TestServerMaxConns(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler), WithMaxConns(2, true))
 		var keep []net.Conn
 		for range 2 {
@@ -424,7 +424,7 @@ func TestServerMaxConns(t *testing.T) {
 }
 
 func TestServerPanic(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
 		other, obr := rawConn(t, s)
 		io.WriteString(other, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -450,7 +450,7 @@ func TestServerPanic(t *testing.T) {
 }
 
 func TestServerOffloadedInOrder(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		pool := testPool(t)
 		slow := Offloaded(pool, HandlerFunc(func(w *ResponseWriter, r *Request) {
 			time.Sleep(20 * time.Millisecond)
@@ -480,7 +480,7 @@ func TestServerOffloadedInOrder(t *testing.T) {
 }
 
 func TestServerShutdownFinishesInFlight(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		started := make(chan struct{})
 		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 			close(started)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // One client pipelines requests for a large answer and reads nothing until
@@ -22,7 +22,7 @@ import (
 // requests it pipelines; every answer arrives, in order. Answering every
 // buffered request at once held 170–293 MiB for 1,000 such requests.
 func TestPipelinedLargeAnswersWaitForDrain(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		const n, size = 100, 256 << 10
 		body := bytes.Repeat([]byte("x"), size)
 		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, r *Request) {
@@ -51,7 +51,7 @@ func TestPipelinedLargeAnswersWaitForDrain(t *testing.T) {
 // counted from the accept (net/http's ReadHeaderTimeout), not kept for
 // the idle timeout.
 func TestSilentConnectionClosedAtHeadTimeout(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler),
 			WithReadHeaderTimeout(200*time.Millisecond), WithIdleTimeout(time.Minute))
 		c, br := rawConn(t, s)
@@ -71,7 +71,7 @@ func TestSilentConnectionClosedAtHeadTimeout(t *testing.T) {
 // every byte; the minimum body rate ends it after its grace period, for
 // fast and FromStd handlers alike.
 func TestTrickledBodyEndedByMinRate(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		for _, tc := range []struct {
 			name string
 			h    Handler

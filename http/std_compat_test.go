@@ -13,13 +13,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // panic(http.ErrAbortHandler) drops the connection without a 500 and
 // without a log, on the FromStd and the fast path alike.
 func TestAbortHandlerDropsConnection(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		abortStd := FromStd(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 			w.Header().Set("X-Never", "sent")
 			io.WriteString(w, "never sent")
@@ -44,7 +44,7 @@ func TestAbortHandlerDropsConnection(t *testing.T) {
 // A FromStd request's context carries what net/http puts there, and
 // functions registered with RegisterOnShutdown run on Shutdown.
 func TestFromStdContextValues(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		onShutdown := make(chan struct{})
 		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 			srv, ok := r.Context().Value(nethttp.ServerContextKey).(*nethttp.Server)
@@ -79,7 +79,7 @@ func TestFromStdContextValues(t *testing.T) {
 // http.NewResponseController's read and write deadlines work through
 // FromStd.
 func TestFromStdResponseControllerDeadlines(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		writeErr := make(chan error, 1)
 		mux := nethttp.NewServeMux()
 		mux.HandleFunc("POST /read", func(w nethttp.ResponseWriter, r *nethttp.Request) {
@@ -136,7 +136,7 @@ func TestFromStdResponseControllerDeadlines(t *testing.T) {
 // registered with context.AfterFunc, see the client leave; the context
 // is canceled when the handler returns, too.
 func TestFromStdDerivedContextsCanceled(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		started := make(chan struct{})
 		derived := make(chan error, 1)
 		after := make(chan struct{})

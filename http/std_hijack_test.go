@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // A net/http handler hijacks the connection through FromStd: the bytes
@@ -22,7 +22,7 @@ import (
 // large stream both ways (backpressure on both sides), deadlines work,
 // and the server forgets the connection.
 func TestFromStdHijack(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		handlerErr := make(chan error, 1)
 		deadlineErr := make(chan error, 1)
 		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
@@ -104,7 +104,7 @@ func TestFromStdHijack(t *testing.T) {
 // fails with ErrHijacked. Close closes a hijacked connection, which
 // Shutdown leaves open.
 func TestFromStdHijackAfterHead(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		second := make(chan error, 1)
 		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 			w.Header().Set("Upgrade", "raw")
@@ -147,7 +147,7 @@ func TestFromStdHijackAfterHead(t *testing.T) {
 // A hijacked connection's write deadline bounds a Write waiting on a
 // client that does not read, and CloseWrite half-closes it.
 func TestFromStdHijackWriteDeadlineAndCloseWrite(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		writeErr := make(chan error, 1)
 		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 			conn, _, err := w.(nethttp.Hijacker).Hijack()

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // withHeader is a fast-path middleware: it sets a field and calls next.
@@ -27,7 +27,7 @@ func withHeader(next Handler) Handler {
 // inline they could not all be inside at once), Flush streams, the body
 // arrives, and the middleware's fields are in the response.
 func TestFromStdBelowMiddleware(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		const n = 4
 		var inside atomic.Int64
 		release := make(chan struct{})
@@ -92,7 +92,7 @@ func TestFromStdBelowMiddleware(t *testing.T) {
 // Under Offloaded the handler runs on the pool with a buffered response:
 // Flush does not panic and the response is complete.
 func TestFromStdUnderOffloaded(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 			w.Header().Set("X-Std", "1")
 			io.WriteString(w, "a;")

@@ -13,14 +13,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // Blocking net/http handlers must cost a goroutine each, not one of a
 // few pool workers: 64 handlers that each sleep for a second all run at
 // the same time, by default and on a blocking pool.
 func TestFromStdBlockingHandlersRunConcurrently(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		modes := []struct {
 			name string
 			opt  StdOption
@@ -88,7 +88,7 @@ func TestFromStdBlockingHandlersRunConcurrently(t *testing.T) {
 // nothing) block their handlers in Body.Read; a plain GET from another
 // client is still answered.
 func TestFromStdStalledUploadsDoNotStarve(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		const n = 50
 		var reading atomic.Int64
 		mux := nethttp.NewServeMux()

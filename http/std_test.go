@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/veloq/veloq/executor"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 func testPool(t testing.TB) *executor.Pool {
@@ -76,14 +76,14 @@ func testBlockingPool(t testing.TB, threads int) *executor.BlockingPool {
 }
 
 func TestFromStdRouter(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		for _, m := range stdModes(t) {
 			t.Run(m.name, func(t *testing.T) { testFromStdRouter(t, b, m.opt) })
 		}
 	})
 }
 
-func testFromStdRouter(t *testing.T, b reactor.Backend, opt StdOption) {
+func testFromStdRouter(t *testing.T, b vnet.Backend, opt StdOption) {
 	{
 		s := startServer(t, b, FromStd(stdMux(t), opt))
 		base := "http://" + s.Addr().String()
@@ -143,7 +143,7 @@ func testFromStdRouter(t *testing.T, b reactor.Backend, opt StdOption) {
 }
 
 func TestFromStdFlushStreams(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		release := make(chan struct{})
 		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 			io.WriteString(w, "first;")
@@ -179,7 +179,7 @@ func TestFromStdFlushStreams(t *testing.T) {
 }
 
 func TestFromStdPipelinedInOrder(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, FromStd(stdMux(t), nil))
 		c, br := rawConn(t, s)
 		var req strings.Builder
@@ -205,7 +205,7 @@ func TestFromStdPipelinedInOrder(t *testing.T) {
 }
 
 func TestFromStdContextCanceledOnDisconnect(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		started := make(chan struct{})
 		canceled := make(chan struct{})
 		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
@@ -230,7 +230,7 @@ func TestFromStdContextCanceledOnDisconnect(t *testing.T) {
 }
 
 func TestFromStdExpectContinue(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, FromStd(stdMux(t), nil))
 		c, br := rawConn(t, s)
 		io.WriteString(c, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
@@ -249,7 +249,7 @@ func TestFromStdExpectContinue(t *testing.T) {
 }
 
 func TestFromStdPanic(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, FromStd(stdMux(t), nil))
 		other, obr := rawConn(t, s)
 		io.WriteString(other, "GET /users/7 HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -270,7 +270,7 @@ func TestFromStdPanic(t *testing.T) {
 }
 
 func TestFromStdHTTP10(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, FromStd(stdMux(t), nil))
 		c, br := rawConn(t, s)
 		io.WriteString(c, "GET /stream HTTP/1.0\r\n\r\n")

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/veloq/veloq/internal/selfsigned"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // testCert is the certificate the package's TLS tests serve.
@@ -41,7 +41,7 @@ func tlsClient() *nethttp.Client {
 // settles on http/1.1, and a FromStd handler sees Request.TLS as in
 // net/http.
 func TestHTTPS(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		mux := NewRouter()
 		mux.HandleFunc("GET /", func(w *ResponseWriter, r *Request) { testHandler(w, r) })
 		mux.HandleFunc("POST /echo", func(w *ResponseWriter, r *Request) { testHandler(w, r) })
@@ -84,7 +84,7 @@ func TestHTTPS(t *testing.T) {
 
 // Pipelined requests over TLS are answered in order, as in plaintext.
 func TestHTTPSPipelined(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, r *Request) { w.Write(r.Path) }),
 			WithTLS(testCert().ServerConfig()))
 		c, err := tls.Dial("tcp", s.Addr().String(), testCert().ClientConfig("localhost"))
@@ -116,7 +116,7 @@ func TestHTTPSNeedsCertificate(t *testing.T) {
 // Real clients over HTTPS: curl (OpenSSL) on TLS 1.2 and 1.3, and
 // Python's ssl module. Each skips when its tool is not installed.
 func TestHTTPSInterop(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler), WithTLS(testCert().ServerConfig()))
 		port := s.Addr().(*net.TCPAddr).Port
 		url := fmt.Sprintf("https://localhost:%d/", port)
@@ -161,7 +161,7 @@ print(data.split(b"\r\n\r\n", 1)[1].decode(), end="")
 // never begins, so the connection is closed at the head timeout and
 // counted, as a silent plaintext connection is.
 func TestHTTPSTruncatedRecordThenSilence(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler), WithTLS(testCert().ServerConfig()),
 			WithReadHeaderTimeout(300*time.Millisecond), WithIdleTimeout(time.Minute))
 		raw, err := net.Dial("tcp", s.Addr().String())

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 func parseWithBody(t *testing.T, raw string) *Request {
@@ -88,7 +88,7 @@ func TestAppendUnescaped(t *testing.T) {
 
 // An offloaded handler's context is canceled when the client goes away.
 func TestOffloadedContextCanceledOnDisconnect(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		started := make(chan struct{})
 		canceled := make(chan error, 1)
 		h := Offloaded(testPool(t), HandlerFunc(func(w *ResponseWriter, r *Request) {
@@ -113,7 +113,7 @@ func TestOffloadedContextCanceledOnDisconnect(t *testing.T) {
 // OffloadedBlocking runs blocking fast handlers side by side: eight of
 // them are inside at once although the stealable pool has two workers.
 func TestOffloadedBlockingRunsConcurrently(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		const n = 8
 		var inside atomic.Int64
 		release := make(chan struct{})
@@ -150,7 +150,7 @@ func TestOffloadedBlockingRunsConcurrently(t *testing.T) {
 // client before the handler goes on, the response is chunked, and the
 // connection serves the next request. Inline, Flush is refused.
 func TestOffloadedFlushStreams(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b reactor.Backend) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		next := make(chan struct{})
 		flushErr := make(chan error, 1)
 		m := NewRouter()

@@ -24,11 +24,11 @@ import (
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/internal/backendtest"
 	"github.com/veloq/veloq/internal/selfsigned"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // startHTTP serves h on 127.0.0.1 with one loop, over TLS when secure.
-func startHTTP(t *testing.T, b reactor.Backend, h vhttp.Handler, secure bool) string {
+func startHTTP(t *testing.T, b vnet.Backend, h vhttp.Handler, secure bool) string {
 	t.Helper()
 	opts := []vhttp.Option{vhttp.WithBackend(b), vhttp.WithLoops(1)}
 	if secure {
@@ -72,7 +72,7 @@ func (echoService) FullDuplexCall(stream testgrpc.TestService_FullDuplexCallServ
 // h2c and h2: unary calls (one of 1 MiB, past every flow-control window)
 // and a bidirectional stream whose messages are answered one by one.
 func TestGRPCThroughFromStd(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		for _, secure := range []bool{false, true} {
 			t.Run(fmt.Sprintf("tls=%v", secure), func(t *testing.T) {
 				gs := grpc.NewServer()
@@ -132,7 +132,7 @@ func TestCurlHTTP2(t *testing.T) {
 	if out, _ := exec.Command(curl, "-V").Output(); !bytes.Contains(out, []byte("HTTP2")) {
 		t.Skip("curl without HTTP/2")
 	}
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		plain := startHTTP(t, b, fastHello, false)
 		secure := startHTTP(t, b, fastHello, true)
 		for _, tc := range []struct {
@@ -165,7 +165,7 @@ func TestNghttp(t *testing.T) {
 	if err != nil {
 		t.Skip("nghttp not installed (apt-get install nghttp2-client)")
 	}
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		for _, secure := range []bool{false, true} {
 			addr := startHTTP(t, b, fastHello, secure)
 			url := "http://" + addr + "/"
@@ -229,7 +229,7 @@ func TestH2Spec(t *testing.T) {
 			_, _ = io.WriteString(w, "Hello, World!")
 		})),
 	}
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		for name, h := range handlers {
 			for _, secure := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/tls=%v", name, secure), func(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/internal/backendtest"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // Echo servers written against each library's net/http integration.
@@ -84,7 +84,7 @@ var echoServers = []struct {
 // clients at once, small and large messages, text and binary, then a
 // clean close; ordinary HTTP requests are still served beside them.
 func TestWebSocketThroughFromStd(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		for _, srv := range echoServers {
 			t.Run(srv.name, func(t *testing.T) {
 				mux := nethttp.NewServeMux()

@@ -7,7 +7,7 @@ import (
 
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/internal/backendtest"
-	"github.com/veloq/veloq/reactor"
+	vnet "github.com/veloq/veloq/net"
 	"github.com/veloq/veloq/websocket"
 )
 
@@ -25,7 +25,7 @@ var echo = &websocket.HandlerFuncs{
 
 // start serves the echo on /ws with compression and the "chat"
 // subprotocol available, and returns the ws:// URL and host:port.
-func start(t *testing.T, b reactor.Backend) (url, addr string) {
+func start(t *testing.T, b vnet.Backend) (url, addr string) {
 	t.Helper()
 	u := websocket.NewUpgrader(
 		websocket.WithSubprotocols("chat"),
@@ -48,7 +48,7 @@ func start(t *testing.T, b reactor.Backend) (url, addr string) {
 }
 
 func run(t *testing.T, f func(t *testing.T, url, addr string)) {
-	backendtest.Run(t, func(t *testing.T, b reactor.Backend) {
+	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		url, addr := start(t, b)
 		f(t, url, addr)
 	})

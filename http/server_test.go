@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
 )
@@ -27,16 +28,8 @@ func forEachBackend(t *testing.T, f func(t *testing.T, b vnet.Backend)) {
 	backendtest.Run(t, f)
 }
 
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
+// testLogger is the shared test logger (backendtest.Logger).
+func testLogger(t testing.TB) *slog.Logger { return backendtest.Logger(t) }
 
 // startServer serves h on 127.0.0.1:0 with two loops and shuts it down at
 // the end of the test.
@@ -408,10 +401,7 @@ func TestServerMaxConns(t *testing.T) {
 		}
 		expectClosed(t, c, br)
 		keep[0].Close()
-		deadline := time.Now().Add(3 * time.Second)
-		for s.Stats().Conns > 1 && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		require.Eventually(t, func() bool { return s.Stats().Conns <= 1 }, 3*time.Second, time.Millisecond)
 		c, br = rawConn(t, s)
 		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 		if resp, _ := readResponse(t, br, "GET"); resp.StatusCode != 200 {

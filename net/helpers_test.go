@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,18 +21,8 @@ func forEachBackend(t *testing.T, f func(t *testing.T, b Backend)) {
 	backendtest.Run(t, f)
 }
 
-// testLogger discards info and keeps errors visible in -v output.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
+// testLogger is the shared test logger (backendtest.Logger).
+func testLogger(t testing.TB) *slog.Logger { return backendtest.Logger(t) }
 
 // startServer listens on 127.0.0.1:0 and shuts down at test end.
 func startServer(t *testing.T, b Backend, h Handler, opts ...Option) *Server {

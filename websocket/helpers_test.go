@@ -17,20 +17,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	vhttp "github.com/veloq/veloq/http"
+	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
 )
 
-// testLogger sends server logs to the test log.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type tlogWriter struct{ t testing.TB }
-
-func (w tlogWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
+// testLogger is the shared test logger (backendtest.Logger).
+func testLogger(t testing.TB) *slog.Logger { return backendtest.Logger(t) }
 
 // events records what a server-side Handler saw, for assertions from
 // the test goroutine.

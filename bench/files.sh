@@ -37,7 +37,8 @@ case "${1:-}" in
 esac
 conns=${CONNS:-32}
 
-have() { command -v "$1" >/dev/null 2>&1; }
+# shellcheck source=lib.sh
+. ./lib.sh
 for tool in jq wrk; do
 	if ! have $tool; then
 		echo "files.sh needs $tool: apt-get install $tool" >&2
@@ -131,30 +132,10 @@ start_server() { # name -> pid, addr; fails when the server does not start
 	# shellcheck disable=SC2086
 	$server_cpu ${cmd[$key]} >"$log" 2>&1 &
 	pid=$! addr=127.0.0.1:${port[$key]}
-	for _ in $(seq 100); do
-		if [ "$key" = nginx ]; then
-			(: <"/dev/tcp/127.0.0.1/${port[$key]}") 2>/dev/null && return 0
-		elif grep -qE "on 127\.0\.0\.1:[0-9]+" "$log"; then
-			case $key in
-			*uring*) grep -q "backend uring" "$log" || note "$key did not run on io_uring: $(grep -m1 -oE 'backend [a-z]+' "$log")" ;;
-			esac
-			return 0
-		fi
-		kill -0 "$pid" 2>/dev/null || { sed 's/^/   | /' "$log"; pid=""; return 1; }
-		sleep 0.1
-	done
-	echo "   $key did not start within 10 s"
-	stop_server
-	return 1
+	local ready_port=""
+	[ "$key" = nginx ] && ready_port=${port[$key]}
+	server_ready "$key" "$log" $ready_port
 }
-stop_server() {
-	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-	pid=""
-}
-trap stop_server EXIT
-trap 'exit 130' INT TERM
 
 declare -A rate eff scpu lcpu errs
 run_one() { # file server

@@ -31,7 +31,9 @@ case "${1:-}" in
 "") ;;
 *) echo "usage: bench/h2.sh [--quick|--smoke]" >&2; exit 2 ;;
 esac
-have() { command -v "$1" >/dev/null 2>&1; }
+# shellcheck source=lib.sh
+. ./lib.sh
+note() { echo "   note: $*"; }
 have h2load || { echo "h2.sh needs h2load: apt-get install nghttp2-client" >&2; exit 1; }
 have python3 || { echo "h2.sh needs python3" >&2; exit 1; }
 pin0="" pin1=""
@@ -126,15 +128,8 @@ start() {
 	fi
 	pid=$!
 	url="$scheme://127.0.0.1:$url_port/"
-	for _ in $(seq 200); do
-		if (exec 3<>/dev/tcp/127.0.0.1/$url_port) 2>/dev/null; then return 0; fi
-		sleep 0.05
-	done
-	echo "server did not start: $cmd" >&2
-	cat "$tmp/server.log" >&2
-	return 1
+	server_ready "$cmd" "$tmp/server.log" "$url_port"
 }
-stop() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 load() {
 	$pin1 h2load -c64 -m16 --tls13-ciphers=TLS_AES_128_GCM_SHA256 "$@" "$url"
@@ -155,7 +150,7 @@ for r in $(seq 0 $((rounds - 1))); do
 		load -D "$secs" --log-file="$tmp/req.log" >"$tmp/h2load.out" 2>&1 || true
 		t1=$(date +%s.%N)
 		c1=$(cpu "$pid")
-		stop
+		stop_server
 		ok=$(awk '/^requests:/ {for (i = 1; i <= NF; i++) if ($(i+1) == "succeeded,") print $i}' "$tmp/h2load.out")
 		p99=$(python3 -c '
 import sys
@@ -182,7 +177,7 @@ for s in "${servers[@]}"; do
 	else
 		echo "   $name: $out"
 	fi
-	stop
+	stop_server
 done
 
 python3 - "$results" "$idles" "$(getconf CLK_TCK)" "$rounds" "$secs" "$idle" >"results/h2-$tag.md" <<'EOF'

@@ -46,7 +46,8 @@ case "${1:-}" in
 *) echo "usage: bench/tls.sh [--quick|--smoke]" >&2; exit 2 ;;
 esac
 
-have() { command -v "$1" >/dev/null 2>&1; }
+# shellcheck source=lib.sh
+. ./lib.sh
 if ! have jq; then
 	echo "tls.sh reads the load generators' JSON with jq: apt-get install jq" >&2
 	exit 1
@@ -177,31 +178,10 @@ start_server() { # group:name -> pid, addr; fails when the server does not start
 	# shellcheck disable=SC2086
 	$server_cpu ${cmd[$key]} >"$log" 2>&1 &
 	pid=$! addr=127.0.0.1:${port[$key]}
-	for _ in $(seq 100); do
-		if [ "${key#*:}" = nginx ]; then
-			# nginx prints nothing: it is up when its port accepts.
-			(: <"/dev/tcp/127.0.0.1/${port[$key]}") 2>/dev/null && return 0
-		elif grep -qE "on 127\.0\.0\.1:[0-9]+" "$log"; then
-			case $key in
-			*uring*) grep -q "backend uring" "$log" || note "$key did not run on io_uring: $(grep -m1 -oE 'backend [a-z]+' "$log")" ;;
-			esac
-			return 0
-		fi
-		kill -0 "$pid" 2>/dev/null || { sed 's/^/   | /' "$log"; pid=""; return 1; }
-		sleep 0.1
-	done
-	echo "   $key did not start within 10 s"
-	stop_server
-	return 1
+	local ready_port=""
+	[ "${key#*:}" = nginx ] && ready_port=${port[$key]} # nginx prints nothing: it is up when its port accepts
+	server_ready "$key" "$log" $ready_port
 }
-stop_server() {
-	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-	pid=""
-}
-trap stop_server EXIT
-trap 'exit 130' INT TERM
 
 # resumes ADDR: whether the server resumes a TLS 1.3 session, by openssl
 # s_client: one connection keeps the ticket the server sends, a second

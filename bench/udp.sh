@@ -35,7 +35,8 @@ case "${1:-}" in
 esac
 ports=${UDP_PORTS:-64} window=${UDP_WINDOW:-8}
 
-have() { command -v "$1" >/dev/null 2>&1; }
+# shellcheck source=lib.sh
+. ./lib.sh
 if ! have jq; then
 	echo "udp.sh reads udpload's JSON with jq: apt-get install jq" >&2
 	exit 1
@@ -76,29 +77,10 @@ start_server() { # name -> pid, addr
 	# shellcheck disable=SC2086
 	$server_cpu ${cmd[$name]} >"$log" 2>&1 &
 	pid=$!
-	for _ in $(seq 100); do
-		if addr=$(grep -m1 -oE "udp echo on 127\.0\.0\.1:[0-9]+" "$log"); then
-			addr=${addr#udp echo on }
-			case $name in
-			*uring*) grep -q "backend uring" "$log" || note "$name did not run on io_uring: $(grep -m1 -oE 'backend [a-z]+' "$log")" ;;
-			esac
-			return 0
-		fi
-		kill -0 "$pid" 2>/dev/null || { sed 's/^/   | /' "$log"; pid=""; return 1; }
-		sleep 0.1
-	done
-	echo "   $name did not start within 10 s"
-	stop_server
-	return 1
+	server_ready "$name" "$log" || return 1
+	addr=$(grep -m1 -oE "on 127\.0\.0\.1:[0-9]+" "$log")
+	addr=${addr#on }
 }
-stop_server() {
-	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-	pid=""
-}
-trap stop_server EXIT
-trap 'exit 130' INT TERM
 
 # Per "size|server": space-separated values, one per round.
 declare -A rate eff loss scpu lcpu errs firsterr

@@ -133,20 +133,6 @@ func (r *rawH2) status(id uint32) int {
 	}
 }
 
-// serverRSS is this process's resident memory: the server runs in it.
-func serverRSS(t *testing.T) int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
-}
-
 // Each flood of RFC 9113 §10.5 and the CVEs ends the connection with
 // GOAWAY ENHANCE_YOUR_CALM, counted, while a well-behaved client on the
 // same loop is served throughout.
@@ -247,14 +233,14 @@ func TestHTTP2ZeroWindowClientBounded(t *testing.T) {
 		h := HandlerFunc(func(w *ResponseWriter, r *Request) { _, _ = w.Write(big) })
 		s := startServer(t, b, h, WithLoops(1))
 		r := dialH2(t, s.Addr().String(), h2.Setting{ID: h2.SettingInitialWindowSize, Val: 0})
-		before := serverRSS(t)
+		before := vmRSS(t)
 		var out []byte
 		for i := range 200 { // 50 MB of answers asked for
 			out = append(out, r.get(uint32(2*i+1), "/")...)
 		}
 		require.NoError(t, r.write(out))
 		require.Eventually(t, func() bool { return s.Stats().HTTP2Streams == 200 }, 10*time.Second, time.Millisecond)
-		grew := serverRSS(t) - before
+		grew := vmRSS(t) - before
 		require.Less(t, grew, int64(24<<20), "RSS grew %d MiB for 50 MB of unread answers", grew>>20)
 		served := s.Stats().Requests
 		require.Less(t, served, uint64(20), "about 1 MiB of 256 KiB answers run, then requests wait")

@@ -18,12 +18,11 @@ import (
 	"io"
 	"log"
 	"net"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/veloq/veloq/bench/internal/proc"
 )
 
 const preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -115,16 +114,9 @@ func readResponse(c net.Conn) error {
 }
 
 func rss(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	kib, err := proc.RSSKiB(pid)
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
-			return kb << 10
-		}
-	}
-	log.Fatal("no VmRSS")
-	return 0
+	return kib << 10
 }

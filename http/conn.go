@@ -93,7 +93,18 @@ func (cs *conn) date() []byte {
 	date := ls.dates.Bytes(now)
 	ls.dateUntil = l.Clock() + int64(time.Second) - int64(now.Nanosecond())
 	ls.head200 = appendStart(ls.head200[:0], StatusOK, date, 0)
+	ls.dateText = ""
 	return date
+}
+
+// dateString is date as a string, made once per second (for HPACK, whose
+// encoder takes strings).
+func (cs *conn) dateString() string {
+	date := cs.date()
+	if ls := cs.ls; ls.dateText == "" {
+		ls.dateText = string(date)
+	}
+	return cs.ls.dateText
 }
 
 // firstTimeout is when a new connection's timer first looks at it: the
@@ -209,16 +220,6 @@ func (cs *conn) onData() {
 	case phaseH2:
 		cs.h2.onData()
 		return
-	case phaseNew:
-		if cs.srv.opts.h2c {
-			if buf, _ := cs.c.Peek(0); isH2Preface(buf) {
-				// HTTP/2 with prior knowledge (RFC 9113 §3.3): "PRI" is no
-				// HTTP/1 method a server answers, so nothing is lost.
-				cs.startH2()
-				cs.h2.onData()
-				return
-			}
-		}
 	}
 	cs.serveLoop()
 }
@@ -246,6 +247,13 @@ func (cs *conn) serveLoop() {
 			cs.phase = phaseHead
 			cs.phaseStart = cs.now()
 		case phaseNew:
+			if cs.srv.opts.h2c && isH2Preface(buf) {
+				// HTTP/2 with prior knowledge (RFC 9113 §3.3): "PRI" is no
+				// HTTP/1 method a server answers, so nothing is lost.
+				cs.startH2()
+				cs.h2.onData()
+				return
+			}
 			cs.phase = phaseHead // the head timeout runs from the accept
 		}
 		req := &ls.req

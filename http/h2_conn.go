@@ -3,6 +3,7 @@ package http
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -313,10 +314,7 @@ func (hc *h2Conn) frame(h h2.Header, p []byte) error {
 
 func (hc *h2Conn) onSettings(h h2.Header, p []byte) error {
 	if h.Flags.Has(h2.FlagAck) {
-		if len(p) != 0 || h.Stream != 0 {
-			return h2.ParseSettings(h, p, nil)
-		}
-		return nil
+		return h2.ParseSettings(h, p, nil) // checks it; an acknowledgement has no parameters
 	}
 	if hc.settingsIn {
 		if err := hc.cheapFrame(); err != nil {
@@ -360,7 +358,7 @@ func (hc *h2Conn) onWindowUpdate(h h2.Header, p []byte) error {
 	inc, err := h2.ParseWindowUpdate(h, p)
 	if err != nil {
 		var e *h2.Error
-		if asH2(err, &e) && e.Stream != 0 && h.Stream > hc.lastID {
+		if errors.As(err, &e) && e.Stream != 0 && h.Stream > hc.lastID {
 			return h2.ConnError(h2.ProtocolError, "WINDOW_UPDATE on an idle stream")
 		}
 		return err
@@ -402,14 +400,6 @@ func (hc *h2Conn) runReady() {
 	if len(hc.ready) == 0 {
 		hc.ready = nil
 	}
-}
-
-func asH2(err error, e **h2.Error) bool {
-	x, ok := err.(*h2.Error)
-	if ok {
-		*e = x
-	}
-	return ok
 }
 
 func (hc *h2Conn) onRST(h h2.Header, p []byte) error {

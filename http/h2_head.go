@@ -83,7 +83,7 @@ func checkField(f *hpack.HeaderField) string {
 // buildRequest turns the fields of a request's header block into st's
 // Request (RFC 9113 §8.3.1), with every byte copied into st's arena.
 func (hc *h2Conn) buildRequest(st *h2Stream, endStream bool) *h2.Error {
-	var method, scheme, path, authority string
+	var method, path, authority string
 	var hasMethod, hasScheme, hasPath, hasAuthority, regular bool
 	cl := int64(-1)
 	var cookies []string
@@ -104,7 +104,7 @@ func (hc *h2Conn) buildRequest(st *h2Stream, endStream bool) *h2.Error {
 			case ":method":
 				dup, hasMethod, method = hasMethod, true, f.Value
 			case ":scheme":
-				dup, hasScheme, scheme = hasScheme, true, f.Value
+				dup, hasScheme = hasScheme, true
 			case ":path":
 				dup, hasPath, path = hasPath, true, f.Value
 			case ":authority":
@@ -174,7 +174,6 @@ func (hc *h2Conn) buildRequest(st *h2Stream, endStream bool) *h2.Error {
 		s.ve = len(a)
 		spans = append(spans, s)
 	}
-	_ = scheme
 	ms := len(a)
 	a = append(a, method...)
 	ps := len(a)
@@ -242,18 +241,17 @@ func (hc *h2Conn) checkTrailers(id uint32, endStream bool) *h2.Error {
 func (hc *h2Conn) encodeHead(resp *Response, status int, cl int64) []byte {
 	hc.encBuf.Reset()
 	e := hc.enc
-	var num [20]byte
-	_ = e.WriteField(hpack.HeaderField{Name: ":status", Value: string(strconv.AppendInt(num[:0], int64(status), 10))})
+	_ = e.WriteField(hpack.HeaderField{Name: ":status", Value: statusString(status)})
 	h := &resp.header
 	if h.special&hasDate == 0 {
-		_ = e.WriteField(hpack.HeaderField{Name: "date", Value: string(hc.cs.date())})
+		_ = e.WriteField(hpack.HeaderField{Name: "date", Value: hc.cs.dateString()})
 	}
 	if h.special&hasServer == 0 {
 		_ = e.WriteField(hpack.HeaderField{Name: "server", Value: DefaultServerName})
 	}
 	hc.encodeFields(h, false)
 	if cl >= 0 {
-		_ = e.WriteField(hpack.HeaderField{Name: "content-length", Value: string(strconv.AppendInt(num[:0], cl, 10))})
+		_ = e.WriteField(hpack.HeaderField{Name: "content-length", Value: strconv.FormatInt(cl, 10)})
 	}
 	return hc.encBuf.Bytes()
 }
@@ -298,4 +296,22 @@ fields:
 		_ = e.WriteField(hpack.HeaderField{Name: string(lower), Value: string(value)})
 	}
 	hc.lower = lower
+}
+
+// statusString is status's decimal text: a constant for the usual ones, so
+// that encoding a head does not allocate for it.
+func statusString(status int) string {
+	switch status {
+	case StatusOK:
+		return "200"
+	case StatusNoContent:
+		return "204"
+	case StatusPartialContent:
+		return "206"
+	case StatusNotModified:
+		return "304"
+	case StatusNotFound:
+		return "404"
+	}
+	return strconv.Itoa(status)
 }

@@ -273,9 +273,8 @@ func (st *h2Stream) writeResponse(resp *Response, req *Request) {
 	if st.localDone {
 		return
 	}
-	st.queue(body)
 	st.endQueued = true
-	st.flush()
+	st.send(body)
 }
 
 func (st *h2Stream) writeHead(resp *Response, req *Request, cl int64) {
@@ -289,44 +288,72 @@ func (st *h2Stream) writeBody(p []byte) {
 	if st.closed || !st.bodyOK || st.localDone || len(p) == 0 {
 		return
 	}
-	st.queue(p)
+	st.send(p)
+}
+
+// send sends p as DATA: what the windows allow at once, straight from p
+// (the usual case: nothing waits before it), and the rest copied into
+// pending for flush to send as the windows open.
+func (st *h2Stream) send(p []byte) {
+	if len(st.pending) == 0 {
+		p = st.emit(p, st.endQueued && st.trailers == nil)
+	}
+	st.pending = append(st.pending, p...)
+	st.hc.pendingOut += len(p)
 	st.flush()
 }
 
-// queue adds p to the DATA waiting for the windows; flush sends it.
-func (st *h2Stream) queue(p []byte) {
-	st.pending = append(st.pending, p...)
-	st.hc.pendingOut += len(p)
-}
-
-// flush sends the DATA the windows allow, in frames of at most the
-// client's SETTINGS_MAX_FRAME_SIZE, then END_STREAM once all is out.
-func (st *h2Stream) flush() {
-	if st.closed {
-		return
-	}
+// emit writes as much of data as the windows allow as DATA frames of at
+// most the client's SETTINGS_MAX_FRAME_SIZE, the last with END_STREAM when
+// end is set and all of data went, and returns the rest. Each frame's
+// header and data leave in one Writev, with no copy into a frame buffer.
+func (st *h2Stream) emit(data []byte, end bool) []byte {
 	hc := st.hc
-	for len(st.pending) > 0 {
-		n := min(len(st.pending), st.sendWin.Avail(), hc.sendWin.Avail(), int(hc.peer.MaxFrameSize))
+	ls := hc.ls
+	for len(data) > 0 {
+		n := min(len(data), st.sendWin.Avail(), hc.sendWin.Avail(), int(hc.peer.MaxFrameSize))
 		if n == 0 {
 			if hc.sendWin.Avail() == 0 && !st.inBlocked {
 				st.inBlocked = true
 				hc.blocked = append(hc.blocked, st)
 			}
-			return
+			return data
 		}
-		end := st.endQueued && st.trailers == nil && n == len(st.pending)
-		hc.ls.scratch = h2.AppendData(hc.ls.scratch[:0], st.id, end, st.pending[:n])
-		hc.cs.c.Write(hc.ls.scratch)
+		last := end && n == len(data)
+		var f h2.Flags
+		if last {
+			f = h2.FlagEndStream
+		}
+		ls.scratch = h2.AppendHeader(ls.scratch[:0], h2.Header{Length: uint32(n), Type: h2.TypeData, Flags: f, Stream: st.id})
+		ls.iov = [3][]byte{ls.scratch, data[:n]}
+		hc.cs.c.Writev(ls.iov[:2])
+		ls.iov = [3][]byte{}
 		st.sendWin -= h2.Window(n)
 		hc.sendWin -= h2.Window(n)
-		st.pending = st.pending[n:]
-		hc.pendingOut -= n
-		if end {
+		data = data[n:]
+		if last {
 			st.localDone = true
 		}
 	}
-	st.pending = nil
+	return nil
+}
+
+// flush sends the DATA that waited for the windows, then END_STREAM (or
+// the trailers) once all is out.
+func (st *h2Stream) flush() {
+	if st.closed {
+		return
+	}
+	hc := st.hc
+	if len(st.pending) > 0 {
+		rest := st.emit(st.pending, st.endQueued && st.trailers == nil)
+		hc.pendingOut -= len(st.pending) - len(rest)
+		if len(rest) > 0 {
+			st.pending = rest
+			return
+		}
+		st.pending = nil
+	}
 	if st.endQueued && !st.localDone {
 		if t := st.trailers; t != nil {
 			// Encoded now, as it is sent: HPACK's table follows the
@@ -463,7 +490,6 @@ func (st *h2Stream) askBody(send100 bool) {
 		return
 	}
 	hc := st.hc
-	hc.encBuf.Reset()
 	block := hc.encodeHead(&Response{status: StatusContinue}, StatusContinue, -1)
 	hc.ls.scratch = h2.AppendHeaders(hc.ls.scratch[:0], st.id, false, block, hc.peer.MaxFrameSize)
 	hc.cs.c.Write(hc.ls.scratch)

@@ -388,6 +388,7 @@ type loopState struct {
 	dates     DateCache
 	dateUntil int64
 	head200   []byte // status line, Date and Server of a plain 200 (Response.appendHead)
+	dateText  string // the Date value as a string, for HTTP/2; "" until asked for
 	req       Request
 	w         ResponseWriter
 	body      []byte    // the inline writer's body buffer

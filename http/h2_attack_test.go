@@ -290,3 +290,48 @@ func TestHTTP2StreamIDRegression(t *testing.T) {
 		require.NotZero(t, s.Stats().ProtoErrors)
 	})
 }
+
+// Frames on a closed stream get the errors RFC 9113 §5.1 names: DATA is
+// a stream error STREAM_CLOSED (the connection goes on), HEADERS a
+// connection error STREAM_CLOSED.
+func TestHTTP2FramesOnClosedStreams(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+		r := dialH2(t, s.Addr().String())
+		require.NoError(t, r.write(r.get(1, "/")))
+		require.Equal(t, 200, r.status(1))
+		require.Eventually(t, func() bool { return s.Stats().Requests == 1 }, 5*time.Second, time.Millisecond)
+
+		require.NoError(t, r.write(h2.AppendData(nil, 1, false, []byte("late"))))
+		for {
+			h, p, ok := r.next()
+			require.True(t, ok, "connection closed on DATA to a closed stream")
+			if h.Type == h2.TypeRSTStream {
+				code, err := h2.ParseRSTStream(h, p)
+				require.NoError(t, err)
+				require.Equal(t, uint32(1), h.Stream)
+				require.Equal(t, h2.StreamClosed, code)
+				break
+			}
+		}
+		require.NoError(t, r.write(r.get(3, "/")))
+		require.Equal(t, 200, r.status(3), "the connection goes on")
+
+		require.NoError(t, r.write(r.get(1, "/")))
+		require.Equal(t, h2.StreamClosed, r.goAway())
+	})
+}
+
+// A frame longer than SETTINGS_MAX_FRAME_SIZE is a connection error
+// FRAME_SIZE_ERROR, refused from its header: the server does not wait
+// for (or hold) its payload.
+func TestHTTP2OversizedFrame(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+		r := dialH2(t, s.Addr().String())
+		hdr := h2.AppendHeader(nil, h2.Header{Length: h2.MinMaxFrameSize + 1, Type: h2.TypeData, Stream: 1})
+		require.NoError(t, r.write(hdr)) // the header alone: 16,385 bytes announced, none sent
+		require.Equal(t, h2.FrameSizeError, r.goAway())
+		require.NotZero(t, s.Stats().ProtoErrors)
+	})
+}

@@ -392,6 +392,11 @@ func (st *h2Stream) whenWritable(f func(error)) {
 // the answer (RFC 9113 §8.1). HTTP/2 has no next request to go on with.
 func (st *h2Stream) end(reusable bool) bool {
 	if st.closed {
+		if st.localDone {
+			// The whole answer went out, and that closed the stream
+			// (the client had ended its side): it counts as served.
+			st.hc.ls.countServed(st.hc.cs.c.Loop())
+		}
 		return false
 	}
 	st.hc.ls.countServed(st.hc.cs.c.Loop())

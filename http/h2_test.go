@@ -121,6 +121,8 @@ func TestHTTP2GoClient(t *testing.T) {
 					require.Equal(t, uint64(1), st.Accepted, "every request on one connection")
 					require.Equal(t, uint64(1), st.HTTP2Conns)
 					require.Equal(t, uint64(66), st.HTTP2Streams)
+					require.Eventually(t, func() bool { return s.Stats().Requests == 66 }, 5*time.Second, time.Millisecond,
+						"every stream's answer counts as a request served")
 				})
 			}
 		}

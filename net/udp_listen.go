@@ -68,18 +68,9 @@ func (packetOnly) OnClose(c *Conn, err error) {}
 // The socket file is removed when the listener is closed. It returns once
 // the sockets are registered; their handlers may run before it returns.
 func (s *Server) ListenPacket(network, address string, h PacketHandler) (*PacketListener, error) {
-	if h == nil {
-		return nil, errors.New("veloq: nil packet handler")
-	}
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return nil, ErrServerClosed
-	}
-	a, err := sock.ResolvePacket(network, address)
+	a, err := s.packetAddr("listen", network, address, h)
 	if err != nil {
-		return nil, fmt.Errorf("veloq: listen %s %s: %w", network, address, err)
+		return nil, err
 	}
 	perLoop := s.opts.balance == BalanceReusePort && len(s.loops) > 1 && a.Family != unix.AF_UNIX
 	if perLoop && !s.opts.sharePort {
@@ -135,18 +126,9 @@ func (s *Server) ListenPacket(network, address string, h PacketHandler) (*Packet
 // kernel report ECONNREFUSED, which is counted (PacketStats.Refused) and
 // does not close it. Close it with Close.
 func (s *Server) DialPacket(network, address string, h PacketHandler) (*PacketConn, error) {
-	if h == nil {
-		return nil, errors.New("veloq: nil packet handler")
-	}
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return nil, ErrServerClosed
-	}
-	a, err := sock.ResolvePacket(network, address)
+	a, err := s.packetAddr("dial", network, address, h)
 	if err != nil {
-		return nil, fmt.Errorf("veloq: dial %s %s: %w", network, address, err)
+		return nil, err
 	}
 	fd, local, err := sock.DialPacket(a, s.opts.pkt.rcvBuf, s.opts.pkt.sndBuf)
 	if err != nil {
@@ -230,4 +212,23 @@ func (pl *PacketListener) closeConns() {
 		_ = unix.Unlink(pl.unlink)
 		pl.unlink = ""
 	}
+}
+
+// packetAddr checks what ListenPacket and DialPacket (op) are given and
+// resolves the address.
+func (s *Server) packetAddr(op, network, address string, h PacketHandler) (sock.Addr, error) {
+	if h == nil {
+		return sock.Addr{}, errors.New("veloq: nil packet handler")
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return sock.Addr{}, ErrServerClosed
+	}
+	a, err := sock.ResolvePacket(network, address)
+	if err != nil {
+		return sock.Addr{}, fmt.Errorf("veloq: %s %s %s: %w", op, network, address, err)
+	}
+	return a, nil
 }

@@ -154,8 +154,9 @@ func WithLoops(n int) Option { return WithNetOptions(vnet.WithLoops(n)) }
 func WithBackend(b vnet.Backend) Option { return WithNetOptions(vnet.WithBackend(b)) }
 
 // WithTLS serves HTTPS: every connection is TLS with cfg (see
-// [vnet.WithTLS]: the handshake runs off the loop, records are encrypted
-// and decrypted on it, and handlers are unchanged). When cfg.NextProtos
+// [vnet.WithTLS]: the handshake never makes the loop wait for the peer,
+// records are encrypted and decrypted on the loop, and handlers are
+// unchanged; [vnet.WithTLSHandshakeOffLoop] goes in WithNetOptions). When cfg.NextProtos
 // is empty, ALPN offers "h2" and "http/1.1" ("http/1.1" alone with
 // WithHTTP2(false)). FromStd handlers see [net/http.Request.TLS]; fast
 // ones reach the state through ResponseWriter.Conn().TLS(). cfg is

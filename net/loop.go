@@ -67,6 +67,10 @@ type Loop struct {
 	// TLS scratch (tls.go): decrypted input, plaintext output, Writev's
 	// gathered buffers.
 	tlsPlain, tlsOut, tlsJoin []byte
+	// TLS handshakes that run on the loop (tls_handshake.go): the
+	// connections with a step due, and whether runTLSSteps is deferred.
+	tlsSteps    []*Conn
+	tlsStepping bool
 
 	outPeak   int    // largest pending output of one connection (Stats.PeakConnOutput)
 	inPeak    int    // largest buffered input of one connection (Stats.PeakConnInput)

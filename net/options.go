@@ -159,10 +159,11 @@ func WithLoopConfig(c Config) Option {
 // TLS is a layer of the connection: handlers see plaintext in OnData,
 // Next, Peek and Read, and Write, Writev, WriteString and AsyncWrite
 // encrypt, so a protocol written for plaintext (package http, websocket,
-// a proxy) runs over TLS unchanged. The handshake runs off the loop, on a
-// goroutine of its own, bounded in time (WithTLSHandshakeTimeout) and in
-// number (WithMaxTLSHandshakes); the handler sees the connection (OnOpen)
-// only once it is done. An established connection holds no goroutine: its
+// a proxy) runs over TLS unchanged. The handshake never makes the loop
+// wait for the peer: it runs on the loop between the peer's flights, or on
+// a goroutine (WithTLSHandshakeOffLoop), bounded in time
+// (WithTLSHandshakeTimeout) and in number (WithMaxTLSHandshakes); the
+// handler sees the connection (OnOpen) only once it is done. An established connection holds no goroutine: its
 // records are decrypted and encrypted on its loop. Splicing a TLS
 // connection fails with ErrCannotSplice (the kernel would move
 // ciphertext); ForwardTo works, copying plaintext.
@@ -189,6 +190,37 @@ func WithTLSHandshakeTimeout(d time.Duration) Option {
 		}
 		if d > 0 {
 			o.tls.timeout = d
+		}
+	}
+}
+
+// WithTLSHandshakeOffLoop says where TLS handshakes run. Without it, a
+// handshake runs on its connection's loop, as a coroutine that hands the
+// loop back whenever it waits for the peer and is resumed when the peer's
+// next flight arrives: no goroutine waits on the peer, no thread hands
+// work to another, and the loop spends at most about half a millisecond
+// per iteration on handshakes, so established connections keep their
+// latency under a flood of them. That needs the tls.Config's callbacks
+// never to block, so a config with one that might (GetCertificate,
+// GetConfigForClient, GetClientCertificate, VerifyPeerCertificate,
+// VerifyConnection, WrapSession, UnwrapSession,
+// GetEncryptedClientHelloKeys, EncryptedClientHelloRejectionVerify) or
+// with a KeyLogWriter runs its handshakes on goroutines instead, bounded
+// by the spare Ps.
+//
+// off true always runs handshakes on goroutines: for callbacks that wait
+// on a network or a disk (an ACME client behind GetCertificate). off false
+// always runs them on the loop: for callbacks known to return at once (a
+// GetCertificate that picks from certificates in memory). It applies with
+// WithTLS.
+func WithTLSHandshakeOffLoop(off bool) Option {
+	return func(o *options) {
+		if o.tls == nil {
+			o.tls = &tlsServer{timeout: DefaultTLSHandshakeTimeout, max: DefaultMaxTLSHandshakes}
+		}
+		o.tls.where = placeOnLoop
+		if off {
+			o.tls.where = placeOffLoop
 		}
 	}
 }

@@ -101,7 +101,7 @@ func TestSendFileSendsExactBytes(t *testing.T) {
 					var got []byte
 					var err error
 					if secure {
-						s := startTLS(t, b, h, nil)
+						s := startTLS(t, b, WithTLSHandshakeOffLoop(false), h, nil)
 						got, err = io.ReadAll(dialTLS(t, s, nil))
 					} else {
 						s := startServer(t, b, h)

@@ -61,7 +61,7 @@ func NewServer(h Handler, opts ...Option) (*Server, error) {
 		case len(c.Certificates) == 0 && c.GetCertificate == nil && c.GetConfigForClient == nil:
 			return nil, errors.New("veloq: WithTLS: the tls.Config has no certificate (Certificates, GetCertificate or GetConfigForClient)")
 		}
-		ts.limitCPU(o.loops)
+		ts.start(o.loops)
 		h = &tlsAcceptor{ts: ts, inner: h}
 	}
 	if o.cfg.Backend == "" {

@@ -14,28 +14,31 @@ package net
 // The layer drives a standard crypto/tls Conn over tlsTransport, a
 // net.Conn of its own. A connection's layer goes through:
 //
-//	handshaking ──handshake done, handed over (posted)──▶ live
+//	handshaking ──handshake done, handed over──▶ live
 //	     │
 //	     └── handshake failed, timed out, or connection closed ──▶ closed
 //	         (the user's handler never saw the connection)
 //
-//   - handshaking: the handshake runs on a goroutine, since it waits on
-//     the peer and crypto/tls cannot resume a handshake after a would-block
-//     error (its handshake error is sticky). Its transport blocks: Read
-//     waits for ciphertext the loop appends (under tlsTransport.mu), and
-//     Write posts a copy of the bytes to the loop, which queues them;
-//     crypto/tls makes any write error permanent, so every byte is
-//     accepted. The loop keeps the connection's timer (handshake timeout)
-//     and stops reading past maxHandshakeInput. The user's handler gets
-//     nothing yet; the peer's FIN is kept for after the hand-over.
-//   - live: the goroutine posted the hand-over and ended; from then on
-//     only the loop touches the tls.Conn, and the connection holds no
-//     goroutine. The transport's Read returns the ciphertext of the
-//     current input report, then a temporary net.Error (crypto/tls does
-//     not keep temporary errors, so records may be split anywhere), and
-//     Write queues on the output directly. The hand-over first decrypts
-//     what the handshake goroutine already pulled in (the client's first
-//     request can arrive with its Finished), after OnOpen.
+//   - handshaking: crypto/tls cannot resume a handshake after a would-block
+//     error (its handshake error is sticky), so the handshake needs a
+//     transport whose Read waits for the peer. It runs in one of two ways
+//     (tls_handshake.go): on the loop, as a coroutine that gives the loop
+//     back whenever it waits and is resumed when the peer's next flight
+//     arrives (the default), or on a goroutine of its own, when the
+//     tls.Config has callbacks that might block. Either way crypto/tls
+//     makes any write error permanent, so every byte it writes is
+//     accepted and queued; the loop keeps the connection's timer
+//     (handshake timeout) and stops reading past maxHandshakeInput. The
+//     user's handler gets nothing yet; the peer's FIN is kept for after
+//     the hand-over.
+//   - live: the hand-over ran on the loop; from then on only the loop
+//     touches the tls.Conn, and the connection holds no goroutine. The
+//     transport's Read returns the ciphertext of the current input report,
+//     then a temporary net.Error (crypto/tls does not keep temporary
+//     errors, so records may be split anywhere), and Write queues on the
+//     output directly. The hand-over first decrypts what the handshake
+//     already pulled in (the client's first request can arrive with its
+//     Finished), after OnOpen.
 //
 // Counters: Stats.TLSHandshakes, TLSHandshakeErrors, TLSHandshakeTimeouts
 // and TLSRefused.
@@ -89,23 +92,27 @@ type tlsServer struct {
 	timeout time.Duration
 	max     int64
 	running atomic.Int64
+	where   handshakePlace // as asked (WithTLSHandshakeOffLoop)
+	onLoop  bool           // where handshakes run, resolved at the start
 	// cpu holds a token for each handshake goroutine that may compute at
-	// once: GOMAXPROCS minus the loops, at least one. A handshake gives
-	// its token back whenever it waits for the peer. A loop that returns
-	// from the kernel needs a P to run on; with more handshakes computing
-	// than spare Ps it queues behind them in Go's run queues, and a flood
-	// of handshakes stalls every established connection of the loop.
-	// Measured (one loop on CPU 0, 1,000 clients handshaking in a loop on
-	// CPU 1, a keep-alive HTTPS ping on CPU 1, 3 rounds): without the
-	// tokens the ping's median was 0.17 ms in two rounds and 143 ms in
-	// the third (max 1.7 s), net/http's 0.2, 236 and 300 ms; with them
-	// 0.17-0.26 ms in every round, p99 5.7-11 ms. nil (a dial): no limit.
+	// once (off-loop handshakes only): GOMAXPROCS minus the loops, at
+	// least one. A handshake gives its token back whenever it waits for
+	// the peer. A loop that returns from the kernel needs a P to run on;
+	// with more handshakes computing than spare Ps it queues behind them
+	// in Go's run queues, and a flood of handshakes stalls every
+	// established connection of the loop. Measured (one loop on CPU 0,
+	// 1,000 clients handshaking in a loop on CPU 1, a keep-alive HTTPS
+	// ping on CPU 1, 3 rounds): without the tokens the ping's median was
+	// 0.17 ms in two rounds and 143 ms in the third (max 1.7 s),
+	// net/http's 0.2, 236 and 300 ms; with them 0.17-0.26 ms in every
+	// round, p99 5.7-11 ms. nil (a dial): no limit.
 	cpu chan struct{}
 }
 
-// limitCPU sizes the handshakes' share of the Ps for a server of loops
-// loops.
-func (ts *tlsServer) limitCPU(loops int) {
+// start resolves where a server's handshakes run and sizes the
+// off-loop handshakes' share of the Ps for a server of loops loops.
+func (ts *tlsServer) start(loops int) {
+	ts.onLoop = ts.where.onLoop(ts.cfg)
 	ts.cpu = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-loops))
 }
 
@@ -126,24 +133,35 @@ type tlsLayer struct {
 	inner   Handler
 	client  bool                 // a DialTLS connection: its handshake starts at the connect
 	pending []byte               // plaintext a client wrote before its hand-over
-	started bool                 // the handshake goroutine runs (loop only)
+	started bool                 // the handshake began (loop only)
 	live    bool                 // handed over (loop only)
 	fin     bool                 // the peer's FIN came during the handshake
 	state   *tls.ConnectionState // set at the hand-over, for Conn.TLS
 	timer   *Timer               // handshake timeout
+
+	// An on-loop handshake (tls_handshake.go), all the loop's.
+	onLoop bool
+	queued bool                    // in the loop's tlsSteps
+	next   func() (struct{}, bool) // resumes it; nil before its first step and once it ended
+	stop   func()                  // abandons it
+	hsErr  error                   // its outcome, once next reports it ended
 }
 
 // tlsTransport is the net.Conn under a connection's tls.Conn.
 type tlsTransport struct {
 	c *Conn
 
-	// handshaking: shared with the handshake goroutine
+	// handshaking: shared with an off-loop handshake's goroutine
 	mu   sync.Mutex
 	cond sync.Cond
 	raw  []byte // ciphertext the handshake has not read yet
 	rerr error  // why reading ended (the FIN, a close), after raw
 
-	wbuf []byte // what the handshake wrote since its last flush (its goroutine's)
+	wbuf []byte // what an off-loop handshake wrote since its last flush (its goroutine's)
+
+	// yield gives the loop back from an on-loop handshake's Read until
+	// more ciphertext or the end comes; false means it was abandoned.
+	yield func(struct{}) bool
 
 	// live: the loop's alone
 	live bool
@@ -164,44 +182,24 @@ func (wouldBlock) Timeout() bool   { return true }
 func (wouldBlock) Temporary() bool { return true }
 
 func (t *tlsTransport) Read(p []byte) (int, error) {
-	if t.live {
+	switch {
+	case t.live:
 		if len(t.cur) == 0 {
 			return 0, errWouldBlock
 		}
 		n := copy(p, t.cur)
 		t.cur = t.cur[n:]
 		return n, nil
+	case t.yield != nil:
+		return t.readOnLoop(p)
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.raw) == 0 && t.rerr == nil {
-		// Waiting on the peer, who waits for what was written; another
-		// handshake may compute meanwhile.
-		if err := t.flush(); err != nil {
-			return 0, err
-		}
-		t.yieldCPU()
-		for len(t.raw) == 0 && t.rerr == nil {
-			t.cond.Wait()
-		}
-		t.mu.Unlock()
-		t.takeCPU()
-		t.mu.Lock()
-	}
-	if len(t.raw) == 0 {
-		return 0, t.rerr
-	}
-	n := copy(p, t.raw)
-	t.raw = t.raw[n:]
-	if len(t.raw) == 0 {
-		t.raw = nil
-	}
-	return n, nil
+	return t.readOffLoop(p)
 }
 
 func (t *tlsTransport) Write(p []byte) (int, error) {
 	c := t.c
-	if t.live {
+	if t.live || t.yield != nil {
+		// The loop's own goroutine, or its handshake's coroutine.
 		c.loop.writeRaw(c, p)
 		return len(p), nil
 	}
@@ -212,46 +210,14 @@ func (t *tlsTransport) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// flush posts what the handshake wrote since the last flush to the loop,
-// which queues it on the connection's output.
-func (t *tlsTransport) flush() error {
-	if len(t.wbuf) == 0 {
-		return nil
+// take moves buffered handshake ciphertext into p.
+func (t *tlsTransport) take(p []byte) int {
+	n := copy(p, t.raw)
+	t.raw = t.raw[n:]
+	if len(t.raw) == 0 {
+		t.raw = nil
 	}
-	b, c := t.wbuf, t.c
-	t.wbuf = nil
-	return c.loop.Post(func() { c.loop.writeRaw(c, b) })
-}
-
-// takeCPU waits for a handshake CPU token; yieldCPU gives it back.
-func (t *tlsTransport) takeCPU() {
-	if t.cpu != nil {
-		t.cpu <- struct{}{}
-	}
-}
-
-func (t *tlsTransport) yieldCPU() {
-	if t.cpu != nil {
-		<-t.cpu
-	}
-}
-
-// Close ends a handshake's reading: crypto/tls calls it when it gives up,
-// and the loop (through end) when the connection goes away.
-func (t *tlsTransport) Close() error {
-	t.end(net.ErrClosed)
-	return nil
-}
-
-// end makes the handshake's reads return err once the buffered ciphertext
-// is read.
-func (t *tlsTransport) end(err error) {
-	t.mu.Lock()
-	if t.rerr == nil {
-		t.rerr = err
-	}
-	t.cond.Broadcast()
-	t.mu.Unlock()
+	return n
 }
 
 func (t *tlsTransport) LocalAddr() net.Addr              { return t.c.laddr }
@@ -259,188 +225,6 @@ func (t *tlsTransport) RemoteAddr() net.Addr             { return t.c.raddr }
 func (t *tlsTransport) SetDeadline(time.Time) error      { return nil }
 func (t *tlsTransport) SetReadDeadline(time.Time) error  { return nil }
 func (t *tlsTransport) SetWriteDeadline(time.Time) error { return nil }
-
-// feed appends ciphertext for the handshake and returns how much waits.
-func (t *tlsTransport) feed(b []byte) (buffered int) {
-	t.mu.Lock()
-	t.raw = append(t.raw, b...)
-	n := len(t.raw)
-	t.cond.Signal()
-	t.mu.Unlock()
-	return n
-}
-
-// OnOpen starts the handshake, unless too many are running.
-func (a *tlsAcceptor) OnOpen(c *Conn) {
-	l := c.loop
-	ts := a.ts
-	t := c.tlsLayer() // a dial's, attached by DialTLS
-	if t == nil {
-		if ts.running.Add(1) > ts.max {
-			ts.running.Add(-1)
-			l.stats.tlsRefused.Add(1)
-			c.err = ErrTLSHandshakeLimit
-			l.closeGracefully(c)
-			return
-		}
-		t = newTLSLayer(c, a.inner, ts)
-		t.tc = tls.Server(&t.tr, ts.cfg)
-	}
-	t.timer = c.AfterFunc(ts.timeout, func() {
-		if !t.live && c.state == connOpen {
-			l.stats.tlsTimeouts.Add(1)
-			l.abort(c, ErrTLSHandshakeTimeout)
-		}
-	})
-	if t.client {
-		t.start(c) // a client speaks first
-	}
-}
-
-// start runs the handshake goroutine, once. A server's starts with the
-// first ciphertext from the peer rather than at the accept: the goroutine
-// then finds its ClientHello waiting instead of parking for it and being
-// woken (one thread handoff fewer per handshake), and a peer that
-// connects and says nothing costs no goroutine.
-func (t *tlsLayer) start(c *Conn) {
-	if !t.started {
-		t.started = true
-		go handshake(c, t)
-	}
-}
-
-// newTLSLayer attaches a TLS layer to c: a server's counted in
-// ts.running, a dial's (ts nil) counted nowhere and not CPU-limited.
-func newTLSLayer(c *Conn, inner Handler, ts *tlsServer) *tlsLayer {
-	t := &tlsLayer{inner: inner, ts: ts}
-	t.tr.c = c
-	if ts != nil {
-		t.tr.cpu = ts.cpu
-	}
-	t.tr.cond.L = &t.tr.mu
-	c.more().tls = t
-	return t
-}
-
-// OnData cannot run: a handshaking connection's input goes to the layer.
-func (a *tlsAcceptor) OnData(c *Conn) {}
-
-// OnEOF keeps the peer's FIN for after the handshake: a client may send
-// its Finished, a request and its FIN in one go.
-func (a *tlsAcceptor) OnEOF(c *Conn) {
-	x := c.aux
-	if x == nil || x.tls == nil {
-		return
-	}
-	if !x.tls.started {
-		// Nothing was said (a TCP health check): close, no handshake.
-		c.err = io.EOF
-		c.loop.closeGracefully(c)
-		return
-	}
-	x.tls.fin = true
-	x.tls.tr.end(io.EOF)
-}
-
-// OnClose wakes a handshake still waiting for the peer.
-func (a *tlsAcceptor) OnClose(c *Conn, err error) {
-	if x := c.aux; x != nil && x.tls != nil {
-		x.tls.handshakeOver()
-		x.tls.tr.end(net.ErrClosed)
-	}
-}
-
-// handshakeOver takes the connection out of its server's count of running
-// handshakes, once. The count follows the loop's view (handshaking until
-// handed over, failed or closed), so a place is free again as soon as the
-// loop is done with a connection, not when its goroutine gets to run.
-func (t *tlsLayer) handshakeOver() {
-	if t.ts != nil {
-		t.ts.running.Add(-1)
-		t.ts = nil
-	}
-}
-
-// handshake runs a connection's handshake on its own goroutine and posts
-// the outcome to the loop.
-func handshake(c *Conn, t *tlsLayer) {
-	t.tr.takeCPU()
-	err := t.tc.Handshake()
-	t.tr.yieldCPU()
-	l := c.loop
-	// The last writes (an alert, a client's Finished) go in the same
-	// post as the outcome, ahead of it.
-	last := t.tr.wbuf
-	t.tr.wbuf = nil
-	_ = l.Post(func() { // ErrClosed: the loop stopped and closed c
-		if len(last) > 0 {
-			l.writeRaw(c, last)
-		}
-		if err != nil {
-			l.tlsFailed(c, t, err)
-			return
-		}
-		l.tlsHandOver(c, t)
-	})
-}
-
-// tlsFailed closes a connection whose handshake failed, after the alert
-// crypto/tls queued before it gave up.
-func (l *Loop) tlsFailed(c *Conn, t *tlsLayer, err error) {
-	t.timer.Stop()
-	t.handshakeOver()
-	if c.state != connOpen {
-		return // timed out, or closed by the peer or the loop
-	}
-	l.stats.tlsErrors.Add(1)
-	l.log.Debug("veloq: TLS handshake failed", "remote", c.raddr, "err", err)
-	c.err = fmt.Errorf("%w: handshake: %w", ErrTLS, err)
-	l.closeGracefully(c)
-}
-
-// tlsHandOver makes a connection whose handshake succeeded live: the
-// user's handler gets OnOpen, then the plaintext of whatever ciphertext
-// came with or after the peer's Finished, then the FIN if one came.
-func (l *Loop) tlsHandOver(c *Conn, t *tlsLayer) {
-	t.timer.Stop()
-	t.timer = nil
-	t.handshakeOver()
-	if c.state != connOpen {
-		return
-	}
-	l.stats.tlsHandshakes.Add(1)
-	t.tr.mu.Lock()
-	pending := t.tr.raw
-	t.tr.raw, t.tr.live = nil, true
-	t.tr.mu.Unlock()
-	t.live = true
-	st := t.tc.ConnectionState()
-	t.state = &st
-	c.h = t.inner
-	if len(t.pending) > 0 {
-		// What a client wrote while it connected goes first.
-		p := t.pending
-		t.pending = nil
-		if _, err := l.tlsWrite(c, t, p); err != nil {
-			l.abort(c, err)
-			return
-		}
-	}
-	if x := c.aux; x.onConnect != nil {
-		fn := x.onConnect
-		x.onConnect = nil
-		fn(nil)
-	}
-	l.callOpen(c)
-	if c.state != connOpen {
-		return
-	}
-	l.tlsInput(c, t, pending)
-	if c.state == connOpen && t.fin {
-		l.eofArrived(c)
-	}
-	l.clearHold(c, holdTLS)
-}
 
 // tlsInput takes a report of ciphertext for a TLS connection.
 func (l *Loop) tlsInput(c *Conn, t *tlsLayer, in []byte) {
@@ -614,7 +398,7 @@ func (l *Loop) DialTLS(network, address string, cfg *tls.Config, h Handler, time
 	if err != nil {
 		return nil, err
 	}
-	t := newTLSLayer(c, h, nil)
+	t := newTLSLayer(c, h, nil, placeAuto.onLoop(cfg))
 	t.client = true
 	t.tc = tls.Client(&t.tr, cfg)
 	return c, nil

@@ -65,8 +65,8 @@ func (sc *sClient) send(line string, n int) {
 // suite, and on TLS 1.3 a KeyUpdate that asks for one back ("K"): the
 // layer answers it on the loop and the echo goes on under the new keys.
 func TestTLSInteropOpenSSL(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
-		s := startTLS(t, b, echoHandler(), nil)
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
+		s := startTLS(t, b, place, echoHandler(), nil)
 		for _, tc := range []struct {
 			name      string
 			args      []string
@@ -97,8 +97,8 @@ func TestTLSInteropOpenSSL(t *testing.T) {
 // A TLS 1.2 client asking to renegotiate ("R") is refused with an alert
 // and closed, counted; the server goes on serving others.
 func TestTLSRenegotiationRefused(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
-		s := startTLS(t, b, echoHandler(), nil, WithLoops(1))
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
+		s := startTLS(t, b, place, echoHandler(), nil, WithLoops(1))
 		sc := startSClient(t, s.Addr().String(), "-tls1_2")
 		sc.send("before", 1)
 		_, err := io.WriteString(sc.stdin, "R\n")

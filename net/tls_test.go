@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,13 +23,28 @@ import (
 // testCert is the certificate the package's TLS tests serve.
 var testCert = selfsigned.Shared
 
-// startTLS serves h over TLS with cfg (the test certificate when nil).
-func startTLS(t *testing.T, b Backend, h Handler, cfg *tls.Config, opts ...Option) *Server {
+// startTLS serves h over TLS with cfg (the test certificate when nil),
+// its handshakes placed by place (forEachTLSPlacement).
+func startTLS(t *testing.T, b Backend, place Option, h Handler, cfg *tls.Config, opts ...Option) *Server {
 	t.Helper()
 	if cfg == nil {
 		cfg = testCert().ServerConfig()
 	}
-	return startServer(t, b, h, append([]Option{WithTLS(cfg)}, opts...)...)
+	return startServer(t, b, h, append([]Option{WithTLS(cfg), place}, opts...)...)
+}
+
+// forEachTLSPlacement runs fn on each backend with handshakes on the loop
+// and off it (WithTLSHandshakeOffLoop): every TLS behaviour holds in both.
+func forEachTLSPlacement(t *testing.T, fn func(t *testing.T, b Backend, place Option)) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		for _, off := range []bool{false, true} {
+			name := "on-loop"
+			if off {
+				name = "off-loop"
+			}
+			t.Run(name, func(t *testing.T) { fn(t, b, WithTLSHandshakeOffLoop(off)) })
+		}
+	})
 }
 
 // dialTLS connects a crypto/tls client to s and completes the handshake.
@@ -63,8 +79,8 @@ func tlsTotals(s *Server) (st Stats) {
 // messages from one byte to several records come back whole, on TLS 1.2
 // and 1.3, for every cipher suite Go's client offers.
 func TestTLSEcho(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
-		s := startTLS(t, b, echoHandler(), nil)
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
+		s := startTLS(t, b, place, echoHandler(), nil)
 		type tc struct {
 			name  string
 			cfg   func(*tls.Config)
@@ -146,8 +162,8 @@ func (c *splitConn) Write(p []byte) (int, error) {
 // put together by the layer: crypto/tls resumes a record after the
 // transport's would-block.
 func TestTLSRecordsSplitAtEveryOffset(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
-		s := startTLS(t, b, echoHandler(), nil, WithLoops(1))
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
+		s := startTLS(t, b, place, echoHandler(), nil, WithLoops(1))
 		for _, split := range []string{"handshake", "records"} {
 			t.Run(split, func(t *testing.T) {
 				raw, err := net.Dial("tcp", s.Addr().String())
@@ -177,7 +193,7 @@ func TestTLSRecordsSplitAtEveryOffset(t *testing.T) {
 // OnEOF while its TCP side is still open, and the handler's CloseWrite
 // and Close send one before the FIN.
 func TestTLSCloseNotify(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
 		var got bytes.Buffer
 		h := &HandlerFuncs{
 			Data: func(c *Conn) {
@@ -189,7 +205,7 @@ func TestTLSCloseNotify(t *testing.T) {
 				c.CloseWrite()
 			},
 		}
-		s := startTLS(t, b, h, nil, WithLoops(1))
+		s := startTLS(t, b, place, h, nil, WithLoops(1))
 		cfg := testCert().ClientConfig("localhost")
 		cfg.MaxVersion = tls.VersionTLS12 // its alerts are visible on the wire
 		raw, err := net.Dial("tcp", s.Addr().String())
@@ -246,7 +262,7 @@ func (r *recordingConn) records() []byte {
 // version, the ALPN protocol chosen, the server name the client asked
 // for, and the client's certificate under mTLS.
 func TestTLSConnectionState(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
 		client, err := selfsigned.New(time.Hour, "client")
 		require.NoError(t, err)
 		states := make(chan *tls.ConnectionState, 1)
@@ -258,7 +274,7 @@ func TestTLSConnectionState(t *testing.T) {
 		scfg.NextProtos = []string{"h2", "http/1.1"}
 		scfg.ClientAuth = tls.VerifyClientCertIfGiven
 		scfg.ClientCAs = client.Pool
-		s := startTLS(t, b, h, scfg)
+		s := startTLS(t, b, place, h, scfg)
 
 		ccfg := testCert().ClientConfig("localhost")
 		ccfg.NextProtos = []string{"http/1.1"}
@@ -286,7 +302,7 @@ func TestTLSConnectionState(t *testing.T) {
 // accepted, a missing, expired or untrusted one fails the handshake with
 // an alert, counted, and the handler never sees the connection.
 func TestTLSClientCertificates(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
 		good, err := selfsigned.New(time.Hour, "good")
 		require.NoError(t, err)
 		expired, err := selfsigned.NewAt(time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour), "expired")
@@ -306,7 +322,7 @@ func TestTLSClientCertificates(t *testing.T) {
 		scfg := testCert().ServerConfig()
 		scfg.ClientAuth = tls.RequireAndVerifyClientCert
 		scfg.ClientCAs = pool
-		s := startTLS(t, b, h, scfg, WithLoops(1))
+		s := startTLS(t, b, place, h, scfg, WithLoops(1))
 
 		for _, tc := range []struct {
 			name string
@@ -355,8 +371,8 @@ func TestTLSClientCertificates(t *testing.T) {
 // A client that resumes a session skips the full handshake; session
 // tickets work through the layer on both versions.
 func TestTLSResumption(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
-		s := startTLS(t, b, echoHandler(), nil)
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
+		s := startTLS(t, b, place, echoHandler(), nil)
 		for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
 			cfg := testCert().ClientConfig("localhost")
 			cfg.MaxVersion = v
@@ -382,10 +398,10 @@ func TestTLSResumption(t *testing.T) {
 // bound on concurrent handshakes a new connection is closed at once.
 // Each is counted; the handler never sees any of them.
 func TestTLSBadHandshakes(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
 		opened := make(chan struct{}, 10)
 		h := &HandlerFuncs{Open: func(c *Conn) { opened <- struct{}{} }}
-		s := startTLS(t, b, h, nil, WithLoops(1),
+		s := startTLS(t, b, place, h, nil, WithLoops(1),
 			WithTLSHandshakeTimeout(300*time.Millisecond), WithMaxTLSHandshakes(2))
 
 		dial := func() net.Conn {
@@ -445,7 +461,7 @@ func TestTLSBadHandshakes(t *testing.T) {
 // Splicing a TLS connection would move ciphertext: SpliceTo refuses it
 // with ErrCannotSplice, changing nothing: the connection goes on echoing.
 func TestTLSSpliceRefused(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
 		errs := make(chan error, 1)
 		var first *Conn
 		h := &HandlerFuncs{
@@ -461,7 +477,7 @@ func TestTLSSpliceRefused(t *testing.T) {
 				p, _ := c.Next(-1)
 				c.Write(p)
 			}}
-		s := startTLS(t, b, h, nil, WithLoops(1))
+		s := startTLS(t, b, place, h, nil, WithLoops(1))
 		c1 := dialTLS(t, s, nil)
 		io.WriteString(c1, "1")
 		_, err := io.ReadFull(c1, make([]byte, 1))
@@ -483,9 +499,9 @@ func TestTLSSpliceRefused(t *testing.T) {
 // latency is a benchmark's business; the bound here only catches a loop
 // stalled for good.)
 func TestTLSHandshakeFlood(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
 		const clients = 1000
-		s := startTLS(t, b, echoHandler(), nil, WithLoops(1), WithMaxTLSHandshakes(64))
+		s := startTLS(t, b, place, echoHandler(), nil, WithLoops(1), WithMaxTLSHandshakes(64))
 		ping := dialTLS(t, s, nil)
 		stop := make(chan struct{})
 		pinged := make(chan error, 1)
@@ -654,7 +670,7 @@ func TestDialTLSFails(t *testing.T) {
 // (SNI), and a certificate swapped in while the server runs is served to
 // the next handshake: reloading without a restart.
 func TestTLSGetCertificate(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
 		certs := map[string]*selfsigned.Cert{}
 		for _, name := range []string{"a.test", "b.test"} {
 			c, err := selfsigned.New(time.Hour, name)
@@ -670,7 +686,7 @@ func TestTLSGetCertificate(t *testing.T) {
 			}
 			return nil, errors.New("no certificate for " + hello.ServerName)
 		}}
-		s := startTLS(t, b, echoHandler(), cfg)
+		s := startTLS(t, b, place, echoHandler(), cfg)
 		leaf := func(name string) string {
 			c := dialTLS(t, s, certs[name].ClientConfig(name))
 			return c.ConnectionState().PeerCertificates[0].SerialNumber.String()
@@ -694,9 +710,9 @@ func TestTLSGetCertificate(t *testing.T) {
 // the connection's output near the high-water mark, and every byte then
 // comes back, in order.
 func TestTLSSlowReaderBoundsOutput(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
 		const size, high = 8 << 20, 64 << 10
-		s := startTLS(t, b, echoHandler(), nil, WithLoops(1), WithWriteWaterMarks(high/2, high))
+		s := startTLS(t, b, place, echoHandler(), nil, WithLoops(1), WithWriteWaterMarks(high/2, high))
 		c := dialTLS(t, s, nil)
 		c.SetDeadline(time.Now().Add(60 * time.Second))
 		msg := make([]byte, size)
@@ -739,12 +755,12 @@ func TestTLSSlowReaderBoundsOutput(t *testing.T) {
 // client offers that the server does not speak (ALPN), a version below
 // the server's MinVersion.
 func TestTLSRefusedHandshakes(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
 		opened := make(chan struct{}, 4)
 		scfg := testCert().ServerConfig()
 		scfg.NextProtos = []string{"h2", "http/1.1"}
 		scfg.MinVersion = tls.VersionTLS13
-		s := startTLS(t, b, &HandlerFuncs{Open: func(*Conn) { opened <- struct{}{} }}, scfg, WithLoops(1))
+		s := startTLS(t, b, place, &HandlerFuncs{Open: func(*Conn) { opened <- struct{}{} }}, scfg, WithLoops(1))
 		for i, tc := range []struct {
 			name  string
 			cfg   func(*tls.Config)
@@ -773,9 +789,9 @@ func TestTLSRefusedHandshakes(t *testing.T) {
 // A record longer than TLS allows, after the handshake, is answered with
 // record_overflow and the connection closes with ErrTLS.
 func TestTLSOversizedRecord(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
 		closed := make(chan error, 1)
-		s := startTLS(t, b, &HandlerFuncs{Close: func(c *Conn, err error) { closed <- err }}, nil)
+		s := startTLS(t, b, place, &HandlerFuncs{Close: func(c *Conn, err error) { closed <- err }}, nil)
 		raw, err := net.Dial("tcp", s.Addr().String())
 		require.NoError(t, err)
 		defer raw.Close()
@@ -796,9 +812,9 @@ func TestTLSOversizedRecord(t *testing.T) {
 // that closes without a word is closed at once, not counted as a failed
 // handshake.
 func TestTLSSilentPeersCostNoGoroutine(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
 		const n = 100
-		s := startTLS(t, b, echoHandler(), nil, WithLoops(1))
+		s := startTLS(t, b, place, echoHandler(), nil, WithLoops(1))
 		before := runtime.NumGoroutine()
 		conns := make([]net.Conn, n)
 		for i := range conns {
@@ -835,9 +851,9 @@ func (d *deafConn) Read([]byte) (int, error) {
 // handshake until the handshake timeout, then is closed and counted; the
 // handler never sees it.
 func TestTLSClientNeverFinishes(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
 		opened := make(chan struct{}, 1)
-		s := startTLS(t, b, &HandlerFuncs{Open: func(*Conn) { opened <- struct{}{} }}, nil,
+		s := startTLS(t, b, place, &HandlerFuncs{Open: func(*Conn) { opened <- struct{}{} }}, nil,
 			WithLoops(1), WithTLSHandshakeTimeout(300*time.Millisecond))
 		raw, err := net.Dial("tcp", s.Addr().String())
 		require.NoError(t, err)
@@ -850,5 +866,76 @@ func TestTLSClientNeverFinishes(t *testing.T) {
 		raw.Close()
 		require.Error(t, <-done)
 		require.Empty(t, opened)
+	})
+}
+
+// Where handshakes run: on the loop unless the config has a callback that
+// might block, and WithTLSHandshakeOffLoop decides when given.
+func TestTLSHandshakePlacement(t *testing.T) {
+	getCert := func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return nil, nil }
+	cases := []struct {
+		name  string
+		cfg   *tls.Config
+		where handshakePlace
+		want  bool
+	}{
+		{"certificates", &tls.Config{Certificates: []tls.Certificate{{}}}, placeAuto, true},
+		{"GetCertificate", &tls.Config{GetCertificate: getCert}, placeAuto, false},
+		{"VerifyConnection", &tls.Config{VerifyConnection: func(tls.ConnectionState) error { return nil }}, placeAuto, false},
+		{"KeyLogWriter", &tls.Config{KeyLogWriter: io.Discard}, placeAuto, false},
+		{"GetCertificate forced on", &tls.Config{GetCertificate: getCert}, placeOnLoop, true},
+		{"certificates forced off", &tls.Config{Certificates: []tls.Certificate{{}}}, placeOffLoop, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, tc.where.onLoop(tc.cfg))
+		})
+	}
+	// And the handshake really runs where it is placed: a GetCertificate
+	// sees the loop's thread or another.
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		for _, off := range []bool{false, true} {
+			var onLoop atomic.Bool
+			var srv atomic.Pointer[Server] // set before any client connects
+			cfg := &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+				onLoop.Store(srv.Load().loops[0].InLoop())
+				return &testCert().TLS, nil
+			}}
+			s := startTLS(t, b, WithTLSHandshakeOffLoop(off), echoHandler(), cfg, WithLoops(1))
+			srv.Store(s)
+			dialTLS(t, s, nil)
+			require.Equal(t, !off, onLoop.Load(), "WithTLSHandshakeOffLoop(%v)", off)
+		}
+	})
+}
+
+// A tls.Config callback that panics fails its handshake, is counted and
+// logged as a panic, and the server goes on serving.
+func TestTLSHandshakePanic(t *testing.T) {
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
+		cfg := &tls.Config{GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if hello.ServerName == "boom.test" {
+				panic("no certificate today")
+			}
+			return &testCert().TLS, nil
+		}}
+		s := startTLS(t, b, place, echoHandler(), cfg, WithLoops(1))
+		raw, err := net.Dial("tcp", s.Addr().String())
+		require.NoError(t, err)
+		defer raw.Close()
+		raw.SetDeadline(time.Now().Add(10 * time.Second))
+		require.Error(t, tls.Client(raw, testCert().ClientConfig("boom.test")).Handshake())
+		require.Eventually(t, func() bool {
+			st := tlsTotals(s)
+			return st.TLSHandshakeErrors == 1 && s.Stats()[0].Panics == 1
+		}, 5*time.Second, time.Millisecond)
+
+		c := dialTLS(t, s, nil)
+		_, err = c.Write([]byte("still here"))
+		require.NoError(t, err)
+		got := make([]byte, 10)
+		_, err = io.ReadFull(c, got)
+		require.NoError(t, err)
+		require.Equal(t, "still here", string(got))
 	})
 }

@@ -30,6 +30,8 @@ type httpConfig struct {
 	// instead of the fast handler.
 	std bool
 	tls *tls.Config // nil: plaintext
+	// tlsOffLoop runs handshakes on goroutines (-tls-handshake-off-loop).
+	tlsOffLoop bool
 	// static, when set, is a directory served by vhttp.FileServer in
 	// place of the hello and echo handler.
 	static string
@@ -123,6 +125,9 @@ func runHTTP(ctx context.Context, cfg httpConfig) error {
 		vhttp.WithNetOptions(vnet.WithPin(cfg.pin), vnet.WithBatchWait(cfg.batchWait))}
 	if cfg.tls != nil {
 		opts = append(opts, vhttp.WithTLS(cfg.tls))
+		if cfg.tlsOffLoop {
+			opts = append(opts, vhttp.WithNetOptions(vnet.WithTLSHandshakeOffLoop(true)))
+		}
 		desc += " over TLS"
 	}
 	s := vhttp.NewServer(h, opts...)

@@ -73,6 +73,7 @@ func run(args []string) error {
 	fs.StringVar(&tf.cert, "tls-cert", "", "serve over TLS with this PEM certificate (chain) file, with -tls-key")
 	fs.StringVar(&tf.key, "tls-key", "", "the PEM private key of -tls-cert")
 	fs.BoolVar(&tf.selfSigned, "tls-self-signed", false, "serve over TLS with a self-signed ECDSA P-256 certificate made at start (for benchmarks; clients skip verification)")
+	fs.BoolVar(&tf.offLoop, "tls-handshake-off-loop", false, "run TLS handshakes on goroutines instead of on the loop (vnet.WithTLSHandshakeOffLoop)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -102,7 +103,7 @@ func run(args []string) error {
 
 	if *mode == "http" || *mode == "http-std" || *mode == "ws" {
 		return runHTTP(ctx, httpConfig{addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, batchWait: *batchWait, logger: logger,
-			std: *mode == "http-std", ws: *mode == "ws", wsCompress: *wsCompress, tls: tlsCfg, static: *static})
+			std: *mode == "http-std", ws: *mode == "ws", wsCompress: *wsCompress, tls: tlsCfg, tlsOffLoop: tf.offLoop, static: *static})
 	}
 	if *static != "" {
 		return fmt.Errorf("-static needs -mode http")
@@ -132,6 +133,9 @@ func run(args []string) error {
 	desc := "tcp echo"
 	if tlsCfg != nil {
 		opts = append(opts, vnet.WithTLS(tlsCfg))
+		if tf.offLoop {
+			opts = append(opts, vnet.WithTLSHandshakeOffLoop(true))
+		}
 		desc = "tls echo"
 	}
 	s, err := vnet.Listen(*network, *addr, h, opts...)

@@ -13,6 +13,7 @@ import (
 type tlsFlags struct {
 	cert, key  string
 	selfSigned bool
+	offLoop    bool // -tls-handshake-off-loop
 }
 
 // config loads the TLS configuration the flags ask for, or returns nil

@@ -1,0 +1,473 @@
+package net
+
+// The TLS handshake, the layer's first state (see tls.go), and where it
+// runs.
+//
+// crypto/tls drives a handshake as straight-line code whose Reads must
+// wait for the peer. A handshake runs in one of two places:
+//
+//   - On the loop (the default). The handshake is a coroutine (iter.Pull)
+//     created and resumed by the loop's own goroutine, so it runs on the
+//     loop's thread: when its Read finds no ciphertext it yields, handing
+//     the loop back, and the loop resumes it (a step) once the peer's next
+//     flight, its FIN or the end arrived. Its writes go straight to the
+//     connection's output. No goroutine is parked on the peer and no
+//     thread hands work to another. Steps wait in the loop's tlsSteps and
+//     run after a batch of events, within tlsStepBudget per iteration, so
+//     a flood of handshakes delays established connections by about that
+//     much per iteration, however many handshakes are waiting.
+//   - Off the loop, on a goroutine of the handshake's own, when the
+//     tls.Config has a callback that might block (an ACME client behind
+//     GetCertificate) or WithTLSHandshakeOffLoop(true) asks for it. Its
+//     transport blocks on a condition variable; what it writes is posted
+//     to the loop when it waits for the peer; its outcome is posted too.
+//     Goroutines that compute at once are bounded by the server's CPU
+//     tokens (tlsServer.cpu).
+//
+// Either way the outcome lands on the loop: tlsFailed or tlsHandOver.
+
+import (
+	"crypto/tls"
+	"fmt"
+	"io"
+	"iter"
+	"net"
+
+	"github.com/veloq/veloq/internal/panicstack"
+)
+
+// handshakePlace is where WithTLSHandshakeOffLoop asked handshakes to run.
+type handshakePlace uint8
+
+const (
+	placeAuto    handshakePlace = iota // on the loop unless a callback might block
+	placeOnLoop                        // WithTLSHandshakeOffLoop(false)
+	placeOffLoop                       // WithTLSHandshakeOffLoop(true)
+)
+
+// onLoop reports whether handshakes with cfg run on the loop.
+func (p handshakePlace) onLoop(cfg *tls.Config) bool {
+	switch p {
+	case placeOnLoop:
+		return true
+	case placeOffLoop:
+		return false
+	}
+	return !mayBlock(cfg)
+}
+
+// mayBlock reports whether cfg has a callback that runs during a
+// handshake and might wait on something (a network, a disk, a lock held
+// elsewhere): a certificate manager fetching from an ACME server, a
+// revocation check, a session store. Such a handshake must not run on
+// the loop.
+func mayBlock(cfg *tls.Config) bool {
+	return cfg.GetCertificate != nil || cfg.GetConfigForClient != nil ||
+		cfg.GetClientCertificate != nil || cfg.VerifyPeerCertificate != nil ||
+		cfg.VerifyConnection != nil || cfg.WrapSession != nil ||
+		cfg.UnwrapSession != nil || cfg.GetEncryptedClientHelloKeys != nil ||
+		cfg.EncryptedClientHelloRejectionVerify != nil || cfg.KeyLogWriter != nil
+}
+
+// tlsStepBudget bounds the loop time one iteration spends on handshake
+// steps; at least one step runs per iteration. A full TLS 1.3 handshake
+// with an ECDSA P-256 certificate costs the server about 110 µs of
+// public-key work (bench/tlscost), so a budget of 500 µs runs about four
+// per iteration and keeps established connections within about a
+// millisecond of their usual latency under a flood.
+const tlsStepBudget = int64(500_000) // ns
+
+// OnOpen starts the handshake, unless too many are running.
+func (a *tlsAcceptor) OnOpen(c *Conn) {
+	l := c.loop
+	ts := a.ts
+	t := c.tlsLayer() // a dial's, attached by DialTLS
+	if t == nil {
+		if ts.running.Add(1) > ts.max {
+			ts.running.Add(-1)
+			l.stats.tlsRefused.Add(1)
+			c.err = ErrTLSHandshakeLimit
+			l.closeGracefully(c)
+			return
+		}
+		t = newTLSLayer(c, a.inner, ts, ts.onLoop)
+		t.tc = tls.Server(&t.tr, ts.cfg)
+	}
+	t.timer = c.AfterFunc(ts.timeout, func() {
+		if !t.live && c.state == connOpen {
+			l.stats.tlsTimeouts.Add(1)
+			l.abort(c, ErrTLSHandshakeTimeout)
+		}
+	})
+	if t.client {
+		t.start(c) // a client speaks first
+	}
+}
+
+// newTLSLayer attaches a TLS layer to c: a server's counted in
+// ts.running, a dial's (ts nil) counted nowhere and not CPU-limited.
+func newTLSLayer(c *Conn, inner Handler, ts *tlsServer, onLoop bool) *tlsLayer {
+	t := &tlsLayer{inner: inner, ts: ts, onLoop: onLoop}
+	t.tr.c = c
+	if ts != nil {
+		t.tr.cpu = ts.cpu
+	}
+	t.tr.cond.L = &t.tr.mu
+	c.more().tls = t
+	return t
+}
+
+// OnData cannot run: a handshaking connection's input goes to the layer.
+func (a *tlsAcceptor) OnData(c *Conn) {}
+
+// OnEOF keeps the peer's FIN for after the handshake: a client may send
+// its Finished, a request and its FIN in one go.
+func (a *tlsAcceptor) OnEOF(c *Conn) {
+	x := c.aux
+	if x == nil || x.tls == nil {
+		return
+	}
+	t := x.tls
+	if !t.started {
+		// Nothing was said (a TCP health check): close, no handshake.
+		c.err = io.EOF
+		c.loop.closeGracefully(c)
+		return
+	}
+	t.fin = true
+	t.tr.end(io.EOF)
+	if t.onLoop {
+		c.loop.tlsWake(c, t) // a Read waiting for the peer returns io.EOF
+	}
+}
+
+// OnClose ends a handshake still waiting for the peer.
+func (a *tlsAcceptor) OnClose(c *Conn, err error) {
+	x := c.aux
+	if x == nil || x.tls == nil {
+		return
+	}
+	t := x.tls
+	t.handshakeOver()
+	t.tr.end(net.ErrClosed)
+	if t.stop != nil {
+		// The coroutine's Read returns net.ErrClosed and its Handshake
+		// returns; what it writes (an alert) goes nowhere: c is closing.
+		stop := t.stop
+		t.next, t.stop = nil, nil
+		stop()
+		t.tr.yield = nil
+	}
+}
+
+// start begins the handshake: a server's with the first ciphertext from
+// the peer rather than at the accept (a peer that connects and says
+// nothing costs no handshake state, and an off-loop handshake's goroutine
+// finds its ClientHello waiting instead of parking for it), a client's at
+// the connect.
+func (t *tlsLayer) start(c *Conn) {
+	if t.onLoop {
+		t.started = true
+		c.loop.tlsWake(c, t)
+		return
+	}
+	if !t.started {
+		t.started = true
+		go handshake(c, t)
+	}
+}
+
+// handshakeOver takes the connection out of its server's count of running
+// handshakes, once. The count follows the loop's view (handshaking until
+// handed over, failed or closed), so a place is free again as soon as the
+// loop is done with a connection, not when its goroutine gets to run.
+func (t *tlsLayer) handshakeOver() {
+	if t.ts != nil {
+		t.ts.running.Add(-1)
+		t.ts = nil
+	}
+}
+
+// feed appends ciphertext for the handshake and returns how much waits.
+func (t *tlsTransport) feed(b []byte) (buffered int) {
+	t.mu.Lock()
+	t.raw = append(t.raw, b...)
+	n := len(t.raw)
+	t.cond.Signal()
+	t.mu.Unlock()
+	return n
+}
+
+// end makes the handshake's reads return err once the buffered ciphertext
+// is read.
+func (t *tlsTransport) end(err error) {
+	t.mu.Lock()
+	if t.rerr == nil {
+		t.rerr = err
+	}
+	t.cond.Broadcast()
+	t.mu.Unlock()
+}
+
+// Close ends a handshake's reading: crypto/tls calls it when it gives up,
+// and the loop (through end) when the connection goes away.
+func (t *tlsTransport) Close() error {
+	t.end(net.ErrClosed)
+	return nil
+}
+
+// ---- on the loop ----
+
+// tlsWake queues a step of t's on-loop handshake, once, and makes sure
+// the loop runs its queued steps after the current batch.
+func (l *Loop) tlsWake(c *Conn, t *tlsLayer) {
+	if t.queued {
+		return
+	}
+	t.queued = true
+	l.tlsSteps = append(l.tlsSteps, c)
+	if !l.tlsStepping {
+		l.tlsStepping = true
+		l.Defer(l.runTLSSteps)
+	}
+}
+
+// runTLSSteps runs the queued handshake steps, oldest first, until
+// tlsStepBudget is spent; the rest wait for the next iteration, which
+// polls the kernel without blocking first.
+func (l *Loop) runTLSSteps() {
+	l.tlsStepping = false
+	// Answers the batch produced leave before handshakes compute.
+	l.flush()
+	run := l.tlsSteps
+	l.tlsSteps = nil
+	start := l.clock()
+	for i, c := range run {
+		if i > 0 && l.clock()-start >= tlsStepBudget {
+			// Left over first, then those queued meanwhile.
+			l.tlsSteps = append(run[i:], l.tlsSteps...)
+			break
+		}
+		run[i] = nil
+		if t := c.tlsLayer(); t != nil && t.queued {
+			t.queued = false
+			if c.state == connOpen && !t.live {
+				l.tlsStep(c, t)
+			}
+		}
+	}
+	if len(l.tlsSteps) > 0 && !l.tlsStepping {
+		l.tlsStepping = true
+		l.Defer(l.runTLSSteps)
+	}
+}
+
+// tlsStep resumes t's handshake until it waits for the peer again or
+// ends.
+func (l *Loop) tlsStep(c *Conn, t *tlsLayer) {
+	if t.next == nil {
+		if t.hsErr != nil {
+			return // ended; its outcome was handled
+		}
+		t.next, t.stop = iter.Pull(func(yield func(struct{}) bool) {
+			t.tr.yield = yield
+			t.hsErr = t.tc.Handshake()
+		})
+	}
+	if l.resumeHandshake(c, t) {
+		return // waiting for the peer
+	}
+	t.next, t.stop, t.tr.yield = nil, nil, nil
+	if t.hsErr != nil {
+		l.tlsFailed(c, t, t.hsErr)
+		return
+	}
+	l.tlsHandOver(c, t)
+}
+
+// readOnLoop is an on-loop handshake's Read: with no ciphertext buffered
+// it yields to the loop until a step resumes it.
+func (t *tlsTransport) readOnLoop(p []byte) (int, error) {
+	for len(t.raw) == 0 && t.rerr == nil {
+		if !t.yield(struct{}{}) {
+			return 0, net.ErrClosed // abandoned: the connection closed
+		}
+	}
+	if len(t.raw) == 0 {
+		return 0, t.rerr
+	}
+	return t.take(p), nil
+}
+
+// resumeHandshake runs the coroutine until it yields (waiting) or ends. A
+// panic in a tls.Config callback ends the handshake with an error and is
+// logged; the loop goes on.
+func (l *Loop) resumeHandshake(c *Conn, t *tlsLayer) (waiting bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			waiting = false
+			t.hsErr = &handshakePanic{r, panicstack.Capture()}
+		}
+	}()
+	_, waiting = t.next()
+	return waiting
+}
+
+// ---- off the loop ----
+
+// handshake runs a connection's handshake on its own goroutine and posts
+// the outcome to the loop.
+func handshake(c *Conn, t *tlsLayer) {
+	t.tr.takeCPU()
+	err := runHandshake(t.tc)
+	t.tr.yieldCPU()
+	l := c.loop
+	// The last writes (an alert, a client's Finished) go in the same
+	// post as the outcome, ahead of it.
+	last := t.tr.wbuf
+	t.tr.wbuf = nil
+	_ = l.Post(func() { // ErrClosed: the loop stopped and closed c
+		if len(last) > 0 {
+			l.writeRaw(c, last)
+		}
+		if err != nil {
+			l.tlsFailed(c, t, err)
+			return
+		}
+		l.tlsHandOver(c, t)
+	})
+}
+
+// runHandshake is tc.Handshake with a panic in a tls.Config callback
+// turned into the handshake's error instead of ending the process.
+func runHandshake(tc *tls.Conn) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &handshakePanic{r, panicstack.Capture()}
+		}
+	}()
+	return tc.Handshake()
+}
+
+// handshakePanic is the error of a handshake a tls.Config callback
+// panicked in: the handshake fails, the panic is logged and counted as a
+// handler's would be (Stats.Panics), and the loop goes on.
+type handshakePanic struct {
+	r     any
+	stack panicstack.Stack
+}
+
+func (p *handshakePanic) Error() string { return fmt.Sprintf("panic: %v", p.r) }
+
+// readOffLoop is an off-loop handshake's Read: it waits on the condition
+// variable for the ciphertext the loop feeds.
+func (t *tlsTransport) readOffLoop(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.raw) == 0 && t.rerr == nil {
+		// Waiting on the peer, who waits for what was written; another
+		// handshake may compute meanwhile.
+		if err := t.flush(); err != nil {
+			return 0, err
+		}
+		t.yieldCPU()
+		for len(t.raw) == 0 && t.rerr == nil {
+			t.cond.Wait()
+		}
+		t.mu.Unlock()
+		t.takeCPU()
+		t.mu.Lock()
+	}
+	if len(t.raw) == 0 {
+		return 0, t.rerr
+	}
+	return t.take(p), nil
+}
+
+// flush posts what an off-loop handshake wrote since the last flush to
+// the loop, which queues it on the connection's output.
+func (t *tlsTransport) flush() error {
+	if len(t.wbuf) == 0 {
+		return nil
+	}
+	b, c := t.wbuf, t.c
+	t.wbuf = nil
+	return c.loop.Post(func() { c.loop.writeRaw(c, b) })
+}
+
+// takeCPU waits for a handshake CPU token; yieldCPU gives it back.
+func (t *tlsTransport) takeCPU() {
+	if t.cpu != nil {
+		t.cpu <- struct{}{}
+	}
+}
+
+func (t *tlsTransport) yieldCPU() {
+	if t.cpu != nil {
+		<-t.cpu
+	}
+}
+
+// ---- the outcome, on the loop ----
+
+// tlsFailed closes a connection whose handshake failed, after the alert
+// crypto/tls queued before it gave up.
+func (l *Loop) tlsFailed(c *Conn, t *tlsLayer, err error) {
+	t.timer.Stop()
+	t.handshakeOver()
+	if c.state != connOpen {
+		return // timed out, or closed by the peer or the loop
+	}
+	l.stats.tlsErrors.Add(1)
+	if p, ok := err.(*handshakePanic); ok {
+		l.logPanic("TLS handshake", "*tls.Config callback", "closing its connection", p.r, p.stack)
+	} else {
+		l.log.Debug("veloq: TLS handshake failed", "remote", c.raddr, "err", err)
+	}
+	c.err = fmt.Errorf("%w: handshake: %w", ErrTLS, err)
+	l.closeGracefully(c)
+}
+
+// tlsHandOver makes a connection whose handshake succeeded live: the
+// user's handler gets OnOpen, then the plaintext of whatever ciphertext
+// came with or after the peer's Finished, then the FIN if one came.
+func (l *Loop) tlsHandOver(c *Conn, t *tlsLayer) {
+	t.timer.Stop()
+	t.timer = nil
+	t.handshakeOver()
+	if c.state != connOpen {
+		return
+	}
+	l.stats.tlsHandshakes.Add(1)
+	t.tr.mu.Lock()
+	pending := t.tr.raw
+	t.tr.raw, t.tr.live = nil, true
+	t.tr.mu.Unlock()
+	t.live = true
+	st := t.tc.ConnectionState()
+	t.state = &st
+	c.h = t.inner
+	if len(t.pending) > 0 {
+		// What a client wrote while it connected goes first.
+		p := t.pending
+		t.pending = nil
+		if _, err := l.tlsWrite(c, t, p); err != nil {
+			l.abort(c, err)
+			return
+		}
+	}
+	if x := c.aux; x.onConnect != nil {
+		fn := x.onConnect
+		x.onConnect = nil
+		fn(nil)
+	}
+	l.callOpen(c)
+	if c.state != connOpen {
+		return
+	}
+	l.tlsInput(c, t, pending)
+	if c.state == connOpen && t.fin {
+		l.eofArrived(c)
+	}
+	l.clearHold(c, holdTLS)
+}

@@ -71,6 +71,7 @@ type Loop struct {
 	// connections with a step due, and whether runTLSSteps is deferred.
 	tlsSteps    []*Conn
 	tlsStepping bool
+	tlsIdle     []*hsCoro // idle handshake coroutines, for the next handshakes
 
 	outPeak   int    // largest pending output of one connection (Stats.PeakConnOutput)
 	inPeak    int    // largest buffered input of one connection (Stats.PeakConnInput)
@@ -585,6 +586,7 @@ func (l *Loop) finish() {
 	for len(l.timers) > 0 {
 		l.timers.remove(0)
 	}
+	l.stopHandshakes()
 	l.publish()
 	l.closePipes()
 	if err := l.be.shutdown(); err != nil {

@@ -141,10 +141,10 @@ type tlsLayer struct {
 
 	// An on-loop handshake (tls_handshake.go), all the loop's.
 	onLoop bool
-	queued bool                    // in the loop's tlsSteps
-	next   func() (struct{}, bool) // resumes it; nil before its first step and once it ended
-	stop   func()                  // abandons it
-	hsErr  error                   // its outcome, once next reports it ended
+	queued bool    // in the loop's tlsSteps
+	co     *hsCoro // the coroutine running it, from its first step until it ended
+	ended  bool
+	hsErr  error // its outcome, once ended
 }
 
 // tlsTransport is the net.Conn under a connection's tls.Conn.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/veloq/veloq/internal/selfsigned"
@@ -937,5 +938,56 @@ func TestTLSHandshakePanic(t *testing.T) {
 		_, err = io.ReadFull(c, got)
 		require.NoError(t, err)
 		require.Equal(t, "still here", string(got))
+	})
+}
+
+// helloRecorder is a net.Conn that keeps what a TLS client writes (its
+// ClientHello) and fails the client's first read.
+type helloRecorder struct {
+	net.Conn
+	hello []byte
+}
+
+func (r *helloRecorder) Write(p []byte) (int, error) { r.hello = append(r.hello, p...); return len(p), nil }
+func (r *helloRecorder) Read([]byte) (int, error)    { return 0, io.ErrClosedPipe }
+
+// clientHello returns the first flight of Go's TLS client for localhost.
+func clientHello(t *testing.T) []byte {
+	rec := &helloRecorder{}
+	require.Error(t, tls.Client(rec, testCert().ClientConfig("localhost")).Handshake())
+	require.NotEmpty(t, rec.hello)
+	return rec.hello
+}
+
+// Handshakes leave nothing running once the server stops: finished ones,
+// and ones cut halfway (the client sent its ClientHello and never
+// answered), whether their coroutines or goroutines were waiting.
+func TestTLSHandshakesLeaveNoGoroutine(t *testing.T) {
+	hello := clientHello(t)
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
+		before := runtime.NumGoroutine()
+		s := startTLS(t, b, place, echoHandler(), nil, WithLoops(1))
+		for range 10 {
+			dialTLS(t, s, nil).Close()
+		}
+		const stalled = 20
+		in := tlsTotals(s).BytesIn
+		for range stalled {
+			c, err := net.Dial("tcp", s.Addr().String())
+			require.NoError(t, err)
+			t.Cleanup(func() { c.Close() })
+			_, err = c.Write(hello)
+			require.NoError(t, err)
+		}
+		require.Eventually(t, func() bool { return tlsTotals(s).BytesIn >= in+uint64(stalled*len(hello)) },
+			5*time.Second, time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		require.ErrorIs(t, s.Shutdown(ctx), context.DeadlineExceeded) // the stalled ones are cut
+		// +1: Eventually evaluates the condition on a goroutine of its own.
+		if !assert.Eventually(t, func() bool { return runtime.NumGoroutine() <= before+1 }, 5*time.Second, time.Millisecond) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines before, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
 	})
 }

@@ -14,7 +14,9 @@
 #   - TLS echo of 64 B and 16 KiB over 64 connections (tcpload -tls) ->
 #     msg/s and messages per server CPU-second (veloq, Go crypto/tls), with
 #     the same servers in plaintext beside them, and AES-128-GCM's own cost
-#     per record (bench/tlscost) to tell the cipher from the rest;
+#     per record (bench/tlscost) to tell the cipher from the rest; then the
+#     same paced at one rate for every server (tcpload -rate), so TLS and
+#     plaintext servers are compared at the same load;
 #   - idle memory: server RSS growth per idle TLS connection, over N
 #     connections each having made one exchange (a TLS echo, or one HTTPS
 #     GET / on keep-alive) and then held.
@@ -25,7 +27,7 @@
 # Everything talks to 127.0.0.1 only. Results go to results/tls-latest.md
 # (tls-quick.md with --quick, tls-smoke.md with --smoke).
 #
-#   bench/tls.sh            # 3 rounds, 2 s warmup + 10 s windows, 10,000 idle (about 20 minutes)
+#   bench/tls.sh            # 3 rounds, 2 s warmup + 10 s windows, 10,000 idle (about 27 minutes)
 #   bench/tls.sh --quick    # 1 round, 2 s windows, 1,000 idle (about 3 minutes)
 #   bench/tls.sh --smoke    # under a minute: checks every server and load generator works; numbers mean nothing
 #
@@ -39,6 +41,11 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 rounds=3 duration=10s warmup=2s wrk_duration=10s wrk_warmup=2s idle=10000 hold=5s benchtime=1s tag=latest
+# The paced echo scenarios' rates (messages per second over the 64
+# connections), below what every echo server here sustains (unpaced, the
+# slowest makes about 68,000 64 B and 42,000 16 KiB echoes a second), so TLS
+# and plaintext servers compare at the same load.
+pace64=40000 pace16k=20000
 case "${1:-}" in
 --quick) rounds=1 duration=2s warmup=500ms wrk_duration=2s wrk_warmup=1s idle=1000 hold=2s benchtime=500ms tag=quick ;;
 --smoke) rounds=1 duration=300ms warmup=100ms wrk_duration=1s wrk_warmup=0s idle=100 hold=300ms benchtime=50ms tag=smoke ;;
@@ -169,6 +176,8 @@ scen https-full https "HTTPS, a new connection and a full TLS handshake per requ
 have wrk && scen https-resumed https "HTTPS, a new connection per request as wrk makes it (-H \"Connection: close\", 64 connections): the session is resumed" "handshakes"
 scen echo-64 echo "TLS echo, 64 B messages, 64 connections: tcpload -tls -conns 64 -size 64" "msg"
 scen echo-16k echo "TLS echo, 16 KiB messages, 64 connections: tcpload -tls -conns 64 -size 16384" "msg"
+scen echo-64-paced echo "TLS echo paced at $pace64 messages/s, 64 B, 64 connections: tcpload -tls -conns 64 -size 64 -rate $pace64" "msg"
+scen echo-16k-paced echo "TLS echo paced at $pace16k messages/s, 16 KiB, 64 connections: tcpload -tls -conns 64 -size 16384 -rate $pace16k" "msg"
 scen idle-https https "Idle HTTPS connections: $idle, each after one GET / on keep-alive (tcpload -tls -http -idle $idle)" "KiB"
 scen idle-echo echo "Idle TLS echo connections: $idle, each after one 64 B echo (tcpload -tls -idle $idle)" "KiB"
 
@@ -214,12 +223,13 @@ run_one() { # scenario server
 	https-resumed)
 		[ -n "${resumed[$name]:-}" ] || resumed[$name]=$(resumes "$addr")
 		j=$($load_cpu "$bin/wrkload" -tls -close -addr "$addr" -conns 64 -duration "$wrk_duration" -warmup "$wrk_warmup" -server-pid "$pid" -json 2>"$log") || j="" ;;
-	echo-64 | echo-16k)
-		local size=64 tls=-tls
-		[ "$sc" = echo-16k ] && size=16384
+	echo-*)
+		local size=64 tls=-tls pace=""
+		case $sc in echo-16k*) size=16384 ;; esac
+		case $sc in echo-64-paced) pace="-rate $pace64" ;; echo-16k-paced) pace="-rate $pace16k" ;; esac
 		[ "${name%-plain}" != "$name" ] && tls=""
 		# shellcheck disable=SC2086
-		j=$($load_cpu "$bin/tcpload" $tls -addr "$addr" -conns 64 -size "$size" -duration "$duration" -warmup "$warmup" -server-pid "$pid" -json 2>"$log") || j="" ;;
+		j=$($load_cpu "$bin/tcpload" $tls $pace -addr "$addr" -conns 64 -size "$size" -duration "$duration" -warmup "$warmup" -server-pid "$pid" -json 2>"$log") || j="" ;;
 	idle-https | idle-echo)
 		local flags="-tls"
 		[ "$sc" = idle-https ] && flags="-tls -http"
@@ -419,21 +429,20 @@ us_per() { awk -v e="$1" 'BEGIN {if (e == "n/a" || e + 0 == 0) print "n/a"; else
 	echo
 	echo "## TLS echo against plaintext echo: server CPU per message"
 	echo
-	echo "µs of server CPU per echoed message (1 / the median messages per server CPU-s). The cipher's cost is AES-128-GCM opening the client's record and sealing the answer, measured alone on CPU 0 (bench/tlscost, BenchmarkSealOpen); what remains of TLS's extra cost after it is the record layer, the copies and the extra system-call bytes."
+	echo "µs of server CPU per echoed message (1 / the median messages per server CPU-s). The cipher's cost is AES-128-GCM opening the client's record and sealing the answer, measured alone on CPU 0 (bench/tlscost, BenchmarkSealOpen); what remains of TLS's extra cost after it is the record layer, the copies and the extra system-call bytes. Unpaced, each server runs as fast as its clients answer, and the TLS client is slower than the plaintext one, so the two servers see different loads (a server that is less busy wakes up more often per message); paced, both see the same messages per second (tcpload -rate), which isolates what TLS costs the server."
 	echo
-	echo "| server | message | TLS µs/msg | plaintext µs/msg | TLS adds µs/msg | AES-GCM seal+open µs | TLS adds, less the cipher µs |"
-	echo "|---|---:|---:|---:|---:|---:|---:|"
+	echo "| server | message | load | TLS µs/msg | plaintext µs/msg | TLS adds µs/msg | AES-GCM seal+open µs | TLS adds, less the cipher µs | that, over plaintext + cipher |"
+	echo "|---|---:|---|---:|---:|---:|---:|---:|---:|"
 	for pair in "veloq-uring veloq-uring-plain" "go-tls go-plain"; do
 		read -r t p <<<"$pair"
-		for sz in 64 16k; do
-			tu=$(us_per "$(median_of eff "echo-$sz|$t")") pu=$(us_per "$(median_of eff "echo-$sz|$p")")
-			g=$gcm64
-			[ $sz = 16k ] && g=$gcm16k
+		for sc in echo-64 echo-64-paced echo-16k echo-16k-paced; do
+			tu=$(us_per "$(median_of eff "$sc|$t")") pu=$(us_per "$(median_of eff "$sc|$p")")
+			g=$gcm64 label="64 B" load=unpaced
+			case $sc in echo-16k*) g=$gcm16k label="16 KiB" ;; esac
+			case $sc in echo-64-paced) load="$pace64/s" ;; echo-16k-paced) load="$pace16k/s" ;; esac
 			gu=$(awk -v g="${g:-n/a}" 'BEGIN {if (g == "n/a" || g == "") print "n/a"; else printf "%.2f", g / 1000}')
-			read -r add rest <<<"$(awk -v t="$tu" -v p="$pu" -v g="$gu" 'BEGIN {if (t == "n/a" || p == "n/a") {print "n/a n/a"; exit} a = t - p; r = (g == "n/a") ? "n/a" : sprintf("%.2f", a - g); printf "%.2f %s\n", a, r}')"
-			label="64 B"
-			if [ $sz = 16k ]; then label="16 KiB"; fi
-			echo "| $t | $label | $tu | $pu | $add | $gu | $rest |"
+			read -r add rest over <<<"$(awk -v t="$tu" -v p="$pu" -v g="$gu" 'BEGIN {if (t == "n/a" || p == "n/a") {print "n/a n/a n/a"; exit} a = t - p; if (g == "n/a") {printf "%.2f n/a n/a\n", a; exit} printf "%.2f %.2f %+.0f%%\n", a, a - g, (t / (p + g) - 1) * 100}')"
+			echo "| $t | $label | $load | $tu | $pu | $add | $gu | $rest | $over |"
 		done
 	done
 	echo

@@ -948,8 +948,11 @@ type helloRecorder struct {
 	hello []byte
 }
 
-func (r *helloRecorder) Write(p []byte) (int, error) { r.hello = append(r.hello, p...); return len(p), nil }
-func (r *helloRecorder) Read([]byte) (int, error)    { return 0, io.ErrClosedPipe }
+func (r *helloRecorder) Write(p []byte) (int, error) {
+	r.hello = append(r.hello, p...)
+	return len(p), nil
+}
+func (r *helloRecorder) Read([]byte) (int, error) { return 0, io.ErrClosedPipe }
 
 // clientHello returns the first flight of Go's TLS client for localhost.
 func clientHello(t *testing.T) []byte {

@@ -75,6 +75,7 @@ type config struct {
 	tls          bool
 	http         bool
 	expect       string
+	rate         float64     // messages (requests) per second over all connections; 0: as fast as answers come
 	tlsConfig    *tls.Config // with -tls: every connection's client configuration
 }
 
@@ -104,6 +105,7 @@ func run(args []string, out io.Writer) error {
 	fs.BoolVar(&c.tls, "tls", false, "speak TLS 1.3 (X25519, no session resumption: every connection is a full handshake; the server's certificate is not verified)")
 	fs.BoolVar(&c.http, "http", false, "the exchange is an HTTP/1.1 GET / answered by 200 and -expect (keep-alive; \"Connection: close\" with -churn) instead of an echo; -size is unused")
 	fs.StringVar(&c.expect, "expect", "Hello, World!", "with -http, the body GET / must answer")
+	fs.Float64Var(&c.rate, "rate", 0, "send at most this many messages (or requests) per second over all connections, each connection evenly paced (one at a time only; 0: as fast as the answers come); compares servers at the same load instead of each at its own")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -146,6 +148,9 @@ func run(args []string, out io.Writer) error {
 	}
 	if c.http && c.pipeline != 1 {
 		return errors.New("-http sends one request at a time: -pipeline must be 1")
+	}
+	if c.rate < 0 || (c.rate > 0 && (c.churn || c.pipeline != 1)) {
+		return errors.New("-rate must be >= 0 and paces one message at a time per kept connection: not with -churn or -pipeline")
 	}
 	if c.conns < 1 || c.conns > 100000 {
 		return fmt.Errorf("-conns %d: want 1..100000", c.conns)
@@ -322,6 +327,36 @@ const (
 // Histogram range: 100 ns to 60 s at 3 significant digits.
 func newHist() *hdr.Histogram { return hdr.New(100, 60e9, 3) }
 
+// pacer spaces one connection's messages every interval (-rate). A message
+// that is late (the answer to the one before came after its slot) goes at
+// once and the schedule restarts from it: no burst to catch up.
+type pacer struct {
+	every time.Duration
+	next  time.Time
+}
+
+// newPacer paces connection i of n for rate messages a second over all
+// of them, its first slot offset by i/n of an interval so the
+// connections do not send in step.
+func newPacer(rate float64, i, n int, start time.Time) *pacer {
+	every := time.Duration(float64(n) / rate * float64(time.Second))
+	return &pacer{every: every, next: start.Add(every * time.Duration(i) / time.Duration(n))}
+}
+
+// wait sleeps until the next slot.
+func (p *pacer) wait() {
+	if p == nil {
+		return
+	}
+	now := time.Now()
+	if d := p.next.Sub(now); d > 0 {
+		time.Sleep(d)
+	} else {
+		p.next = now
+	}
+	p.next = p.next.Add(p.every)
+}
+
 // worker is one connection's driver and its private tallies.
 type worker struct {
 	id      int
@@ -331,6 +366,7 @@ type worker struct {
 	phase   *atomic.Int32
 	errs    *result.ErrCount
 	get     *httpGet // -http: the exchange is a GET instead of an echo
+	pace    *pacer   // -rate: when the next message may go; nil: at once
 
 	hist       *hdr.Histogram
 	requests   int64
@@ -354,6 +390,7 @@ func (w *worker) mismatch(n int) {
 func (w *worker) runHTTP() {
 	w.get.br.Reset(w.conn)
 	for n := 0; w.phase.Load() != phaseStop; n++ {
+		w.pace.wait()
 		t := time.Now()
 		if !w.exchange(w.conn, nil, nil, n) {
 			return
@@ -387,6 +424,7 @@ func (w *worker) runSerial() {
 	rbuf := make([]byte, w.size)
 	for n := 0; w.phase.Load() != phaseStop; n++ {
 		msg := message(w.pattern, w.id, n, w.size)
+		w.pace.wait()
 		t := time.Now()
 		if _, err := w.conn.Write(msg); err != nil {
 			w.fail(err)
@@ -579,7 +617,10 @@ func runLoad(c config, out io.Writer) error {
 	start := time.Now()
 	deadline := start.Add(c.warmup + c.duration + 5*time.Second)
 	var wg sync.WaitGroup
-	for _, w := range workers {
+	for i, w := range workers {
+		if c.rate > 0 {
+			w.pace = newPacer(c.rate, i, len(workers), start)
+		}
 		if c.churn {
 			wg.Go(func() { w.runChurn(c, deadline) })
 			continue
@@ -631,7 +672,7 @@ func runLoad(c config, out io.Writer) error {
 	r := result.Load{
 		Tool: "tcpload", Addr: c.addr, Conns: c.conns, ConnsOK: len(workers), Size: c.size, Churn: c.churn,
 		TLS: c.tls, HTTP: c.http,
-		Pipeline: c.pipeline, WarmupS: c.warmup.Seconds(), WindowS: window,
+		Pipeline: c.pipeline, Rate: c.rate, WarmupS: c.warmup.Seconds(), WindowS: window,
 		Errors: errs.N(), DialErrors: dialErrors, FirstError: errs.First(),
 	}
 	for _, w := range workers {

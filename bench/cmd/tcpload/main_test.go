@@ -44,6 +44,9 @@ func TestRejectsBadFlags(t *testing.T) {
 		{"-churn", "-idle", "5"},
 		{"-http", "-pipeline", "2"},
 		{"-http", "-expect", ""},
+		{"-rate", "-1"},
+		{"-rate", "100", "-churn"},
+		{"-rate", "100", "-pipeline", "2"},
 		{"extra"},
 	} {
 		if err := run(args, &out); err == nil {
@@ -283,5 +286,19 @@ func TestHTTPWrongBodyIsAMismatch(t *testing.T) {
 	r := runJSON(t, "-addr", addr, "-tls", "-http", "-conns", "1")
 	if r.Requests != 0 || r.Mismatches == 0 || !strings.Contains(r.FirstError, "body") {
 		t.Fatalf("result = %+v", r)
+	}
+}
+
+// -rate paces the connections: over the 400 ms window an echo that
+// answers at once gets at most the rate's share (plus one slot per
+// connection, the window's edges), far fewer than unpaced.
+func TestRatePaces(t *testing.T) {
+	addr, _ := echoServer(t)
+	r := runJSON(t, "-addr", addr, "-conns", "4", "-rate", "200")
+	if r.Errors != 0 || r.Requests == 0 || r.Rate != 200 {
+		t.Fatalf("result = %+v", r)
+	}
+	if limit := int64(200*r.WindowS) + 4; r.Requests > limit {
+		t.Fatalf("%d requests in %.2f s at -rate 200: want at most %d", r.Requests, r.WindowS, limit)
 	}
 }

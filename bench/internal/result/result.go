@@ -21,6 +21,7 @@ type Load struct {
 	ConnsOK  int     `json:"conns_ok"`        // connections established
 	Size     int     `json:"size"`            // message size, bytes
 	Pipeline int     `json:"pipeline"`        // messages in flight per connection
+	Rate     float64 `json:"rate,omitempty"`  // messages per second asked for (tcpload -rate); 0: unpaced
 	Churn    bool    `json:"churn,omitempty"` // a new connection per request (Conns = concurrent workers)
 	TLS      bool    `json:"tls,omitempty"`   // over TLS (tcpload -tls)
 	HTTP     bool    `json:"http,omitempty"`  // each request a GET / instead of an echo (tcpload -http)

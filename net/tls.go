@@ -374,8 +374,9 @@ func (l *Loop) tlsGather(bufs [][]byte, n int) []byte {
 }
 
 // DialTLS is Dial for a TLS connection: once the TCP connect completes,
-// the client handshake runs off the loop (within the TLS handshake
-// timeout, DefaultTLSHandshakeTimeout), and h.OnOpen runs only when it is
+// the client handshake runs (on the loop, or on a goroutine when cfg has
+// a callback that might block, as for a server: WithTLSHandshakeOffLoop)
+// within the TLS handshake timeout, DefaultTLSHandshakeTimeout, and h.OnOpen runs only when it is
 // done; a handshake that fails closes the connection with an error
 // wrapping ErrTLS (h.OnClose, no OnOpen). Writes made before then are
 // encrypted and sent after the handshake. cfg is used as tls.Client uses

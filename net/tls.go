@@ -374,10 +374,10 @@ func (l *Loop) tlsGather(bufs [][]byte, n int) []byte {
 }
 
 // DialTLS is Dial for a TLS connection: once the TCP connect completes,
-// the client handshake runs (on the loop, or on a goroutine when cfg has
-// a callback that might block, as for a server: WithTLSHandshakeOffLoop)
-// within the TLS handshake timeout, DefaultTLSHandshakeTimeout, and h.OnOpen runs only when it is
-// done; a handshake that fails closes the connection with an error
+// the client handshake runs within the TLS handshake timeout
+// (DefaultTLSHandshakeTimeout), on the loop, or on a goroutine when cfg
+// has a callback that might block (the rule WithTLSHandshakeOffLoop
+// describes for servers), and h.OnOpen runs only when it is done; a handshake that fails closes the connection with an error
 // wrapping ErrTLS (h.OnClose, no OnOpen). Writes made before then are
 // encrypted and sent after the handshake. cfg is used as tls.Client uses
 // it; when its ServerName is empty, the host of address is used, as

@@ -167,6 +167,11 @@ type tlsTransport struct {
 	live bool
 	cur  []byte // ciphertext of the input report being decrypted
 
+	// rec cuts what Read returns at record boundaries, from the first
+	// byte on (the handshake's goroutine's until the hand-over, then the
+	// loop's).
+	rec recordCut
+
 	cpu chan struct{} // the server's handshake CPU tokens (tlsServer.cpu)
 }
 
@@ -187,7 +192,7 @@ func (t *tlsTransport) Read(p []byte) (int, error) {
 		if len(t.cur) == 0 {
 			return 0, errWouldBlock
 		}
-		n := copy(p, t.cur)
+		n := t.rec.take(p, t.cur)
 		t.cur = t.cur[n:]
 		return n, nil
 	case t.yield != nil:
@@ -210,9 +215,11 @@ func (t *tlsTransport) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// take moves buffered handshake ciphertext into p.
+// take moves buffered handshake ciphertext into p, never past the end of
+// a record (recordCut): what crypto/tls holds at the hand-over is then
+// nothing beyond the peer's Finished, and the rest is in raw.
 func (t *tlsTransport) take(p []byte) int {
-	n := copy(p, t.raw)
+	n := t.rec.take(p, t.raw)
 	t.raw = t.raw[n:]
 	if len(t.raw) == 0 {
 		t.raw = nil
@@ -278,6 +285,11 @@ func (l *Loop) tlsDecrypt(t *tlsLayer, in []byte) ([]byte, error) {
 			}
 			break
 		}
+		if len(t.tr.cur) == 0 && t.tr.rec.atBoundary() {
+			// crypto/tls holds nothing more (see recordCut): no
+			// Read just to hear that the input is used up.
+			break
+		}
 	}
 	t.tr.cur = nil
 	if cap(buf) <= tlsPlainKeep {
@@ -285,6 +297,47 @@ func (l *Loop) tlsDecrypt(t *tlsLayer, in []byte) ([]byte, error) {
 	}
 	return buf, err
 }
+
+// recordCut follows the TLS record boundaries in the ciphertext stream of
+// a live connection, so that its transport never hands crypto/tls more
+// than the end of the record it is reading. tls.Conn.Read returns after one
+// record whose plaintext fits the buffer it is given (tlsDecrypt gives at
+// least tlsMinRead, a record's most), so once the input is used up at a
+// boundary crypto/tls has nothing buffered and the Read that would only
+// return the transport's would-block is skipped: one of the two Reads per
+// input report of a request/response exchange.
+type recordCut struct {
+	hdr  [5]byte // the header of the record being passed
+	hdrN int     // header bytes passed so far (5: passing the body)
+	left int     // body bytes still to pass
+}
+
+// take copies from in into p, up to the end of the current record.
+func (r *recordCut) take(p, in []byte) int {
+	if r.hdrN < len(r.hdr) {
+		n := copy(p, in[:min(len(in), len(r.hdr)-r.hdrN)])
+		copy(r.hdr[r.hdrN:], in[:n])
+		r.hdrN += n
+		if r.hdrN < len(r.hdr) {
+			return n
+		}
+		r.left = int(r.hdr[3])<<8 | int(r.hdr[4])
+		if r.left == 0 {
+			r.hdrN = 0
+			return n
+		}
+		return n + r.take(p[n:], in[n:])
+	}
+	n := copy(p, in[:min(len(in), r.left)])
+	r.left -= n
+	if r.left == 0 {
+		r.hdrN = 0
+	}
+	return n
+}
+
+// atBoundary reports whether every record passed so far was passed whole.
+func (r *recordCut) atBoundary() bool { return r.hdrN == 0 }
 
 // The loop's plaintext scratch: one read asks for at least tlsMinRead
 // bytes (a record's worth, so a record is rarely split between reads); the

@@ -994,3 +994,101 @@ func TestTLSHandshakesLeaveNoGoroutine(t *testing.T) {
 		}
 	})
 }
+
+// coalescingConn holds what a TLS client writes once it has read
+// anything (its second flight: Finished) until flush, so the server gets
+// the client's Finished and its first records in one segment.
+type coalescingConn struct {
+	net.Conn
+	read bool
+	held []byte
+}
+
+func (c *coalescingConn) Read(p []byte) (int, error) {
+	c.read = true
+	return c.Conn.Read(p)
+}
+
+func (c *coalescingConn) Write(p []byte) (int, error) {
+	if !c.read {
+		return c.Conn.Write(p)
+	}
+	c.held = append(c.held, p...)
+	return len(p), nil
+}
+
+func (c *coalescingConn) flush() error {
+	_, err := c.Conn.Write(c.held)
+	c.held = nil
+	return err
+}
+
+// Records that arrive with the client's Finished, in the same segment,
+// are all delivered after the hand-over: the handshake leaves them to the
+// loop instead of pulling them into crypto/tls, where no input report
+// would come to ask for them.
+func TestTLSRecordsWithFinished(t *testing.T) {
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
+		s := startTLS(t, b, place, echoHandler(), nil, WithLoops(1))
+		raw, err := net.Dial("tcp", s.Addr().String())
+		require.NoError(t, err)
+		defer raw.Close()
+		raw.SetDeadline(time.Now().Add(10 * time.Second))
+		cc := &coalescingConn{Conn: raw}
+		cfg := testCert().ClientConfig("localhost")
+		cfg.MinVersion = tls.VersionTLS13 // the client's Finished is its last handshake flight
+		c := tls.Client(cc, cfg)
+		require.NoError(t, c.Handshake())
+		var want []byte
+		for i := range 3 { // three records after the Finished
+			msg := bytes.Repeat([]byte{'a' + byte(i)}, 100+i)
+			want = append(want, msg...)
+			_, err := c.Write(msg)
+			require.NoError(t, err)
+		}
+		require.NoError(t, cc.flush())
+		got := make([]byte, len(want))
+		_, err = io.ReadFull(c, got)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	})
+}
+
+// recordCut never passes the end of a record, whatever the chunks the
+// stream arrives in and the room each Read offers, and says so at every
+// boundary.
+func TestRecordCut(t *testing.T) {
+	record := func(n int) []byte {
+		r := []byte{23, 3, 3, byte(n >> 8), byte(n)}
+		return append(r, bytes.Repeat([]byte{0xee}, n)...)
+	}
+	var stream []byte
+	var ends []int // offsets where a record ends
+	for _, n := range []int{1, 0, 300, 16384 + 256, 7} {
+		stream = append(stream, record(n)...)
+		ends = append(ends, len(stream))
+	}
+	for _, chunk := range []int{1, 2, 5, 6, 100, 1 << 20} {
+		for _, room := range []int{1, 3, 512, 1 << 20} {
+			var rc recordCut
+			buf := make([]byte, room)
+			off, e := 0, 0
+			for off < len(stream) {
+				in := stream[off:min(off+chunk, len(stream))]
+				for len(in) > 0 {
+					n := rc.take(buf, in)
+					require.Positive(t, n)
+					in, off = in[n:], off+n
+					require.LessOrEqual(t, off, ends[e], "chunk %d room %d: passed the end of record %d", chunk, room, e)
+					if off == ends[e] {
+						require.True(t, rc.atBoundary())
+						e++
+					} else {
+						require.False(t, rc.atBoundary(), "chunk %d room %d: offset %d is inside record %d", chunk, room, off, e)
+					}
+				}
+			}
+			require.Equal(t, len(ends), e)
+		}
+	}
+}

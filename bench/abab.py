@@ -17,10 +17,20 @@ floor beside them, e.g.:
         after='bin/echo-server -mode http -loops 1 -addr 127.0.0.1:{port}' \
         c-epoll='bin/c-epoll-http -addr 127.0.0.1:{port}'
 
+A server given as NAME='SERVER ;; LOAD' runs under its own LOAD instead of
+the common one (e.g. a TLS server and a plaintext one under the same paced
+load, one with -tls and one without):
+
+    bench/abab.py 5 6 'bin/tcpload -tls -addr 127.0.0.1:{port} -rate 40000 -duration {secs}s -json' \
+        tls='bin/echo-server -loops 1 -tls-self-signed -addr 127.0.0.1:{port}' \
+        plain='bin/echo-server -loops 1 -addr 127.0.0.1:{port} ;; bin/tcpload -addr 127.0.0.1:{port} -rate 40000 -duration {secs}s -json'
+
 127.0.0.1 only; it stops by itself."""
 import os, re, socket, statistics, subprocess, sys, time
 rounds, secs, load = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 servers = [a.split('=', 1) for a in sys.argv[4:]]
+loads = {n: (c.split(' ;; ', 1) + [load])[1] for n, c in servers}
+servers = [(n, c.split(' ;; ', 1)[0]) for n, c in servers]
 tck = os.sysconf('SC_CLK_TCK')
 def cpu_total(pid):
     f = open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()
@@ -49,9 +59,9 @@ for r in range(rounds):
         p = subprocess.Popen(['taskset', '-c', '0', 'sh', '-c', 'exec ' + cmd.format(port=port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_port(port)
-            subprocess.run(['taskset', '-c', '1', 'sh', '-c', load.format(port=port, secs=1)], capture_output=True, text=True)
+            subprocess.run(['taskset', '-c', '1', 'sh', '-c', loads[name].format(port=port, secs=1)], capture_output=True, text=True)
             c0 = cpu_total(p.pid); t0 = time.time()
-            o = subprocess.run(['taskset', '-c', '1', 'sh', '-c', load.format(port=port, secs=secs)], capture_output=True, text=True)
+            o = subprocess.run(['taskset', '-c', '1', 'sh', '-c', loads[name].format(port=port, secs=secs)], capture_output=True, text=True)
             c1 = cpu_total(p.pid); t1 = time.time()
             n = parse(o.stdout + o.stderr)
             c = c1 - c0

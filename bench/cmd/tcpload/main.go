@@ -328,12 +328,17 @@ const (
 func newHist() *hdr.Histogram { return hdr.New(100, 60e9, 3) }
 
 // pacer spaces one connection's messages every interval (-rate). A message
-// that is late (the answer to the one before came after its slot) goes at
-// once and the schedule restarts from it: no burst to catch up.
+// that is late (the answer to the one before, or the sleep, overran its
+// slot) goes at once and keeps the schedule, so the rate holds (Go's
+// sleeps overshoot by up to a millisecond here, more than an interval at
+// high rates); one more than maxLate late restarts the schedule from now
+// instead (a stall does not turn into a catch-up run).
 type pacer struct {
 	every time.Duration
 	next  time.Time
 }
+
+const maxLate = 50 * time.Millisecond
 
 // newPacer paces connection i of n for rate messages a second over all
 // of them, its first slot offset by i/n of an interval so the
@@ -349,9 +354,10 @@ func (p *pacer) wait() {
 		return
 	}
 	now := time.Now()
-	if d := p.next.Sub(now); d > 0 {
+	switch d := p.next.Sub(now); {
+	case d > 0:
 		time.Sleep(d)
-	} else {
+	case -d > maxLate:
 		p.next = now
 	}
 	p.next = p.next.Add(p.every)

@@ -83,3 +83,51 @@ func TestH2HPACKTablesPerConnection(t *testing.T) {
 		require.Equal(t, h2.CompressionError, r.goAway())
 	})
 }
+
+// TestH2HeaderBlockSplit: a block in one HEADERS is decoded where it lies
+// in the input, one split over CONTINUATION frames is collected first;
+// both give the same request, on one connection whose client indexes its
+// fields (so the second block refers to entries the first one made).
+func TestH2HeaderBlockSplit(t *testing.T) {
+	echoTag := HandlerFunc(func(w *ResponseWriter, r *Request) {
+		v, _ := r.Lookup("x-tag")
+		w.Header().Set("X-Tag", string(v))
+	})
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := startServer(t, b, echoTag)
+		r := dialH2(t, s.Addr().String())
+		tests := []struct {
+			name  string
+			parts int // frames the block is split over
+		}{
+			{"one HEADERS", 1},
+			{"HEADERS and a CONTINUATION", 2},
+			{"HEADERS and two CONTINUATIONs", 3},
+			{"one HEADERS again", 1},
+		}
+		for i, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				id := uint32(2*i + 1)
+				tag := "tag-" + itoa(i%2) // every other block refers to an indexed value
+				block := r.block("GET", "/", "x-tag", tag)
+				size := (len(block) + tt.parts - 1) / tt.parts
+				var out []byte
+				for k := 0; k < tt.parts; k++ {
+					frag := block[min(k*size, len(block)):min((k+1)*size, len(block))]
+					h := h2.Header{Length: uint32(len(frag)), Type: h2.TypeContinuation, Stream: id}
+					if k == 0 {
+						h.Type, h.Flags = h2.TypeHeaders, h2.FlagEndStream
+					}
+					if k == tt.parts-1 {
+						h.Flags |= h2.FlagEndHeaders
+					}
+					out = append(h2.AppendHeader(out, h), frag...)
+				}
+				require.NoError(t, r.write(out))
+				head := r.freshHead(id)
+				require.Equal(t, "200", head[":status"])
+				require.Equal(t, tag, head["x-tag"])
+			})
+		}
+	})
+}

@@ -734,11 +734,27 @@ func (cs *conn) fail(status int) {
 
 // protoError answers a malformed request with the status of err and
 // closes the connection.
+//
+// With HTTP/2 on, a request line that does not end in an HTTP-version
+// (ErrNotHTTPVersion) closes the connection without an answer instead:
+// the port also takes HTTP/2 with prior knowledge, so such a line may be
+// a client's broken connection preface (h2spec 3.5 sends "INVALID
+// CONNECTION PREFACE"), and RFC 9113 §3.4 makes that a connection error,
+// which an HTTP/1.1 400 would not be to a client that reads frames. With
+// HTTP/2 off the port is HTTP/1 only and the 400 stays, as nginx's and
+// net/http's HTTP/1 listeners answer it. (nginx 1.22 on a plaintext
+// "listen ... http2" port speaks HTTP/2 alone and answers any such line
+// with its SETTINGS and a close; net/http's h2c answers 400.)
 func (cs *conn) protoError(err error) {
 	cs.ls.st.protoErrors.Add(1)
 	status := ErrorStatus(err)
+	silent := err == ErrNotHTTPVersion && !cs.srv.opts.noHTTP2
 	if l := cs.srv.opts.logger; l.Enabled(context.Background(), slog.LevelDebug) {
-		l.Debug("http: rejected request", "status", status, "reason", err.Error(), "remote", cs.c.RemoteAddr())
+		l.Debug("http: rejected request", "status", status, "reason", err.Error(), "answered", !silent, "remote", cs.c.RemoteAddr())
+	}
+	if silent {
+		cs.linger()
+		return
 	}
 	cs.fail(status)
 }

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"bytes"
 	"encoding/base64"
 	"errors"
 	"slices"
@@ -45,17 +44,15 @@ type h2Conn struct {
 	prefaceIn  bool        // the client preface was read
 	settingsIn bool        // the client's first SETTINGS was read
 
+	// The decoder is the connection's own: its dynamic table is the
+	// client's to fill. What it decodes goes to the loop's h2Shared, and
+	// answers are encoded there too (h2_shared.go).
 	dec         *hpack.Decoder
-	fields      []hpack.HeaderField
 	listSize    uint32
 	maxListSize uint32
 	listTooBig  bool
-	spans       []struct{ ns, ne, vs, ve int }
-	enc         *hpack.Encoder
-	encBuf      bytes.Buffer
-	lower       []byte
 
-	streams map[uint32]*h2Stream
+	streams h2Streams
 	lastID  uint32 // the highest stream the client opened
 	sendWin h2.Window
 	recvWin h2.Window
@@ -68,7 +65,8 @@ type h2Conn struct {
 	ready      []*h2Stream
 	goingAway  bool // GOAWAY sent: no new streams
 
-	// A header block that continues in CONTINUATION frames.
+	// A header block that continues in CONTINUATION frames, collected
+	// here until its end (a block in one HEADERS is decoded where it is).
 	contID  uint32
 	contEnd bool // the HEADERS had END_STREAM
 	block   []byte
@@ -99,11 +97,11 @@ const (
 // client preface is read next (OnData).
 func (cs *conn) startH2() {
 	ls := cs.ls
-	hc := &h2Conn{cs: cs, srv: cs.srv, ls: ls, peer: h2.DefaultSettings, streams: make(map[uint32]*h2Stream)}
+	hc := &h2Conn{cs: cs, srv: cs.srv, ls: ls, peer: h2.DefaultSettings}
 	hc.maxListSize = uint32(cs.srv.limits.maxHeaderBytes())
 	hc.dec = hpack.NewDecoder(4096, hc.emitField)
 	hc.dec.SetMaxStringLength(int(hc.maxListSize))
-	hc.enc = hpack.NewEncoder(&hc.encBuf)
+	ls.h2Shared() // made with the loop's first HTTP/2 connection
 	hc.sendWin = h2.Window(h2.DefaultSettings.InitialWindowSize)
 	hc.recvWin = h2ConnWindow
 	cs.h2 = hc
@@ -143,7 +141,7 @@ func (cs *conn) upgradeH2(req *Request, settings []byte) {
 	}
 	st := hc.newStream(1)
 	hc.lastID = 1
-	hc.streams[1] = st
+	hc.streams.add(st)
 	st.arena = copyRequest(&st.req, req, st.arena)
 	r := &st.req
 	r.ProtoMajor, r.ProtoMinor, r.Upgrade, r.Close = 2, 0, nil, false
@@ -219,7 +217,7 @@ func (hc *h2Conn) fail(err error) bool {
 		return false
 	}
 	hc.ls.st.h2resets.Add(1)
-	if st := hc.streams[e.Stream]; st != nil {
+	if st := hc.streams.get(e.Stream); st != nil {
 		hc.closeStream(st, e.Code, true)
 	} else {
 		hc.writeRST(e.Stream, e.Code)
@@ -327,9 +325,9 @@ func (hc *h2Conn) onSettings(h h2.Header, p []byte) error {
 		if err := hc.peer.Apply(s); err != nil {
 			return err
 		}
-		if s.ID == h2.SettingHeaderTableSize {
-			hc.enc.SetMaxDynamicTableSizeLimit(s.Val)
-		}
+		// SETTINGS_HEADER_TABLE_SIZE needs nothing: answers are
+		// encoded without the dynamic table (h2Shared), which fits any
+		// size the client allows, 0 included.
 		return nil
 	})
 	if err != nil {
@@ -338,8 +336,8 @@ func (hc *h2Conn) onSettings(h h2.Header, p []byte) error {
 	if d := int64(hc.peer.InitialWindowSize) - oldWin; d != 0 {
 		// RFC 9113 §6.9.2: the change applies to every open stream; a
 		// window pushed past 2^31-1 is a connection error.
-		for _, st := range hc.streams {
-			if err := st.sendWin.Add(0, d); err != nil {
+		for _, e := range hc.streams {
+			if err := e.st.sendWin.Add(0, d); err != nil {
 				return err
 			}
 		}
@@ -347,9 +345,7 @@ func (hc *h2Conn) onSettings(h h2.Header, p []byte) error {
 	hc.ls.scratch = h2.AppendSettingsAck(hc.ls.scratch[:0])
 	hc.cs.c.Write(hc.ls.scratch)
 	hc.flushBlocked()
-	for _, st := range hc.streams {
-		st.flush()
-	}
+	hc.streams.each((*h2Stream).flush)
 	hc.runReady()
 	return nil
 }
@@ -371,7 +367,7 @@ func (hc *h2Conn) onWindowUpdate(h h2.Header, p []byte) error {
 		hc.runReady()
 		return nil
 	}
-	st := hc.streams[h.Stream]
+	st := hc.streams.get(h.Stream)
 	if st == nil {
 		if h.Stream > hc.lastID {
 			return h2.ConnError(h2.ProtocolError, "WINDOW_UPDATE on an idle stream")
@@ -412,7 +408,7 @@ func (hc *h2Conn) onRST(h h2.Header, p []byte) error {
 	if err := hc.cheapFrame(); err != nil {
 		return err
 	}
-	if st := hc.streams[h.Stream]; st != nil {
+	if st := hc.streams.get(h.Stream); st != nil {
 		hc.closeStream(st, 0, false)
 	}
 	return nil
@@ -428,13 +424,13 @@ func (hc *h2Conn) onHeaders(h h2.Header, p []byte) error {
 	if h.Stream%2 == 0 {
 		return h2.ConnError(h2.ProtocolError, "HEADERS on a server stream")
 	}
-	hc.block = append(hc.block[:0], frag...)
 	hc.contEnd = h.Flags.Has(h2.FlagEndStream)
 	if !h.Flags.Has(h2.FlagEndHeaders) {
 		hc.contID = h.Stream
+		hc.block = append(hc.block[:0], frag...)
 		return nil
 	}
-	return hc.endBlock(h.Stream)
+	return hc.endBlock(h.Stream, frag)
 }
 
 func (hc *h2Conn) onContinuation(h h2.Header, p []byte) error {
@@ -458,20 +454,18 @@ func (hc *h2Conn) onContinuation(h h2.Header, p []byte) error {
 		return nil
 	}
 	hc.contID = 0
-	return hc.endBlock(h.Stream)
+	block := hc.block
+	hc.block = nil // a connection keeps no block between requests
+	return hc.endBlock(h.Stream, block)
 }
 
 // endBlock handles a complete header block on stream id: trailers of an
 // open stream, or a new stream.
-func (hc *h2Conn) endBlock(id uint32) error {
-	block := hc.block
-	if cap(hc.block) > 16<<10 {
-		hc.block = nil
-	}
+func (hc *h2Conn) endBlock(id uint32, block []byte) error {
 	if err := hc.decodeBlock(block); err != nil {
 		return err
 	}
-	if st := hc.streams[id]; st != nil {
+	if st := hc.streams.get(id); st != nil {
 		if st.remoteDone {
 			return h2.StreamError(id, h2.StreamClosed, "HEADERS after END_STREAM")
 		}
@@ -493,7 +487,7 @@ func (hc *h2Conn) endBlock(id uint32) error {
 	}
 	st := hc.newStream(id)
 	if hc.listTooBig {
-		hc.streams[id] = st
+		hc.streams.add(st)
 		st.remoteDone = hc.contEnd
 		st.respondError(StatusRequestHeaderFieldsTooLarge)
 		return nil
@@ -501,7 +495,7 @@ func (hc *h2Conn) endBlock(id uint32) error {
 	if err := hc.buildRequest(st, hc.contEnd); err != nil {
 		return err
 	}
-	hc.streams[id] = st
+	hc.streams.add(st)
 	hc.cs.phaseStart = hc.cs.now()
 	hc.ls.st.h2streams.Add(1)
 	st.remoteDone = hc.contEnd
@@ -522,7 +516,7 @@ func (hc *h2Conn) onDataFrame(h h2.Header, p []byte) error {
 	// The connection's window is given back at once: the streams' own
 	// windows bound what waits in them.
 	hc.giveBack(len(p))
-	st := hc.streams[h.Stream]
+	st := hc.streams.get(h.Stream)
 	if st == nil {
 		if h.Stream > hc.lastID {
 			return h2.ConnError(h2.ProtocolError, "DATA on an idle stream")
@@ -590,11 +584,11 @@ func (hc *h2Conn) goAway() {
 	hc.cs.c.Write(hc.ls.scratch)
 	// Streams whose answer is complete only wait for the rest of a body
 	// nobody reads: they end now.
-	for _, st := range hc.streams {
+	hc.streams.each(func(st *h2Stream) {
 		if st.localDone {
 			hc.closeStream(st, h2.NoError, true)
 		}
-	}
+	})
 	hc.closeIfDone()
 }
 
@@ -611,9 +605,7 @@ func (hc *h2Conn) closeIfDone() {
 
 // closeAll ends every stream: the connection is going.
 func (hc *h2Conn) closeAll() {
-	for _, st := range hc.streams {
-		hc.closeStream(st, 0, false)
-	}
+	hc.streams.each(func(st *h2Stream) { hc.closeStream(st, 0, false) })
 }
 
 // deadline is when the connection's timer closes it (loop clock), 0 for
@@ -632,8 +624,8 @@ func (hc *h2Conn) deadline() int64 {
 	if o.readBodyTimeout <= 0 {
 		return 0
 	}
-	for _, st := range hc.streams {
-		if !st.remoteDone && (st.stdx == nil || !st.stdx.readPaused) {
+	for _, e := range hc.streams {
+		if st := e.st; !st.remoteDone && (st.stdx == nil || !st.stdx.readPaused) {
 			return hc.lastIn + int64(o.readBodyTimeout)
 		}
 	}

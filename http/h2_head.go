@@ -29,14 +29,15 @@ func (hc *h2Conn) emitField(f hpack.HeaderField) {
 		hc.dec.SetEmitEnabled(false)
 		return
 	}
-	hc.fields = append(hc.fields, f)
+	sh := hc.ls.h2
+	sh.fields = append(sh.fields, f)
 }
 
 // decodeBlock runs a complete header block through the decoder. A block
 // the decoder cannot read is a connection error COMPRESSION_ERROR
 // (RFC 9113 §4.3): the dynamic table is no longer known.
 func (hc *h2Conn) decodeBlock(block []byte) error {
-	hc.fields = hc.fields[:0]
+	hc.ls.h2.fields = hc.ls.h2.fields[:0]
 	hc.listSize, hc.listTooBig = 0, false
 	hc.dec.SetEmitEnabled(true)
 	if _, err := hc.dec.Write(block); err != nil {
@@ -89,9 +90,10 @@ func (hc *h2Conn) buildRequest(st *h2Stream, endStream bool) *h2.Error {
 	var cookies []string
 	a := st.arena[:0]
 	type span struct{ ns, ne, vs, ve int }
-	spans := hc.spans[:0]
-	for i := range hc.fields {
-		f := &hc.fields[i]
+	sh := hc.ls.h2
+	spans := sh.spans[:0]
+	for i := range sh.fields {
+		f := &sh.fields[i]
 		if why := checkField(f); why != "" {
 			return errMalformed(st.id, why)
 		}
@@ -181,7 +183,7 @@ func (hc *h2Conn) buildRequest(st *h2Stream, endStream bool) *h2.Error {
 	hs := len(a)
 	a = append(a, authority...)
 	st.arena = a
-	hc.spans = spans[:0]
+	sh.spans = spans[:0]
 
 	r := &st.req
 	r.Reset()
@@ -222,8 +224,9 @@ func (hc *h2Conn) checkTrailers(id uint32, endStream bool) *h2.Error {
 	if !endStream {
 		return errMalformed(id, "trailers without END_STREAM")
 	}
-	for i := range hc.fields {
-		f := &hc.fields[i]
+	fields := hc.ls.h2.fields
+	for i := range fields {
+		f := &fields[i]
 		if why := checkField(f); why != "" {
 			return errMalformed(id, why)
 		}
@@ -239,8 +242,9 @@ func (hc *h2Conn) checkTrailers(id uint32, endStream bool) *h2.Error {
 // them, as for HTTP/1), the handler's fields with lowercase names and
 // without the connection-specific ones, and content-length when cl >= 0.
 func (hc *h2Conn) encodeHead(resp *Response, status int, cl int64) []byte {
-	hc.encBuf.Reset()
-	e := hc.enc
+	sh := hc.ls.h2
+	sh.encBuf.Reset()
+	e := sh.enc
 	_ = e.WriteField(hpack.HeaderField{Name: ":status", Value: statusString(status)})
 	h := &resp.header
 	if h.special&hasDate == 0 {
@@ -253,22 +257,24 @@ func (hc *h2Conn) encodeHead(resp *Response, status int, cl int64) []byte {
 	if cl >= 0 {
 		_ = e.WriteField(hpack.HeaderField{Name: "content-length", Value: strconv.FormatInt(cl, 10)})
 	}
-	return hc.encBuf.Bytes()
+	return sh.encBuf.Bytes()
 }
 
 // encodeTrailers encodes a trailer block.
 func (hc *h2Conn) encodeTrailers(t *ResponseHeader) []byte {
-	hc.encBuf.Reset()
+	sh := hc.ls.h2
+	sh.encBuf.Reset()
 	hc.encodeFields(t, true)
-	return hc.encBuf.Bytes()
+	return sh.encBuf.Bytes()
 }
 
 // encodeFields encodes the handler's fields with lowercase names, without
 // the connection-specific and framing ones (and, in trailers, without
 // Date and Server, which have no place there).
 func (hc *h2Conn) encodeFields(h *ResponseHeader, trailers bool) {
-	e := hc.enc
-	lower := hc.lower[:0]
+	sh := hc.ls.h2
+	e := sh.enc
+	lower := sh.lower[:0]
 fields:
 	for i := range h.fields {
 		name, value := h.name(i), h.value(i)
@@ -295,7 +301,7 @@ fields:
 		}
 		_ = e.WriteField(hpack.HeaderField{Name: string(lower), Value: string(value)})
 	}
-	hc.lower = lower
+	sh.lower = lower
 }
 
 // statusString is status's decimal text: a constant for the usual ones, so

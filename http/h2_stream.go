@@ -526,7 +526,7 @@ func (hc *h2Conn) closeStream(st *h2Stream, code h2.ErrCode, rst bool) {
 	if rst {
 		hc.writeRST(st.id, code)
 	}
-	delete(hc.streams, st.id)
+	hc.streams.remove(st.id)
 	if st.cancel != nil {
 		st.cancel()
 		st.cancel = nil

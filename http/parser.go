@@ -204,7 +204,11 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 				switch k {
 				case 5, 7:
 					if c < '0' || c > '9' {
-						return 0, errBadVersion
+						return 0, ErrNotHTTPVersion
+					}
+				case 8:
+					if c != '\r' {
+						return 0, errBadVersion // HTTP/D.D and then something else
 					}
 				case 9:
 					if c != '\n' {
@@ -212,7 +216,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 					}
 				default:
 					if c != pattern[k] {
-						return 0, errBadVersion
+						return 0, ErrNotHTTPVersion
 					}
 				}
 				if k == 9 {

@@ -402,7 +402,8 @@ type loopState struct {
 	// one atomic add per request.
 	served  uint64
 	publish func()
-	spare   []*conn // records of hijacked connections, for reuse
+	spare   []*conn   // records of hijacked connections, for reuse
+	h2      *h2Shared // HTTP/2 decoding and encoding state, from the first HTTP/2 connection
 	st      loopStats
 	_       [64]byte // keep the next loop's counters off this cache line
 }

@@ -256,12 +256,10 @@ func TestH2Spec(t *testing.T) {
 						}
 					}
 					require.Equal(t, 145, total)
-					if secure {
-						require.Empty(t, failed)
-						return
-					}
-					require.Len(t, failed, 1, "%v", failed)
-					require.Contains(t, failed[0], "invalid connection preface")
+					// Every case passes, h2c's 3.5 "Sends invalid connection
+					// preface" too: the shared port closes a request line
+					// that ends in no HTTP-version instead of answering 400.
+					require.Empty(t, failed, "%s", out)
 					if slow := slowCases(rep); len(slow) > 0 {
 						t.Logf("slow: %v", slow)
 					}

@@ -163,6 +163,10 @@ type tlsTransport struct {
 	// more ciphertext or the end comes; false means it was abandoned.
 	yield func(struct{}) bool
 
+	// firstSeen: the first record was looked at, and cut in pieces if it
+	// needed it (splitFirst).
+	firstSeen bool
+
 	// live: the loop's alone
 	live bool
 	cur  []byte // ciphertext of the input report being decrypted
@@ -201,6 +205,78 @@ func (t *tlsTransport) Read(p []byte) (int, error) {
 	return t.readOffLoop(p)
 }
 
+// The first record a handshake reads, a ClientHello (or a client's
+// ServerHello), is a plaintext handshake record of about 1.5 KB when the
+// client offers the post-quantum hybrid key share X25519MLKEM768, as
+// browsers and Go's client now do. crypto/tls reads records into a buffer
+// that keeps the largest size it ever needed for the life of the
+// connection, 2 KB for such a record, though every later record of an
+// idle or request/response connection is far smaller. So the transport
+// hands that record over cut into records of at most tlsPiece bytes, one
+// per Read (recordCut):
+// TLS lets a handshake message span records (RFC 8446 §5.1, RFC 5246
+// §6.2.1) and crypto/tls reassembles it (the transcript hashes messages,
+// not records), and its record buffer stays at its first size, 576 bytes.
+// The cut is made only in a record that would not fit that size
+// (tlsPieceOver), and at 384 bytes: the buffer crypto/tls reassembles the
+// message in then grows by the same steps as for the whole record (384,
+// 768, 1,536 bytes), so it ends no larger. Measured on an idle HTTP/2
+// connection (bench/h2mem.sh): about 1.4 KB less heap each.
+const (
+	tlsPiece     = 384
+	tlsPieceOver = 512
+	// tlsMaxRecord is the largest record the cut is made in (TLS's
+	// plaintext limit); crypto/tls refuses a larger one anyway.
+	tlsMaxRecord = 1 << 14
+)
+
+// mustWait reports whether Read has to wait for the peer: nothing is
+// buffered, or the first record, if it is a handshake record to cut, is
+// not all here yet (crypto/tls would wait for the rest too).
+func (t *tlsTransport) mustWait() bool {
+	if t.rerr != nil {
+		return false
+	}
+	if len(t.raw) == 0 {
+		return true
+	}
+	if t.firstSeen {
+		return false
+	}
+	if len(t.raw) < 5 {
+		return true
+	}
+	n := int(t.raw[3])<<8 | int(t.raw[4])
+	return t.raw[0] == recordTypeHandshake && n > tlsPieceOver && n <= tlsMaxRecord && len(t.raw) < 5+n
+}
+
+// recordTypeHandshake is a TLS record's content type for handshake
+// messages (RFC 8446 §5.1).
+const recordTypeHandshake = 22
+
+// splitFirst cuts the first record in raw into pieces (see tlsPiece) when
+// it is a whole plaintext handshake record over tlsPieceOver bytes.
+func (t *tlsTransport) splitFirst() {
+	t.firstSeen = true
+	raw := t.raw
+	if len(raw) < 5 || raw[0] != recordTypeHandshake {
+		return
+	}
+	n := int(raw[3])<<8 | int(raw[4])
+	if n <= tlsPieceOver || n > tlsMaxRecord || len(raw) < 5+n {
+		return
+	}
+	pieces := (n + tlsPiece - 1) / tlsPiece
+	out := make([]byte, 0, len(raw)+5*(pieces-1))
+	for body := raw[5 : 5+n]; len(body) > 0; {
+		k := min(len(body), tlsPiece)
+		out = append(out, raw[0], raw[1], raw[2], byte(k>>8), byte(k))
+		out = append(out, body[:k]...)
+		body = body[k:]
+	}
+	t.raw = append(out, raw[5+n:]...)
+}
+
 func (t *tlsTransport) Write(p []byte) (int, error) {
 	c := t.c
 	if t.live || t.yield != nil {
@@ -219,6 +295,9 @@ func (t *tlsTransport) Write(p []byte) (int, error) {
 // a record (recordCut): what crypto/tls holds at the hand-over is then
 // nothing beyond the peer's Finished, and the rest is in raw.
 func (t *tlsTransport) take(p []byte) int {
+	if !t.firstSeen {
+		t.splitFirst()
+	}
 	n := t.rec.take(p, t.raw)
 	t.raw = t.raw[n:]
 	if len(t.raw) == 0 {

@@ -350,7 +350,7 @@ func (l *Loop) stopHandshakes() {
 // readOnLoop is an on-loop handshake's Read: with no ciphertext buffered
 // it yields to the loop until a step resumes it.
 func (t *tlsTransport) readOnLoop(p []byte) (int, error) {
-	for len(t.raw) == 0 && t.rerr == nil {
+	for t.mustWait() {
 		if !t.yield(struct{}{}) {
 			return 0, net.ErrClosed // the loop stopped
 		}
@@ -412,14 +412,14 @@ func (p *handshakePanic) Error() string { return fmt.Sprintf("panic: %v", p.r) }
 func (t *tlsTransport) readOffLoop(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.raw) == 0 && t.rerr == nil {
+	if t.mustWait() {
 		// Waiting on the peer, who waits for what was written; another
 		// handshake may compute meanwhile.
 		if err := t.flush(); err != nil {
 			return 0, err
 		}
 		t.yieldCPU()
-		for len(t.raw) == 0 && t.rerr == nil {
+		for t.mustWait() {
 			t.cond.Wait()
 		}
 		t.mu.Unlock()

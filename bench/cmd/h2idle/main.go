@@ -4,7 +4,14 @@
 // the server's RSS growth per connection, read from /proc/-pid/status
 // before the first connection and at the end of the hold.
 //
-//	h2idle -addr 127.0.0.1:8080 -pid 1234 -n 10000 -hold 3s [-tls]
+//	h2idle -addr 127.0.0.1:8080 -pid 1234 -n 10000 -hold 3s [-tls [-curve x25519]]
+//
+// Over TLS the client offers Go's default key shares, which include the
+// post-quantum hybrid X25519MLKEM768, as browsers now do: its ClientHello
+// is about 1.5 KB, and crypto/tls servers keep buffers of that size for
+// the connection's life. -curve x25519 offers X25519 alone (a ClientHello
+// of about 300 bytes), as bench/cmd/tcpload does for bench/tls.sh's
+// HTTPS/1.1 figures.
 //
 // Loopback only; it stops by itself after the hold.
 package main
@@ -33,12 +40,21 @@ func main() {
 	n := flag.Int("n", 1000, "connections")
 	hold := flag.Duration("hold", 3*time.Second, "how long to keep them open")
 	useTLS := flag.Bool("tls", false, "h2 over TLS (ALPN) instead of h2c")
+	curve := flag.String("curve", "default", "with -tls, the key shares offered: default (Go's, X25519MLKEM768 first) or x25519")
 	flag.Parse()
 	if host, _, err := net.SplitHostPort(*addr); err != nil || !net.ParseIP(host).IsLoopback() {
 		log.Fatalf("h2idle: %q is not a loopback address", *addr)
 	}
 	if *pid == 0 {
 		log.Fatal("h2idle: -pid is required")
+	}
+	var curves []tls.CurveID
+	switch *curve {
+	case "default":
+	case "x25519":
+		curves = []tls.CurveID{tls.X25519}
+	default:
+		log.Fatalf("h2idle: -curve %q: want default or x25519", *curve)
 	}
 	var block bytes.Buffer
 	enc := hpack.NewEncoder(&block)
@@ -62,7 +78,7 @@ func main() {
 			log.Fatalf("h2idle: connection %d: %v", i, err)
 		}
 		if *useTLS {
-			tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+			tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}, CurvePreferences: curves})
 			if err := tc.Handshake(); err != nil {
 				log.Fatalf("h2idle: handshake %d: %v", i, err)
 			}

@@ -12,21 +12,28 @@ import (
 // the standard-library client), so 0 means the loop allocates nothing per
 // echoed message in steady state.
 func BenchmarkEcho64(b *testing.B) {
+	benchEcho64(b, nil, func(c net.Conn) net.Conn { return c })
+}
+
+// benchEcho64 runs the 64-byte echo on each backend against a server
+// started with opts, through the client connection wrap makes.
+func benchEcho64(b *testing.B, opts []Option, wrap func(net.Conn) net.Conn) {
 	for _, be := range backends {
 		b.Run(string(be), func(b *testing.B) {
 			if be == BackendUring && ProbeUring() != nil {
 				b.Skip("io_uring unavailable")
 			}
-			s, err := Listen("tcp", "127.0.0.1:0", echoHandler(), WithBackend(be), WithLoops(1))
+			s, err := Listen("tcp", "127.0.0.1:0", echoHandler(), append([]Option{WithBackend(be), WithLoops(1)}, opts...)...)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			c, err := net.Dial("tcp", s.Addr().String())
+			raw, err := net.Dial("tcp", s.Addr().String())
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer c.Close()
+			defer raw.Close()
+			c := wrap(raw)
 			msg := make([]byte, 64)
 			buf := make([]byte, 64)
 			for i := 0; i < 1000; i++ { // warm the pools
@@ -35,8 +42,7 @@ func BenchmarkEcho64(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.SetBytes(64)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
+			for b.Loop() {
 				if _, err := c.Write(msg); err != nil {
 					b.Fatal(err)
 				}
@@ -93,41 +99,8 @@ func BenchmarkTLSHandshake(b *testing.B) {
 // 64-byte round trip per op. allocs/op counts both ends (the client is
 // crypto/tls in this process); a memory profile shows the loop's share.
 func BenchmarkTLSEcho64(b *testing.B) {
-	for _, be := range backends {
-		b.Run(string(be), func(b *testing.B) {
-			if be == BackendUring && ProbeUring() != nil {
-				b.Skip("io_uring unavailable")
-			}
-			s, err := Listen("tcp", "127.0.0.1:0", echoHandler(), WithBackend(be), WithLoops(1),
-				WithTLS(testCert().ServerConfig()))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			raw, err := net.Dial("tcp", s.Addr().String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer raw.Close()
-			cfg := testCert().ClientConfig("localhost")
-			cfg.CipherSuites = []uint16{tls.TLS_AES_128_GCM_SHA256}
-			c := tls.Client(raw, cfg)
-			msg := make([]byte, 64)
-			buf := make([]byte, 64)
-			for i := 0; i < 1000; i++ { // warm the pools
-				c.Write(msg)
-				io.ReadFull(c, buf)
-			}
-			b.ReportAllocs()
-			b.SetBytes(64)
-			for b.Loop() {
-				if _, err := c.Write(msg); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.ReadFull(c, buf); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	cfg := testCert().ClientConfig("localhost")
+	cfg.CipherSuites = []uint16{tls.TLS_AES_128_GCM_SHA256}
+	benchEcho64(b, []Option{WithTLS(testCert().ServerConfig())},
+		func(c net.Conn) net.Conn { return tls.Client(c, cfg) })
 }

@@ -2,7 +2,6 @@ package net
 
 import (
 	"crypto/tls"
-	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -52,14 +51,7 @@ func TestTLSFirstRecordCut(t *testing.T) {
 				require.NoError(t, c.Handshake())
 				sc.armed = false
 				require.Equal(t, tt.want, c.ConnectionState().CurveID)
-				for _, msg := range []string{"hello", strings.Repeat("a longer record ", 100)} {
-					_, err = io.WriteString(c, msg)
-					require.NoError(t, err)
-					got := make([]byte, len(msg))
-					_, err = io.ReadFull(c, got)
-					require.NoError(t, err)
-					require.Equal(t, msg, string(got))
-				}
+				requireEchoes(t, c, "hello", strings.Repeat("a longer record ", 100))
 			})
 		}
 	})

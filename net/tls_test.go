@@ -177,14 +177,7 @@ func TestTLSRecordsSplitAtEveryOffset(t *testing.T) {
 				c := tls.Client(sc, cfg)
 				require.NoError(t, c.Handshake())
 				sc.armed = true
-				for _, msg := range []string{"hello", "a second record"} {
-					_, err = io.WriteString(c, msg)
-					require.NoError(t, err)
-					got := make([]byte, len(msg))
-					_, err = io.ReadFull(c, got)
-					require.NoError(t, err)
-					require.Equal(t, msg, string(got))
-				}
+				requireEchoes(t, c, "hello", "a second record")
 			})
 		}
 	})
@@ -1090,5 +1083,18 @@ func TestRecordCut(t *testing.T) {
 			}
 			require.Equal(t, len(ends), e)
 		}
+	}
+}
+
+// requireEchoes writes each message to c and requires it back whole.
+func requireEchoes(t *testing.T, c io.ReadWriter, msgs ...string) {
+	t.Helper()
+	for _, msg := range msgs {
+		_, err := io.WriteString(c, msg)
+		require.NoError(t, err)
+		got := make([]byte, len(msg))
+		_, err = io.ReadFull(c, got)
+		require.NoError(t, err)
+		require.Equal(t, msg, string(got))
 	}
 }

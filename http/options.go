@@ -156,9 +156,9 @@ func WithBackend(b vnet.Backend) Option { return WithNetOptions(vnet.WithBackend
 // WithTLS serves HTTPS: every connection is TLS with cfg (see
 // [vnet.WithTLS]: the handshake never makes the loop wait for the peer,
 // records are encrypted and decrypted on the loop, and handlers are
-// unchanged; [vnet.WithTLSHandshakeOffLoop] goes in WithNetOptions). When cfg.NextProtos
-// is empty, ALPN offers "h2" and "http/1.1" ("http/1.1" alone with
-// WithHTTP2(false)). FromStd handlers see [net/http.Request.TLS]; fast
+// unchanged; [vnet.WithTLSHandshakeOffLoop] goes in WithNetOptions).
+// When cfg.NextProtos is empty, ALPN offers "h2" and "http/1.1"
+// ("http/1.1" alone with WithHTTP2(false)). FromStd handlers see [net/http.Request.TLS]; fast
 // ones reach the state through ResponseWriter.Conn().TLS(). cfg is
 // cloned.
 func WithTLS(cfg *tls.Config) Option {

@@ -71,6 +71,7 @@ type Loop struct {
 	// connections with a step due, and whether runTLSSteps is deferred.
 	tlsSteps    []*Conn
 	tlsStepping bool
+	tlsRun      func()    // runTLSSteps, made once
 	tlsIdle     []*hsCoro // idle handshake coroutines, for the next handshakes
 
 	outPeak   int    // largest pending output of one connection (Stats.PeakConnOutput)

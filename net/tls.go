@@ -143,8 +143,7 @@ type tlsLayer struct {
 	onLoop bool
 	queued bool    // in the loop's tlsSteps
 	co     *hsCoro // the coroutine running it, from its first step until it ended
-	ended  bool
-	hsErr  error // its outcome, once ended
+	hsErr  error   // its error, once it ended (nil: handed over)
 }
 
 // tlsTransport is the net.Conn under a connection's tls.Conn.
@@ -213,8 +212,7 @@ func (t *tlsTransport) Read(p []byte) (int, error) {
 // connection, 2 KB for such a record, though every later record of an
 // idle or request/response connection is far smaller. So the transport
 // hands that record over cut into records of at most tlsPiece bytes, one
-// per Read (recordCut):
-// TLS lets a handshake message span records (RFC 8446 §5.1, RFC 5246
+// per Read (recordCut): TLS lets a handshake message span records (RFC 8446 §5.1, RFC 5246
 // §6.2.1) and crypto/tls reassembles it (the transcript hashes messages,
 // not records), and its record buffer stays at its first size, 576 bytes.
 // The cut is made only in a record that would not fit that size
@@ -234,47 +232,59 @@ const (
 // buffered, or the first record, if it is a handshake record to cut, is
 // not all here yet (crypto/tls would wait for the rest too).
 func (t *tlsTransport) mustWait() bool {
-	if t.rerr != nil {
+	switch {
+	case t.rerr != nil:
 		return false
-	}
-	if len(t.raw) == 0 {
+	case len(t.raw) == 0:
+		return true
+	case t.firstSeen:
+		return false
+	case len(t.raw) < recordHeaderLen:
 		return true
 	}
-	if t.firstSeen {
-		return false
-	}
-	if len(t.raw) < 5 {
-		return true
-	}
-	n := int(t.raw[3])<<8 | int(t.raw[4])
-	return t.raw[0] == recordTypeHandshake && n > tlsPieceOver && n <= tlsMaxRecord && len(t.raw) < 5+n
+	n, cut := toCut(t.raw)
+	return cut && len(t.raw) < recordHeaderLen+n
 }
 
-// recordTypeHandshake is a TLS record's content type for handshake
-// messages (RFC 8446 §5.1).
-const recordTypeHandshake = 22
+// TLS record framing (RFC 8446 §5.1): a 5-byte header whose first byte is
+// the content type and whose last two are the length of the body.
+const (
+	recordHeaderLen     = 5
+	recordTypeHandshake = 22
+)
+
+// recordLen is the body length a record header gives.
+func recordLen(h []byte) int { return int(h[3])<<8 | int(h[4]) }
+
+// toCut reports whether the record whose header starts raw is one to cut
+// in pieces (a plaintext handshake record over tlsPieceOver bytes, within
+// TLS's limit), and its body length.
+func toCut(raw []byte) (n int, cut bool) {
+	n = recordLen(raw)
+	return n, raw[0] == recordTypeHandshake && n > tlsPieceOver && n <= tlsMaxRecord
+}
 
 // splitFirst cuts the first record in raw into pieces (see tlsPiece) when
-// it is a whole plaintext handshake record over tlsPieceOver bytes.
+// it is a whole record to cut.
 func (t *tlsTransport) splitFirst() {
 	t.firstSeen = true
 	raw := t.raw
-	if len(raw) < 5 || raw[0] != recordTypeHandshake {
+	if len(raw) < recordHeaderLen {
 		return
 	}
-	n := int(raw[3])<<8 | int(raw[4])
-	if n <= tlsPieceOver || n > tlsMaxRecord || len(raw) < 5+n {
+	n, cut := toCut(raw)
+	if !cut || len(raw) < recordHeaderLen+n {
 		return
 	}
 	pieces := (n + tlsPiece - 1) / tlsPiece
-	out := make([]byte, 0, len(raw)+5*(pieces-1))
-	for body := raw[5 : 5+n]; len(body) > 0; {
+	out := make([]byte, 0, len(raw)+recordHeaderLen*(pieces-1))
+	for body := raw[recordHeaderLen : recordHeaderLen+n]; len(body) > 0; {
 		k := min(len(body), tlsPiece)
 		out = append(out, raw[0], raw[1], raw[2], byte(k>>8), byte(k))
 		out = append(out, body[:k]...)
 		body = body[k:]
 	}
-	t.raw = append(out, raw[5+n:]...)
+	t.raw = append(out, raw[recordHeaderLen+n:]...)
 }
 
 func (t *tlsTransport) Write(p []byte) (int, error) {
@@ -386,9 +396,9 @@ func (l *Loop) tlsDecrypt(t *tlsLayer, in []byte) ([]byte, error) {
 // return the transport's would-block is skipped: one of the two Reads per
 // input report of a request/response exchange.
 type recordCut struct {
-	hdr  [5]byte // the header of the record being passed
-	hdrN int     // header bytes passed so far (5: passing the body)
-	left int     // body bytes still to pass
+	hdr  [recordHeaderLen]byte // the header of the record being passed
+	hdrN int                   // header bytes passed so far (5: passing the body)
+	left int                   // body bytes still to pass
 }
 
 // take copies from in into p, up to the end of the current record.
@@ -400,7 +410,7 @@ func (r *recordCut) take(p, in []byte) int {
 		if r.hdrN < len(r.hdr) {
 			return n
 		}
-		r.left = int(r.hdr[3])<<8 | int(r.hdr[4])
+		r.left = recordLen(r.hdr[:])
 		if r.left == 0 {
 			r.hdrN = 0
 			return n

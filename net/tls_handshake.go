@@ -222,8 +222,7 @@ func (l *Loop) tlsWake(c *Conn, t *tlsLayer) {
 	t.queued = true
 	l.tlsSteps = append(l.tlsSteps, c)
 	if !l.tlsStepping {
-		l.tlsStepping = true
-		l.Defer(l.runTLSSteps)
+		l.deferTLSSteps()
 	}
 }
 
@@ -252,9 +251,18 @@ func (l *Loop) runTLSSteps() {
 		}
 	}
 	if len(l.tlsSteps) > 0 && !l.tlsStepping {
-		l.tlsStepping = true
-		l.Defer(l.runTLSSteps)
+		l.deferTLSSteps()
 	}
+}
+
+// deferTLSSteps has runTLSSteps run after the current batch, through one
+// func value made once per loop rather than a method value per iteration.
+func (l *Loop) deferTLSSteps() {
+	if l.tlsRun == nil {
+		l.tlsRun = l.runTLSSteps
+	}
+	l.tlsStepping = true
+	l.Defer(l.tlsRun)
 }
 
 // hsCoro is a coroutine that runs a loop's on-loop handshakes, one after
@@ -292,8 +300,8 @@ func newHSCoro() *hsCoro {
 // ends.
 func (l *Loop) tlsStep(c *Conn, t *tlsLayer) {
 	if t.co == nil {
-		if t.ended {
-			return
+		if t.hsErr != nil {
+			return // it failed; its connection is closing
 		}
 		if n := len(l.tlsIdle); n > 0 {
 			t.co = l.tlsIdle[n-1]
@@ -323,7 +331,7 @@ func (l *Loop) resume(t *tlsLayer) (ended bool) {
 	if co.t != nil {
 		return false
 	}
-	t.co, t.ended = nil, true
+	t.co = nil
 	if len(l.tlsIdle) < maxIdleCoros {
 		l.tlsIdle = append(l.tlsIdle, co)
 	} else {

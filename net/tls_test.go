@@ -1098,3 +1098,25 @@ func requireEchoes(t *testing.T, c io.ReadWriter, msgs ...string) {
 		require.Equal(t, msg, string(got))
 	}
 }
+
+// A client whose ALPN offer shares no protocol with the server's gets
+// the no_application_protocol alert (RFC 7301 §3.2); the handshake is
+// counted as failed and the handler never sees the connection.
+func TestTLSWrongALPN(t *testing.T) {
+	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
+		opened := make(chan struct{}, 1)
+		scfg := testCert().ServerConfig()
+		scfg.NextProtos = []string{"h2", "http/1.1"}
+		s := startTLS(t, b, place, &HandlerFuncs{Open: func(*Conn) { opened <- struct{}{} }}, scfg, WithLoops(1))
+		raw, err := net.Dial("tcp", s.Addr().String())
+		require.NoError(t, err)
+		defer raw.Close()
+		raw.SetDeadline(time.Now().Add(10 * time.Second))
+		ccfg := testCert().ClientConfig("localhost")
+		ccfg.NextProtos = []string{"spdy/3"}
+		err = tls.Client(raw, ccfg).Handshake()
+		require.ErrorContains(t, err, "no application protocol")
+		require.Eventually(t, func() bool { return tlsTotals(s).TLSHandshakeErrors == 1 }, 5*time.Second, time.Millisecond)
+		require.Empty(t, opened)
+	})
+}

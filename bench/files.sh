@@ -74,42 +74,20 @@ fi
 # it), no open_file_cache (veloq and net/http open the file per request
 # too), keepalive_requests raised so it does not close wrk's connections
 # every 1000 requests.
-nginx_bin=$(command -v nginx || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)
 nginx_dir=$tmp/nginx
 nginx_ok=""
 if [ -z "$nginx_bin" ]; then
 	note "nginx is not installed (apt-get install nginx): skipped"
 else
 	mkdir -p "$nginx_dir"
-	cat >"$nginx_dir/nginx.conf" <<EOF
-# written by veloq's bench/files.sh for one run
-worker_processes 1;
-master_process off;
-daemon off;
-worker_rlimit_nofile 65536;
-pid $nginx_dir/nginx.pid;
-error_log $nginx_dir/error.log warn;
-events {
-    worker_connections 16384;
-}
-http {
-    access_log off;
-    client_body_temp_path $nginx_dir/client_body;
-    proxy_temp_path $nginx_dir/proxy;
-    fastcgi_temp_path $nginx_dir/fastcgi;
-    uwsgi_temp_path $nginx_dir/uwsgi;
-    scgi_temp_path $nginx_dir/scgi;
-    keepalive_requests 100000000;
-    sendfile on;
+	nginx_conf "$nginx_dir" files.sh "    sendfile on;
     tcp_nopush on;
     default_type application/octet-stream;
     server {
         listen 127.0.0.1:19304;
         root $tmp/www;
-    }
-}
-EOF
-	if "$nginx_bin" -p "$nginx_dir/" -c "$nginx_dir/nginx.conf" -e "$nginx_dir/error.log" -t >"$nginx_dir/check.log" 2>&1; then
+    }"
+	if nginx_check "$nginx_dir"; then
 		nginx_ok=1
 	else
 		note "nginx refused the config ($(grep -m1 emerg "$nginx_dir/check.log" || tail -1 "$nginx_dir/check.log")): skipped"

@@ -49,31 +49,11 @@ go build -o "$bin/h2idle" ./cmd/h2idle
 
 # nginx: one process in the foreground (its CPU is all in the sampled
 # PID), h2 over TLS on one port and h2c on another.
-nginx_bin=$(command -v nginx || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)
 nginx_dir=$tmp/nginx nginx_ok=""
 if [ -n "$nginx_bin" ] && have openssl; then
 	mkdir -p "$nginx_dir"
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-		-subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-		-keyout "$nginx_dir/key.pem" -out "$nginx_dir/cert.pem" >"$nginx_dir/openssl.log" 2>&1
-	cat >"$nginx_dir/nginx.conf" <<EOF
-# written by veloq's bench/h2.sh for one run
-worker_processes 1;
-master_process off;
-daemon off;
-worker_rlimit_nofile 65536;
-pid $nginx_dir/nginx.pid;
-error_log $nginx_dir/error.log warn;
-events { worker_connections 16384; }
-http {
-    access_log off;
-    client_body_temp_path $nginx_dir/client_body;
-    proxy_temp_path $nginx_dir/proxy;
-    fastcgi_temp_path $nginx_dir/fastcgi;
-    uwsgi_temp_path $nginx_dir/uwsgi;
-    scgi_temp_path $nginx_dir/scgi;
-    keepalive_requests 100000000;
-    http2_max_requests 100000000;
+	nginx_cert "$nginx_dir" || true # a missing certificate fails the check below
+	nginx_conf "$nginx_dir" h2.sh "    http2_max_requests 100000000;
     server {
         listen 127.0.0.1:NGINX_TLS_PORT ssl http2;
         listen 127.0.0.1:NGINX_C_PORT http2;
@@ -83,13 +63,11 @@ http {
         ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;
         location = / {
             default_type text/plain;
-            return 200 "Hello, World!";
+            return 200 \"Hello, World!\";
         }
-    }
-}
-EOF
+    }"
 	sed -e "s/NGINX_TLS_PORT/19398/; s/NGINX_C_PORT/19399/" "$nginx_dir/nginx.conf" >"$nginx_dir/check.conf"
-	if "$nginx_bin" -p "$nginx_dir/" -c "$nginx_dir/check.conf" -t >"$nginx_dir/check.log" 2>&1; then
+	if nginx_check "$nginx_dir" "$nginx_dir/check.conf"; then
 		nginx_ok=1
 	else
 		echo "   note: nginx refused the config: $(tail -1 "$nginx_dir/check.log")"

@@ -39,3 +39,52 @@ stop_server() {
 }
 trap stop_server EXIT
 trap 'exit 130' INT TERM
+
+# nginx, as every script runs it: one process (master_process off, so its
+# CPU is all in the PID that is sampled), in the foreground, every path it
+# writes under one directory. nginx_bin is empty when it is not installed.
+nginx_bin=$(command -v nginx || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)
+
+# nginx_cert DIR: an ECDSA P-256 certificate for localhost and 127.0.0.1,
+# like the Go servers' -tls-self-signed, in DIR/cert.pem and DIR/key.pem;
+# fails with openssl's words in DIR/openssl.log.
+nginx_cert() {
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+		-keyout "$1/key.pem" -out "$1/cert.pem" >"$1/openssl.log" 2>&1
+}
+
+# nginx_conf DIR SCRIPT HTTP: writes DIR/nginx.conf, the frame every
+# script shares (keepalive_requests raised so nginx does not close a load
+# generator's keep-alive connections every 1000 requests, which no other
+# server does), with HTTP (directives and server blocks) inside http {}.
+nginx_conf() {
+	cat >"$1/nginx.conf" <<NGINX
+# written by veloq's bench/$2 for one run
+worker_processes 1;
+master_process off;
+daemon off;
+worker_rlimit_nofile 65536;
+pid $1/nginx.pid;
+error_log $1/error.log warn;
+events {
+    worker_connections 16384;
+}
+http {
+    access_log off;
+    client_body_temp_path $1/client_body;
+    proxy_temp_path $1/proxy;
+    fastcgi_temp_path $1/fastcgi;
+    uwsgi_temp_path $1/uwsgi;
+    scgi_temp_path $1/scgi;
+    keepalive_requests 100000000;
+$3
+}
+NGINX
+}
+
+# nginx_check DIR [CONF]: whether nginx accepts DIR/nginx.conf (or CONF);
+# its complaint is in DIR/check.log.
+nginx_check() {
+	"$nginx_bin" -p "$1/" -c "${2:-$1/nginx.conf}" -e "$1/error.log" -t >"$1/check.log" 2>&1
+}

@@ -88,7 +88,6 @@ fi
 # use: tcpload's client never resumes anyway, and wrk resumes with every
 # server alike. keepalive_requests is raised so nginx does not close wrk's
 # keep-alive connections every 1000 requests (no other server does).
-nginx_bin=$(command -v nginx || { [ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx; } || true)
 nginx_dir=$tmp/nginx
 nginx_ok=""
 if [ -z "$nginx_bin" ]; then
@@ -97,32 +96,10 @@ elif ! have openssl; then
 	note "openssl is not installed (apt-get install openssl): it makes nginx's certificate, so nginx is skipped"
 else
 	mkdir -p "$nginx_dir"
-	# An ECDSA P-256 certificate, like the Go servers' -tls-self-signed.
-	if ! openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-		-subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-		-keyout "$nginx_dir/key.pem" -out "$nginx_dir/cert.pem" >"$nginx_dir/openssl.log" 2>&1; then
+	if ! nginx_cert "$nginx_dir"; then
 		note "openssl could not make nginx's certificate ($(tail -1 "$nginx_dir/openssl.log")): nginx is skipped"
 	else
-		cat >"$nginx_dir/nginx.conf" <<EOF
-# written by veloq's bench/tls.sh for one run
-worker_processes 1;
-master_process off;
-daemon off;
-worker_rlimit_nofile 65536;
-pid $nginx_dir/nginx.pid;
-error_log $nginx_dir/error.log warn;
-events {
-    worker_connections 16384;
-}
-http {
-    access_log off;
-    client_body_temp_path $nginx_dir/client_body;
-    proxy_temp_path $nginx_dir/proxy;
-    fastcgi_temp_path $nginx_dir/fastcgi;
-    uwsgi_temp_path $nginx_dir/uwsgi;
-    scgi_temp_path $nginx_dir/scgi;
-    keepalive_requests 100000000;
-    server {
+		nginx_conf "$nginx_dir" tls.sh "    server {
         listen 127.0.0.1:19204 ssl;
         ssl_certificate $nginx_dir/cert.pem;
         ssl_certificate_key $nginx_dir/key.pem;
@@ -132,12 +109,10 @@ http {
         ssl_session_tickets on;
         location = / {
             default_type text/plain;
-            return 200 "Hello, World!";
+            return 200 \"Hello, World!\";
         }
-    }
-}
-EOF
-		if "$nginx_bin" -p "$nginx_dir/" -c "$nginx_dir/nginx.conf" -e "$nginx_dir/error.log" -t >"$nginx_dir/check.log" 2>&1; then
+    }"
+		if nginx_check "$nginx_dir"; then
 			nginx_ok=1
 		else
 			note "nginx refused the TLS config ($(grep -m1 emerg "$nginx_dir/check.log" || tail -1 "$nginx_dir/check.log")): nginx is skipped"

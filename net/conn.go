@@ -271,7 +271,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 // It returns nil off the loop or once the connection is closed. Call it on
 // c's loop.
 func (c *Conn) AvailableBuffer() []byte {
-	if c.offLoop() || c.state != connOpen || c.wrShut || c.sendingFile() {
+	if c.offLoop() || c.state != connOpen || c.wrShut || c.SendingFile() {
 		return nil
 	}
 	if c.tlsLayer() != nil {
@@ -282,12 +282,22 @@ func (c *Conn) AvailableBuffer() []byte {
 	return c.out.avail(c.loop)
 }
 
-func (c *Conn) write(p []byte) (int, error) {
-	if c.state != connOpen || c.wrShut {
-		return 0, ErrClosed
+// writable is the gate of every write path: nil when c may take output
+// now, ErrClosed once it is closing or its write side is shut, and
+// ErrSendingFile while SendFile owns the output.
+func (c *Conn) writable() error {
+	switch {
+	case c.state != connOpen || c.wrShut:
+		return ErrClosed
+	case c.SendingFile():
+		return ErrSendingFile
 	}
-	if c.sendingFile() {
-		return 0, ErrSendingFile
+	return nil
+}
+
+func (c *Conn) write(p []byte) (int, error) {
+	if err := c.writable(); err != nil {
+		return 0, err
 	}
 	if len(p) == 0 {
 		return 0, nil
@@ -309,11 +319,8 @@ func (c *Conn) Writev(bufs [][]byte) (int, error) {
 }
 
 func (c *Conn) writev(bufs [][]byte) (int, error) {
-	if c.state != connOpen || c.wrShut {
-		return 0, ErrClosed
-	}
-	if c.sendingFile() {
-		return 0, ErrSendingFile
+	if err := c.writable(); err != nil {
+		return 0, err
 	}
 	n := 0
 	for _, b := range bufs {
@@ -338,11 +345,8 @@ func (c *Conn) WriteString(s string) (int, error) {
 	if c.offLoop() {
 		return 0, ErrNotOnLoop
 	}
-	if c.state != connOpen || c.wrShut {
-		return 0, ErrClosed
-	}
-	if c.sendingFile() {
-		return 0, ErrSendingFile
+	if err := c.writable(); err != nil {
+		return 0, err
 	}
 	if len(s) == 0 {
 		return 0, nil
@@ -414,7 +418,7 @@ func (c *Conn) Close() error {
 	if c.state != connOpen {
 		return ErrClosed
 	}
-	if c.sendingFile() {
+	if c.SendingFile() {
 		c.aux.file.closeAfter = true // after the file's last byte
 		return nil
 	}
@@ -434,7 +438,7 @@ func (c *Conn) CloseWrite() error {
 	if c.state != connOpen || c.wrShut {
 		return ErrClosed
 	}
-	if c.sendingFile() {
+	if c.SendingFile() {
 		c.aux.file.shutAfter = true // after the file's last byte
 		return nil
 	}

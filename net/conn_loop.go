@@ -486,7 +486,7 @@ func (l *Loop) teardown(c *Conn) {
 	if c.spliceSrc != nil || c.spliceDst != nil {
 		l.spliceTeardown(c)
 	}
-	if c.sendingFile() {
+	if c.SendingFile() {
 		l.fileTeardown(c)
 	}
 	l.be.close(c.slot)

@@ -49,11 +49,8 @@ func (c *Conn) ForwardTo(dst *Conn, n int) (int, error) {
 	if c.hold&holdData != 0 {
 		return 0, nil // hidden until ReleaseData, as for Next
 	}
-	if dst.state != connOpen || dst.wrShut {
-		return 0, ErrClosed
-	}
-	if dst.sendingFile() {
-		return 0, ErrSendingFile
+	if err := dst.writable(); err != nil {
+		return 0, err
 	}
 	if dst.loop != c.loop {
 		panic("veloq: ForwardTo across loops")

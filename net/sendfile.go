@@ -126,7 +126,7 @@ func (c *Conn) SendFile(b *executor.BlockingPool, f *os.File, off, n int64, done
 		return errors.New("veloq: SendFile needs a pool, a file and a done function")
 	case off < 0 || n < 0:
 		return fmt.Errorf("veloq: SendFile of %d bytes at offset %d", n, off)
-	case c.aux != nil && c.aux.file != nil:
+	case c.SendingFile():
 		return ErrSendingFile
 	case c.spliceDst != nil:
 		return fmt.Errorf("%w: the connection is a splice destination", ErrSendingFile)
@@ -178,15 +178,12 @@ func (c *Conn) SendingFile() bool { return c.aux != nil && c.aux.file != nil }
 // OutputBuffered it tells whether a slow peer is making progress. Call it
 // on c's loop.
 func (c *Conn) FilePending() int64 {
-	if c.aux == nil || c.aux.file == nil {
+	if !c.SendingFile() {
 		return 0
 	}
 	fs := c.aux.file
 	return fs.left + int64(len(fs.chunk))
 }
-
-// sendingFile is the check the write paths make.
-func (c *Conn) sendingFile() bool { return c.aux != nil && c.aux.file != nil }
 
 // startTask submits the next send (or, in copy mode, read) of the file
 // to the pool.

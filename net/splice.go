@@ -161,7 +161,7 @@ func (c *Conn) spliceRefusal(dst *Conn) error {
 		return fmt.Errorf("%w: a connection is still connecting", ErrCannotSplice)
 	case dst.wrShut:
 		return fmt.Errorf("%w: the destination's write side is shut", ErrCannotSplice)
-	case dst.sendingFile():
+	case dst.SendingFile():
 		return fmt.Errorf("%w: the destination is sending a file", ErrCannotSplice)
 	case c.tlsLayer() != nil || dst.tlsLayer() != nil:
 		// The kernel would move ciphertext where plaintext is meant.

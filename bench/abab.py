@@ -65,8 +65,9 @@ for r in range(rounds):
             c1 = cpu_total(p.pid); t1 = time.time()
             n = parse(o.stdout + o.stderr)
             c = c1 - c0
-            res[name].append((n / (t1 - t0), n / c if c > 0 else 0, c / (t1 - t0)))
-            print(f'round {r+1} {name}: {n/(t1-t0):,.0f} req/s, {n/c:,.0f} req/CPU-s, cpu {c/(t1-t0):.2f}', flush=True)
+            rps, per, cpu = n / (t1 - t0), n / c if c > 0 else 0, c / (t1 - t0)
+            res[name].append((rps, per, cpu))
+            print(f'round {r+1} {name}: {rps:,.0f} req/s, {per:,.0f} req/CPU-s, cpu {cpu:.2f}', flush=True)
         finally:
             p.terminate(); p.wait()
 print('\n| server | req/s median | req per server CPU-s median | range | server CPU |')

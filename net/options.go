@@ -172,11 +172,17 @@ func WithLoopConfig(c Config) Option {
 // is shared), as with net/http.
 func WithTLS(cfg *tls.Config) Option {
 	return func(o *options) {
-		if o.tls == nil {
-			o.tls = &tlsServer{timeout: DefaultTLSHandshakeTimeout, max: DefaultMaxTLSHandshakes}
-		}
-		o.tls.cfg = cfg
+		o.tlsOpts().cfg = cfg
 	}
+}
+
+// tlsOpts returns the server's TLS settings, made with their defaults by
+// whichever TLS option comes first.
+func (o *options) tlsOpts() *tlsServer {
+	if o.tls == nil {
+		o.tls = &tlsServer{timeout: DefaultTLSHandshakeTimeout, max: DefaultMaxTLSHandshakes}
+	}
+	return o.tls
 }
 
 // WithTLSHandshakeTimeout bounds a TLS handshake (default 10s): a peer
@@ -185,11 +191,8 @@ func WithTLS(cfg *tls.Config) Option {
 // WithTLS.
 func WithTLSHandshakeTimeout(d time.Duration) Option {
 	return func(o *options) {
-		if o.tls == nil {
-			o.tls = &tlsServer{timeout: DefaultTLSHandshakeTimeout, max: DefaultMaxTLSHandshakes}
-		}
-		if d > 0 {
-			o.tls.timeout = d
+		if ts := o.tlsOpts(); d > 0 {
+			ts.timeout = d
 		}
 	}
 }
@@ -215,12 +218,10 @@ func WithTLSHandshakeTimeout(d time.Duration) Option {
 // WithTLS.
 func WithTLSHandshakeOffLoop(off bool) Option {
 	return func(o *options) {
-		if o.tls == nil {
-			o.tls = &tlsServer{timeout: DefaultTLSHandshakeTimeout, max: DefaultMaxTLSHandshakes}
-		}
-		o.tls.where = placeOnLoop
+		ts := o.tlsOpts()
+		ts.where = placeOnLoop
 		if off {
-			o.tls.where = placeOffLoop
+			ts.where = placeOffLoop
 		}
 	}
 }
@@ -232,11 +233,8 @@ func WithTLSHandshakeOffLoop(off bool) Option {
 // applies with WithTLS.
 func WithMaxTLSHandshakes(n int) Option {
 	return func(o *options) {
-		if o.tls == nil {
-			o.tls = &tlsServer{timeout: DefaultTLSHandshakeTimeout, max: DefaultMaxTLSHandshakes}
-		}
-		if n > 0 {
-			o.tls.max = int64(n)
+		if ts := o.tlsOpts(); n > 0 {
+			ts.max = int64(n)
 		}
 	}
 }

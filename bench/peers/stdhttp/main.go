@@ -74,12 +74,17 @@ func main() {
 		defer cancel()
 		srv.Shutdown(sctx)
 	}()
-	fmt.Printf("stdhttp: %s on %s, pid %d\n", proto, *addr, os.Getpid())
-	var err error
+	// Listen before saying so: the bench scripts start their load when
+	// this line appears (lib.sh's server_ready).
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("stdhttp: %s on %s, pid %d\n", proto, ln.Addr(), os.Getpid())
 	if *selfSigned {
-		err = srv.ListenAndServeTLS("", "") // the certificate is in TLSConfig
+		err = srv.ServeTLS(ln, "", "") // the certificate is in TLSConfig
 	} else {
-		err = srv.ListenAndServe()
+		err = srv.Serve(ln)
 	}
 	if err != http.ErrServerClosed {
 		log.Fatal(err)

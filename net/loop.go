@@ -73,6 +73,9 @@ type Loop struct {
 	tlsStepping bool
 	tlsRun      func()    // runTLSSteps, made once
 	tlsIdle     []*hsCoro // idle handshake coroutines, for the next handshakes
+	// noCachestat: the kernel has no cachestat(2), so SendFile never
+	// sends on the loop (sendfile.go's sendCached).
+	noCachestat bool
 
 	outPeak   int    // largest pending output of one connection (Stats.PeakConnOutput)
 	inPeak    int    // largest buffered input of one connection (Stats.PeakConnInput)

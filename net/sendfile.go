@@ -66,7 +66,7 @@ type fileSend struct {
 	chunk   []byte // copy mode: read and not yet written
 
 	busy        bool // a task is on the blocking pool
-	noCachestat bool // the kernel has no cachestat: every send goes to the pool
+	noCachestat bool // the file's filesystem has no cachestat: every send goes to the pool
 	onLoop      bool // the send being accounted for ran on the loop
 	waitOut     bool // the socket is full: the backend reports writability
 	waitDrain   bool // ordinary output must drain first
@@ -391,7 +391,17 @@ func (l *Loop) fileNext(fs *fileSend) {
 // read while the loop waits; the window is one system call wide.
 func (l *Loop) sendCached(fs *fileSend) bool {
 	want := min(fs.left, sendfileMax)
-	if fs.noCachestat || !pageCached(fs.fd, fs.off, want, &fs.noCachestat) {
+	if l.noCachestat || fs.noCachestat {
+		return false
+	}
+	cached, err := pageCached(fs.fd, fs.off, want)
+	switch {
+	case err == unix.ENOSYS: // the kernel's (before Linux 6.5): asked once per loop
+		l.noCachestat = true
+	case err == unix.EOPNOTSUPP: // the file's filesystem
+		fs.noCachestat = true
+	}
+	if !cached {
 		return false
 	}
 	n, err := sendfileSome(fs.c.fd, fs.fd, fs.off, want, l.backend == BackendUring)
@@ -414,17 +424,16 @@ func (l *Loop) sendCached(fs *fileSend) bool {
 }
 
 // pageCached reports whether the n bytes of fd at off are all in the
-// page cache. A kernel without cachestat sets *unsupported.
-func pageCached(fd int, off, n int64, unsupported *bool) bool {
+// page cache, or cachestat's error.
+func pageCached(fd int, off, n int64) (bool, error) {
 	var st unix.Cachestat_t
 	r := unix.CachestatRange{Off: uint64(off), Len: uint64(n)}
 	if err := unix.Cachestat(uint(fd), &r, &st, 0); err != nil {
-		*unsupported = err == unix.ENOSYS || err == unix.EOPNOTSUPP
-		return false
+		return false, err
 	}
 	page := int64(os.Getpagesize())
 	pages := (off+n-1)/page - off/page + 1
-	return int64(st.Cache) >= pages
+	return int64(st.Cache) >= pages, nil
 }
 
 // fileWrite queues a chunk of the file on c's output (copy mode).

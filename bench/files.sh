@@ -146,18 +146,6 @@ for round in $(seq "$rounds"); do
 done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
-stats() { # VALUES... -> "median min max"
-	printf '%s\n' "$@" | awk 'NF' | sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "n/a n/a n/a"; else print a[int((NR+1)/2)], a[1], a[NR]}'
-}
-# shellcheck disable=SC2059 # the format is always one of this script's
-fmt() { if [ "$2" = n/a ] || [ -z "$2" ]; then echo n/a; else printf "$1" "$2"; fi; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.2f×", a / b}'; }
-pct() { awk -v v="$1" 'BEGIN {if (v == "n/a") print "n/a"; else printf "%.0f%%", v * 100}'; }
-median_of() { # array-name key
-	local -n arr=$1
-	# shellcheck disable=SC2086
-	stats ${arr[$2]:-} | cut -d' ' -f1
-}
 mibps() { awk -v r="$1" -v s="$2" 'BEGIN {if (r == "n/a") print "n/a"; else printf "%.0f", r * s / 1048576}'; }
 
 out=results/files-$tag.md

@@ -88,3 +88,23 @@ NGINX
 nginx_check() {
 	"$nginx_bin" -p "$1/" -c "${2:-$1/nginx.conf}" -e "$1/error.log" -t >"$1/check.log" 2>&1
 }
+
+# Report arithmetic for the scripts' tables (values are strings; "n/a"
+# passes through).
+# stats VALUES...: "median min max" (the lower middle for an even count).
+stats() {
+	printf '%s\n' "$@" | awk 'NF' | sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "n/a n/a n/a"; else print a[int((NR+1)/2)], a[1], a[NR]}'
+}
+# fmt FORMAT VALUE: VALUE in FORMAT, or n/a.
+# shellcheck disable=SC2059 # the format is always one of the scripts'
+fmt() { if [ "$2" = n/a ] || [ -z "$2" ]; then echo n/a; else printf "$1" "$2"; fi; }
+# ratio A B: A/B as "1.23×", or n/a.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.2f×", a / b}'; }
+# pct FRACTION [DECIMALS]: as a percentage.
+pct() { awk -v v="$1" -v d="${2:-0}" 'BEGIN {if (v == "n/a") print "n/a"; else printf "%." d "f%%", v * 100}'; }
+# median_of ARRAY KEY: the median of the space-separated values ARRAY[KEY].
+median_of() {
+	local -n arr=$1
+	# shellcheck disable=SC2086
+	stats ${arr[$2]:-} | cut -d' ' -f1
+}

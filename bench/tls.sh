@@ -268,22 +268,6 @@ ns_of() { awk -v b="$1" '$1 ~ "^"b"(-[0-9]+)?$" {for (i = 2; i < NF; i++) if ($(
 gcm64=$(ns_of BenchmarkSealOpen/64B) gcm16k=$(ns_of BenchmarkSealOpen/16384B) hscrypto=$(ns_of BenchmarkHandshakeCrypto)
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# stats VALUES...: "median min max" (the lower middle for an even count).
-stats() {
-	printf '%s\n' "$@" | awk 'NF' | sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "n/a n/a n/a"; else print a[int((NR+1)/2)], a[1], a[NR]}'
-}
-# fmt FORMAT VALUE: VALUE in FORMAT, or n/a.
-# shellcheck disable=SC2059 # the format is always one of this script's
-fmt() { if [ "$2" = n/a ] || [ -z "$2" ]; then echo n/a; else printf "$1" "$2"; fi; }
-# ratio A B: A/B as "1.23×", or n/a.
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.2f×", a / b}'; }
-pct() { awk -v v="$1" 'BEGIN {if (v == "n/a") print "n/a"; else printf "%.0f%%", v * 100}'; }
-median_of() { # array-name key
-	local -n arr=$1
-	# shellcheck disable=SC2086
-	stats ${arr[$2]:-} | cut -d' ' -f1
-}
-
 # version TOOL: the version of a tool this run used, or "none".
 version() {
 	case $1 in

@@ -117,19 +117,6 @@ for round in $(seq "$rounds"); do
 done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
-stats() { # VALUES... -> "median min max" (the lower middle for an even count)
-	printf '%s\n' "$@" | awk 'NF' | sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "n/a n/a n/a"; else print a[int((NR+1)/2)], a[1], a[NR]}'
-}
-# shellcheck disable=SC2059 # the format is always one of this script's
-fmt() { if [ "$2" = n/a ] || [ -z "$2" ]; then echo n/a; else printf "$1" "$2"; fi; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.2f×", a / b}'; }
-pct() { awk -v v="$1" -v d="${2:-0}" 'BEGIN {if (v == "n/a") print "n/a"; else printf "%." d "f%%", v * 100}'; }
-median_of() { # array-name key
-	local -n arr=$1
-	# shellcheck disable=SC2086
-	stats ${arr[$2]:-} | cut -d' ' -f1
-}
-
 out=results/udp-$tag.md
 cpu_model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 commit=$(git -C .. rev-parse --short HEAD 2>/dev/null || echo unknown)

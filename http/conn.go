@@ -443,7 +443,6 @@ func (cs *conn) serve(req *Request, consume int) bool {
 		w.file = nil
 		cs.c.Discard(consume)
 		cs.endBody()
-		cs.phase = phaseBusy
 		cs.writeFile(&w.resp, req, body)
 		return false
 	}

@@ -56,17 +56,15 @@ func (b *fileBody) readInto(w *ResponseWriter) error {
 // the loop, with Conn.SendFile. The connection stays busy (its later
 // requests wait) until the last byte is handed to the socket, then goes on
 // as after any response.
+//
+// The head goes out through writeHead, as a streamed answer's does, so a
+// failure while the body is being sent only closes the connection
+// (outStarted) instead of writing an error answer into the body.
 func (cs *conn) writeFile(resp *Response, req *Request, body *fileBody) {
 	cs.phase = phaseBusy
-	if cs.srv.shutting.Load() {
-		req.Close = true
-	}
-	ls := cs.ls
-	ls.scratch = resp.AppendHead(ls.scratch[:0], req, cs.date(), body.length)
-	cs.c.Write(ls.scratch)
-	cs.outClose = resp.ShouldClose()
+	cs.writeHead(resp, req, body.length)
 	s := &fileSender{cs: cs, body: body}
-	if !resp.BodyAllowed() || body.f == nil {
+	if !cs.outBody || body.f == nil {
 		body.discard()
 		s.finish()
 		return

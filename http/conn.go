@@ -61,6 +61,7 @@ type conn struct {
 	chunked   bool
 	sent100   bool
 	eof       bool
+	answered  bool // a response was completed (protoError: no preface any more)
 
 	offCancel func() // cancels the offloaded request's context
 
@@ -735,10 +736,10 @@ func (cs *conn) fail(status int) {
 // closes the connection.
 //
 // With HTTP/2 on, a request line that does not end in an HTTP-version
-// (ErrNotHTTPVersion) closes the connection without an answer instead:
-// the port also takes HTTP/2 with prior knowledge, so such a line may be
-// a client's broken connection preface (h2spec 3.5 sends "INVALID
-// CONNECTION PREFACE"), and RFC 9113 §3.4 makes that a connection error,
+// (ErrNotHTTPVersion) as the connection's first closes the connection
+// without an answer instead: the port also takes HTTP/2 with prior
+// knowledge, so such a line may be a client's broken connection preface
+// (h2spec 3.5 sends "INVALID CONNECTION PREFACE"), and RFC 9113 §3.4 makes that a connection error,
 // which an HTTP/1.1 400 would not be to a client that reads frames. With
 // HTTP/2 off the port is HTTP/1 only and the 400 stays, as nginx's and
 // net/http's HTTP/1 listeners answer it. (nginx 1.22 on a plaintext
@@ -747,7 +748,7 @@ func (cs *conn) fail(status int) {
 func (cs *conn) protoError(err error) {
 	cs.ls.st.protoErrors.Add(1)
 	status := ErrorStatus(err)
-	silent := err == ErrNotHTTPVersion && !cs.srv.opts.noHTTP2
+	silent := err == ErrNotHTTPVersion && cs.srv.opts.h2c && !cs.answered
 	if l := cs.srv.opts.logger; l.Enabled(context.Background(), slog.LevelDebug) {
 		l.Debug("http: rejected request", "status", status, "reason", err.Error(), "answered", !silent, "remote", cs.c.RemoteAddr())
 	}

@@ -61,6 +61,7 @@ func (cs *conn) end(reusable bool) bool {
 	cs.outTrailers = nil
 	closing := cs.outClose || !reusable
 	cs.outStarted, cs.outChunked, cs.outClose = false, false, false
+	cs.answered = true
 	cs.ls.countServed(cs.c.Loop())
 	if closing || cs.eof || cs.srv.shutting.Load() {
 		cs.linger()

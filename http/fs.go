@@ -208,8 +208,22 @@ func (j fileJob) ServeHTTP(w *ResponseWriter, r *Request) {
 		fileError(w, fs.ErrPermission)
 		return
 	}
-	etag := `"` + strconv.FormatInt(fi.ModTime().UnixNano(), 16) + "-" + strconv.FormatInt(fi.Size(), 16) + `"`
-	serveContent(w, r, j.name, fi.ModTime(), f, fi.Size(), etag, false)
+	serveContent(w, r, j.name, fi.ModTime(), f, fi.Size(), fileETag(fi), false)
+}
+
+// fileETag is the strong validator FileServer gives a file: its
+// modification time and size.
+func fileETag(fi os.FileInfo) string {
+	return `"` + strconv.FormatInt(fi.ModTime().UnixNano(), 16) + "-" + strconv.FormatInt(fi.Size(), 16) + `"`
+}
+
+// rel is the name j asks for, relative to its root: cleaned, never above
+// it ("." for the root itself).
+func (j fileJob) rel() string {
+	if name := strings.TrimPrefix(path.Clean("/"+j.name), "/"); name != "" {
+		return name
+	}
+	return "."
 }
 
 // open opens the file j names and stats it.
@@ -219,11 +233,7 @@ func (j fileJob) open() (*os.File, os.FileInfo, error) {
 		err error
 	)
 	if j.root != "" {
-		name := strings.TrimPrefix(path.Clean("/"+j.name), "/")
-		if name == "" {
-			name = "."
-		}
-		f, err = os.OpenInRoot(j.root, name)
+		f, err = os.OpenInRoot(j.root, j.rel())
 	} else {
 		f, err = os.Open(j.name)
 	}

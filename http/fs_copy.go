@@ -61,7 +61,7 @@ func (fc *fileCopier) step() {
 	}
 	n := min(fc.left, fileChunk)
 	if fc.buf == nil {
-		fc.buf = make([]byte, fileChunk)
+		fc.buf = make([]byte, min(fileChunk, fc.body.length)) // a small file, a small buffer
 	}
 	buf, off, f := fc.buf[:n], fc.off, fc.body.f
 	err := fc.pool.Submit(func() {

@@ -3,10 +3,7 @@ package http
 import (
 	"mime"
 	"os"
-	"path"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,8 +41,7 @@ func (j fileJob) serveInline(w *ResponseWriter, r *Request) bool {
 		f.Close()
 		return false
 	}
-	etag := `"` + strconv.FormatInt(fi.ModTime().UnixNano(), 16) + "-" + strconv.FormatInt(fi.Size(), 16) + `"`
-	serveContent(w, r, j.name, fi.ModTime(), f, fi.Size(), etag, true)
+	serveContent(w, r, j.name, fi.ModTime(), f, fi.Size(), fileETag(fi), true)
 	return true
 }
 
@@ -63,10 +59,7 @@ func (j fileJob) openCached() (*os.File, os.FileInfo, error) {
 		}
 		defer unix.Close(d)
 		dir = d
-		name = strings.TrimPrefix(path.Clean("/"+j.name), "/")
-		if name == "" {
-			name = "."
-		}
+		name = j.rel()
 		how.Resolve |= unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS
 	}
 	fd, err := unix.Openat2(dir, name, &how)

@@ -356,8 +356,8 @@ func (st *h2Stream) flush() {
 	}
 	if st.endQueued && !st.localDone {
 		if t := st.trailers; t != nil {
-			// Encoded now, as it is sent: HPACK's table follows the
-			// order of the blocks on the wire.
+			// Encoded now, as it is sent, with the loop's encoder
+			// (which keeps no table: h2_shared.go).
 			hc.ls.scratch = h2.AppendHeaders(hc.ls.scratch[:0], st.id, true, hc.encodeTrailers(t), hc.peer.MaxFrameSize)
 			st.trailers = nil
 		} else {

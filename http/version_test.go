@@ -82,8 +82,20 @@ func TestServerNotHTTPVersion(t *testing.T) {
 						expectClosed(t, c, br)
 					})
 				}
+				// After a first request was answered the connection is
+				// HTTP/1 for sure: the same line gets its 400.
+				t.Run("after a request", func(t *testing.T) {
+					c, br := rawConn(t, s)
+					_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"+notVersionCases[0].req)
+					require.NoError(t, err)
+					resp, _ := readResponse(t, br, "GET")
+					require.Equal(t, 200, resp.StatusCode)
+					resp, _ = readResponse(t, br, "GET")
+					require.Equal(t, 400, resp.StatusCode)
+					expectClosed(t, c, br)
+				})
 				require.Eventually(t, func() bool {
-					return s.Stats().ProtoErrors == uint64(len(notVersionCases))
+					return s.Stats().ProtoErrors == uint64(len(notVersionCases))+1
 				}, 5*time.Second, 5*time.Millisecond)
 			})
 		}

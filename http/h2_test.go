@@ -118,7 +118,8 @@ func TestHTTP2GoClient(t *testing.T) {
 						require.NoError(t, err)
 					}
 					st := s.Stats()
-					require.Equal(t, uint64(1), st.Accepted, "every request on one connection")
+					require.Equal(t, uint64(1), st.Accepted, "every request on one connection (calm %d, resets %d, refused %d, proto errors %d)",
+						st.HTTP2Calm, st.HTTP2Resets, st.HTTP2Refused, st.ProtoErrors)
 					require.Equal(t, uint64(1), st.HTTP2Conns)
 					require.Equal(t, uint64(66), st.HTTP2Streams)
 					require.Eventually(t, func() bool { return s.Stats().Requests == 66 }, 5*time.Second, time.Millisecond,

@@ -63,6 +63,9 @@ func NewServer(h Handler, opts ...Option) (*Server, error) {
 		}
 		ts.start(o.loops)
 		h = &tlsAcceptor{ts: ts, inner: h}
+		if o.cfg.RecvBufferSize == 0 {
+			o.cfg.RecvBufferSize = tlsRecvBufferSize
+		}
 	}
 	if o.cfg.Backend == "" {
 		o.cfg.Backend = BackendAuto

@@ -1120,3 +1120,45 @@ func TestTLSWrongALPN(t *testing.T) {
 		require.Empty(t, opened)
 	})
 }
+
+// A TLS server's loops receive into buffers that hold a whole record (a
+// 16 KiB record is 16,406 bytes with TLS 1.3's AES-GCM), unless the
+// configuration sets a size; a plaintext server keeps 16 KiB. Full
+// records echo whole with each size.
+func TestTLSRecvBufferSize(t *testing.T) {
+	cases := []struct {
+		name string
+		tls  bool
+		cfg  Config
+		want int
+	}{
+		{"plaintext", false, Config{}, 16 << 10},
+		{"tls", true, Config{}, tlsRecvBufferSize},
+		{"tls, set", true, Config{RecvBufferSize: 8 << 10}, 8 << 10},
+		{"tls, set to 16 KiB", true, Config{RecvBufferSize: 16 << 10}, 16 << 10},
+	}
+	require.GreaterOrEqual(t, tlsRecvBufferSize, recordHeaderLen+tlsMaxRecord+256, "a TLS 1.3 record's largest size (RFC 8446 §5.2)")
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				opts := []Option{WithLoopConfig(tc.cfg)}
+				if tc.tls {
+					opts = append(opts, WithTLS(testCert().ServerConfig()))
+				}
+				s := startServer(t, b, echoHandler(), opts...)
+				for _, l := range s.Loops() {
+					assert.Equal(t, tc.want, l.cfg.RecvBufferSize)
+				}
+				if !tc.tls {
+					return
+				}
+				cfg := testCert().ClientConfig("localhost")
+				cfg.DynamicRecordSizingDisabled = true // every write one full record
+				c := dialTLS(t, s, cfg)
+				for i := range 32 {
+					requireEchoes(t, c, strings.Repeat(string(rune('a'+i%26)), 16<<10))
+				}
+			})
+		}
+	})
+}

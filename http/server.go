@@ -518,7 +518,7 @@ func (h netHandler) OnOpen(c *vnet.Conn) {
 		} else {
 			c.Close()
 		}
-	case !s.opts.noHTTP2 && c.TLS() != nil && c.TLS().NegotiatedProtocol == "h2":
+	case !s.opts.noHTTP2 && c.NegotiatedProtocol() == "h2":
 		cs.startH2()
 	}
 }

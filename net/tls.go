@@ -31,13 +31,14 @@ package net
 //     (handshake timeout) and stops reading past maxHandshakeInput. The
 //     user's handler gets nothing yet; the peer's FIN is kept for after
 //     the hand-over.
-//   - live: the hand-over ran on the loop; from then on only the loop
-//     touches the tls.Conn, and the connection holds no goroutine. The
-//     transport's Read returns the ciphertext of the current input report,
-//     then a temporary net.Error (crypto/tls does not keep temporary
-//     errors, so records may be split anywhere), and Write queues on the
-//     output directly. The hand-over first decrypts what the handshake
-//     already pulled in (the client's first request can arrive with its
+//   - live: the hand-over ran on the loop and dropped the handshake's
+//     state (tlsHandshake); from then on only the loop touches the
+//     tls.Conn, and the connection holds no goroutine. The transport's
+//     Read returns the ciphertext of the current input report, then a
+//     temporary net.Error (crypto/tls does not keep temporary errors, so
+//     records may be split anywhere), and Write queues on the output
+//     directly. The hand-over first decrypts what the handshake already
+//     pulled in (the client's first request can arrive with its
 //     Finished), after OnOpen.
 //
 // Counters: Stats.TLSHandshakes, TLSHandshakeErrors, TLSHandshakeTimeouts
@@ -141,32 +142,42 @@ type tlsAcceptor struct {
 	inner Handler
 }
 
-// tlsLayer is one connection's TLS state.
+// tlsLayer is one connection's TLS state. What only the handshake needs
+// is in its transport's hs, dropped at the hand-over: an established
+// connection keeps its tls.Conn, the transport's record cut and the ALPN
+// protocol, and its ConnectionState only once something asks for it.
 type tlsLayer struct {
-	tc      *tls.Conn
-	tr      tlsTransport
+	tc   *tls.Conn
+	tr   tlsTransport
+	alpn string // the protocol ALPN chose, set at the hand-over
+	// ready is set at the hand-over; state is made from then on by the
+	// first Conn.TLS (from any goroutine) and kept.
+	ready atomic.Bool
+	state atomic.Pointer[tls.ConnectionState]
+}
+
+// live reports whether the connection was handed over (loop only).
+func (t *tlsLayer) live() bool { return t.tr.hs == nil }
+
+// tlsHandshake is a connection's TLS state from its accept (or dial) to
+// its hand-over.
+type tlsHandshake struct {
 	ts      *tlsServer // while it counts in ts.running; nil after
-	inner   Handler
-	client  bool                 // a DialTLS connection: its handshake starts at the connect
-	pending []byte               // plaintext a client wrote before its hand-over
-	started bool                 // the handshake began (loop only)
-	live    bool                 // handed over (loop only)
-	fin     bool                 // the peer's FIN came during the handshake
-	state   *tls.ConnectionState // set at the hand-over, for Conn.TLS
-	timer   *Timer               // handshake timeout
+	inner   Handler    // the user's handler, the connection's from the hand-over on
+	client  bool       // a DialTLS connection: its handshake starts at the connect
+	pending []byte     // plaintext a client wrote before its hand-over
+	started bool       // the handshake began (loop only)
+	fin     bool       // the peer's FIN came during the handshake
+	timer   *Timer     // handshake timeout
 
 	// An on-loop handshake (tls_handshake.go), all the loop's.
 	onLoop bool
 	queued bool    // in the loop's tlsSteps
 	co     *hsCoro // the coroutine running it, from its first step until it ended
-	hsErr  error   // its error, once it ended (nil: handed over)
-}
+	err    error   // its error, once it ended (nil: handed over)
 
-// tlsTransport is the net.Conn under a connection's tls.Conn.
-type tlsTransport struct {
-	c *Conn
-
-	// handshaking: shared with an off-loop handshake's goroutine
+	// The transport's side of the handshake, shared with an off-loop
+	// handshake's goroutine.
 	mu   sync.Mutex
 	cond sync.Cond
 	raw  []byte // ciphertext the handshake has not read yet
@@ -182,16 +193,21 @@ type tlsTransport struct {
 	// needed it (splitFirst).
 	firstSeen bool
 
+	cpu chan struct{} // the server's handshake CPU tokens (tlsServer.cpu)
+}
+
+// tlsTransport is the net.Conn under a connection's tls.Conn.
+type tlsTransport struct {
+	c  *Conn
+	hs *tlsHandshake // until the hand-over (the loop sets it nil then)
+
 	// live: the loop's alone
-	live bool
-	cur  []byte // ciphertext of the input report being decrypted
+	cur []byte // ciphertext of the input report being decrypted
 
 	// rec cuts what Read returns at record boundaries, from the first
 	// byte on (the handshake's goroutine's until the hand-over, then the
 	// loop's).
 	rec recordCut
-
-	cpu chan struct{} // the server's handshake CPU tokens (tlsServer.cpu)
 }
 
 // errWouldBlock ends a live transport's Read when the current input is
@@ -207,14 +223,14 @@ func (wouldBlock) Temporary() bool { return true }
 
 func (t *tlsTransport) Read(p []byte) (int, error) {
 	switch {
-	case t.live:
+	case t.hs == nil: // live
 		if len(t.cur) == 0 {
 			return 0, errWouldBlock
 		}
 		n := t.rec.take(p, t.cur)
 		t.cur = t.cur[n:]
 		return n, nil
-	case t.yield != nil:
+	case t.hs.yield != nil:
 		return t.readOnLoop(p)
 	}
 	return t.readOffLoop(p)
@@ -247,19 +263,19 @@ const (
 // mustWait reports whether Read has to wait for the peer: nothing is
 // buffered, or the first record, if it is a handshake record to cut, is
 // not all here yet (crypto/tls would wait for the rest too).
-func (t *tlsTransport) mustWait() bool {
+func (h *tlsHandshake) mustWait() bool {
 	switch {
-	case t.rerr != nil:
+	case h.rerr != nil:
 		return false
-	case len(t.raw) == 0:
+	case len(h.raw) == 0:
 		return true
-	case t.firstSeen:
+	case h.firstSeen:
 		return false
-	case len(t.raw) < recordHeaderLen:
+	case len(h.raw) < recordHeaderLen:
 		return true
 	}
-	n, cut := toCut(t.raw)
-	return cut && len(t.raw) < recordHeaderLen+n
+	n, cut := toCut(h.raw)
+	return cut && len(h.raw) < recordHeaderLen+n
 }
 
 // TLS record framing (RFC 8446 §5.1): a 5-byte header whose first byte is
@@ -282,9 +298,9 @@ func toCut(raw []byte) (n int, cut bool) {
 
 // splitFirst cuts the first record in raw into pieces (see tlsPiece) when
 // it is a whole record to cut.
-func (t *tlsTransport) splitFirst() {
-	t.firstSeen = true
-	raw := t.raw
+func (h *tlsHandshake) splitFirst() {
+	h.firstSeen = true
+	raw := h.raw
 	if len(raw) < recordHeaderLen {
 		return
 	}
@@ -300,12 +316,12 @@ func (t *tlsTransport) splitFirst() {
 		out = append(out, body[:k]...)
 		body = body[k:]
 	}
-	t.raw = append(out, raw[recordHeaderLen+n:]...)
+	h.raw = append(out, raw[recordHeaderLen+n:]...)
 }
 
 func (t *tlsTransport) Write(p []byte) (int, error) {
-	c := t.c
-	if t.live || t.yield != nil {
+	c, h := t.c, t.hs
+	if h == nil || h.yield != nil {
 		// The loop's own goroutine, or its handshake's coroutine.
 		c.loop.writeRaw(c, p)
 		return len(p), nil
@@ -313,7 +329,7 @@ func (t *tlsTransport) Write(p []byte) (int, error) {
 	// Kept until the handshake waits for the peer or ends (flush): a
 	// server's flight and its session tickets, two writes, leave in one
 	// post and one send.
-	t.wbuf = append(t.wbuf, p...)
+	h.wbuf = append(h.wbuf, p...)
 	return len(p), nil
 }
 
@@ -321,13 +337,14 @@ func (t *tlsTransport) Write(p []byte) (int, error) {
 // a record (recordCut): what crypto/tls holds at the hand-over is then
 // nothing beyond the peer's Finished, and the rest is in raw.
 func (t *tlsTransport) take(p []byte) int {
-	if !t.firstSeen {
-		t.splitFirst()
+	h := t.hs
+	if !h.firstSeen {
+		h.splitFirst()
 	}
-	n := t.rec.take(p, t.raw)
-	t.raw = t.raw[n:]
-	if len(t.raw) == 0 {
-		t.raw = nil
+	n := t.rec.take(p, h.raw)
+	h.raw = h.raw[n:]
+	if len(h.raw) == 0 {
+		h.raw = nil
 	}
 	return n
 }
@@ -340,8 +357,8 @@ func (t *tlsTransport) SetWriteDeadline(time.Time) error { return nil }
 
 // tlsInput takes a report of ciphertext for a TLS connection.
 func (l *Loop) tlsInput(c *Conn, t *tlsLayer, in []byte) {
-	if !t.live {
-		if t.tr.feed(in) > maxHandshakeInput {
+	if h := t.tr.hs; h != nil {
+		if h.feed(in) > maxHandshakeInput {
 			l.setHold(c, holdTLS)
 		}
 		t.start(c)
@@ -413,28 +430,28 @@ func (l *Loop) tlsDecrypt(t *tlsLayer, in []byte) ([]byte, error) {
 // input report of a request/response exchange.
 type recordCut struct {
 	hdr  [recordHeaderLen]byte // the header of the record being passed
-	hdrN int                   // header bytes passed so far (5: passing the body)
-	left int                   // body bytes still to pass
+	hdrN uint8                 // header bytes passed so far (5: passing the body)
+	left uint16                // body bytes still to pass (a header's 16 bits)
 }
 
 // take copies from in into p, up to the end of the current record.
 func (r *recordCut) take(p, in []byte) int {
-	if r.hdrN < len(r.hdr) {
-		n := copy(p, in[:min(len(in), len(r.hdr)-r.hdrN)])
+	if int(r.hdrN) < len(r.hdr) {
+		n := copy(p, in[:min(len(in), len(r.hdr)-int(r.hdrN))])
 		copy(r.hdr[r.hdrN:], in[:n])
-		r.hdrN += n
-		if r.hdrN < len(r.hdr) {
+		r.hdrN += uint8(n)
+		if int(r.hdrN) < len(r.hdr) {
 			return n
 		}
-		r.left = recordLen(r.hdr[:])
+		r.left = uint16(recordLen(r.hdr[:]))
 		if r.left == 0 {
 			r.hdrN = 0
 			return n
 		}
 		return n + r.take(p[n:], in[n:])
 	}
-	n := copy(p, in[:min(len(in), r.left)])
-	r.left -= n
+	n := copy(p, in[:min(len(in), int(r.left))])
+	r.left -= uint16(n)
 	if r.left == 0 {
 		r.hdrN = 0
 	}
@@ -456,8 +473,8 @@ const (
 // tlsWrite encrypts p into c's output. Before the hand-over (a dial's
 // writes while it connects) p waits in the layer.
 func (l *Loop) tlsWrite(c *Conn, t *tlsLayer, p []byte) (int, error) {
-	if !t.live {
-		t.pending = append(t.pending, p...)
+	if h := t.tr.hs; h != nil {
+		h.pending = append(h.pending, p...)
 		return len(p), nil
 	}
 	n, err := t.tc.Write(p)
@@ -481,7 +498,7 @@ func (l *Loop) writeRaw(c *Conn, p []byte) {
 // tlsCloseNotify sends close_notify on a live connection before it shuts
 // its write side or closes.
 func (c *Conn) tlsCloseNotify() {
-	if t := c.tlsLayer(); t != nil && t.live {
+	if t := c.tlsLayer(); t != nil && t.live() {
 		_ = t.tc.CloseWrite()
 	}
 }
@@ -498,12 +515,31 @@ func (c *Conn) tlsLayer() *tlsLayer {
 // suite, negotiated ALPN protocol, server name, peer certificates), or nil
 // for a plaintext connection. It is set from OnOpen on (a TLS server's
 // handler sees a connection only once its handshake is done) and never
-// changes, so it may be kept, and read from any goroutine.
+// changes, so it may be kept, and read from any goroutine. The first call
+// makes it (about 200 bytes, kept with the connection from then on).
 func (c *Conn) TLS() *tls.ConnectionState {
-	if t := c.tlsLayer(); t != nil {
-		return t.state
+	t := c.tlsLayer()
+	if t == nil || !t.ready.Load() {
+		return nil
 	}
-	return nil
+	if st := t.state.Load(); st != nil {
+		return st
+	}
+	st := t.tc.ConnectionState()
+	t.state.CompareAndSwap(nil, &st)
+	return t.state.Load()
+}
+
+// NegotiatedProtocol returns the application protocol a TLS connection's
+// peer and the server chose by ALPN ("h2", "http/1.1"), or "" when they
+// chose none or the connection is plaintext. It is TLS().NegotiatedProtocol
+// without making the whole state, for a protocol that picks its framing
+// by it at OnOpen. Safe from any goroutine once OnOpen has run.
+func (c *Conn) NegotiatedProtocol() string {
+	if t := c.tlsLayer(); t != nil && t.ready.Load() {
+		return t.alpn
+	}
+	return ""
 }
 
 // tlsAvail is AvailableBuffer for a TLS connection: the loop's plaintext
@@ -558,7 +594,7 @@ func (l *Loop) DialTLS(network, address string, cfg *tls.Config, h Handler, time
 		return nil, err
 	}
 	t := newTLSLayer(c, h, nil, placeAuto.onLoop(cfg))
-	t.client = true
+	t.tr.hs.client = true
 	t.tc = tls.Client(&t.tr, cfg)
 	return c, nil
 }

@@ -95,13 +95,14 @@ func (a *tlsAcceptor) OnOpen(c *Conn) {
 		t = newTLSLayer(c, a.inner, ts, ts.onLoop)
 		t.tc = tls.Server(&t.tr, ts.cfg)
 	}
-	t.timer = c.AfterFunc(ts.timeout, func() {
-		if !t.live && c.state == connOpen {
+	h := t.tr.hs
+	h.timer = c.AfterFunc(ts.timeout, func() {
+		if !t.live() && c.state == connOpen {
 			l.stats.tlsTimeouts.Add(1)
 			l.abort(c, ErrTLSHandshakeTimeout)
 		}
 	})
-	if t.client {
+	if h.client {
 		t.start(c) // a client speaks first
 	}
 }
@@ -109,12 +110,12 @@ func (a *tlsAcceptor) OnOpen(c *Conn) {
 // newTLSLayer attaches a TLS layer to c: a server's counted in
 // ts.running, a dial's (ts nil) counted nowhere and not CPU-limited.
 func newTLSLayer(c *Conn, inner Handler, ts *tlsServer, onLoop bool) *tlsLayer {
-	t := &tlsLayer{inner: inner, ts: ts, onLoop: onLoop}
-	t.tr.c = c
+	h := &tlsHandshake{ts: ts, inner: inner, onLoop: onLoop}
 	if ts != nil {
-		t.tr.cpu = ts.cpu
+		h.cpu = ts.cpu
 	}
-	t.tr.cond.L = &t.tr.mu
+	h.cond.L = &h.mu
+	t := &tlsLayer{tr: tlsTransport{c: c, hs: h}}
 	c.more().tls = t
 	return t
 }
@@ -130,15 +131,16 @@ func (a *tlsAcceptor) OnEOF(c *Conn) {
 		return
 	}
 	t := x.tls
-	if !t.started {
+	h := t.tr.hs
+	if !h.started {
 		// Nothing was said (a TCP health check): close, no handshake.
 		c.err = io.EOF
 		c.loop.closeGracefully(c)
 		return
 	}
-	t.fin = true
-	t.tr.end(io.EOF)
-	if t.onLoop {
+	h.fin = true
+	h.end(io.EOF)
+	if h.onLoop {
 		c.loop.tlsWake(c, t) // a Read waiting for the peer returns io.EOF
 	}
 }
@@ -149,10 +151,10 @@ func (a *tlsAcceptor) OnClose(c *Conn, err error) {
 	if x == nil || x.tls == nil {
 		return
 	}
-	t := x.tls
-	t.handshakeOver()
-	t.tr.end(net.ErrClosed)
-	c.loop.abandonHandshake(t)
+	h := x.tls.tr.hs
+	h.handshakeOver()
+	h.end(net.ErrClosed)
+	c.loop.abandonHandshake(h)
 }
 
 // start begins the handshake: a server's with the first ciphertext from
@@ -161,13 +163,14 @@ func (a *tlsAcceptor) OnClose(c *Conn, err error) {
 // finds its ClientHello waiting instead of parking for it), a client's at
 // the connect.
 func (t *tlsLayer) start(c *Conn) {
-	if t.onLoop {
-		t.started = true
+	h := t.tr.hs
+	if h.onLoop {
+		h.started = true
 		c.loop.tlsWake(c, t)
 		return
 	}
-	if !t.started {
-		t.started = true
+	if !h.started {
+		h.started = true
 		go handshake(c, t)
 	}
 }
@@ -176,38 +179,41 @@ func (t *tlsLayer) start(c *Conn) {
 // handshakes, once. The count follows the loop's view (handshaking until
 // handed over, failed or closed), so a place is free again as soon as the
 // loop is done with a connection, not when its goroutine gets to run.
-func (t *tlsLayer) handshakeOver() {
-	if t.ts != nil {
-		t.ts.running.Add(-1)
-		t.ts = nil
+func (h *tlsHandshake) handshakeOver() {
+	if h.ts != nil {
+		h.ts.running.Add(-1)
+		h.ts = nil
 	}
 }
 
 // feed appends ciphertext for the handshake and returns how much waits.
-func (t *tlsTransport) feed(b []byte) (buffered int) {
-	t.mu.Lock()
-	t.raw = append(t.raw, b...)
-	n := len(t.raw)
-	t.cond.Signal()
-	t.mu.Unlock()
+func (h *tlsHandshake) feed(b []byte) (buffered int) {
+	h.mu.Lock()
+	h.raw = append(h.raw, b...)
+	n := len(h.raw)
+	h.cond.Signal()
+	h.mu.Unlock()
 	return n
 }
 
 // end makes the handshake's reads return err once the buffered ciphertext
 // is read.
-func (t *tlsTransport) end(err error) {
-	t.mu.Lock()
-	if t.rerr == nil {
-		t.rerr = err
+func (h *tlsHandshake) end(err error) {
+	h.mu.Lock()
+	if h.rerr == nil {
+		h.rerr = err
 	}
-	t.cond.Broadcast()
-	t.mu.Unlock()
+	h.cond.Broadcast()
+	h.mu.Unlock()
 }
 
 // Close ends a handshake's reading: crypto/tls calls it when it gives up,
-// and the loop (through end) when the connection goes away.
+// and the loop (through end) when the connection goes away. A live
+// connection's tls.Conn is never closed (the loop closes the socket).
 func (t *tlsTransport) Close() error {
-	t.end(net.ErrClosed)
+	if h := t.hs; h != nil {
+		h.end(net.ErrClosed)
+	}
 	return nil
 }
 
@@ -216,10 +222,11 @@ func (t *tlsTransport) Close() error {
 // tlsWake queues a step of t's on-loop handshake, once, and makes sure
 // the loop runs its queued steps after the current batch.
 func (l *Loop) tlsWake(c *Conn, t *tlsLayer) {
-	if t.queued {
+	h := t.tr.hs
+	if h.queued {
 		return
 	}
-	t.queued = true
+	h.queued = true
 	l.tlsSteps = append(l.tlsSteps, c)
 	if !l.tlsStepping {
 		l.deferTLSSteps()
@@ -243,9 +250,9 @@ func (l *Loop) runTLSSteps() {
 			break
 		}
 		run[i] = nil
-		if t := c.tlsLayer(); t != nil && t.queued {
-			t.queued = false
-			if c.state == connOpen && !t.live {
+		if t := c.tlsLayer(); t != nil && !t.live() && t.tr.hs.queued {
+			t.tr.hs.queued = false
+			if c.state == connOpen {
 				l.tlsStep(c, t)
 			}
 		}
@@ -286,9 +293,10 @@ func newHSCoro() *hsCoro {
 	co.next, co.stop = iter.Pull(func(yield func(struct{}) bool) {
 		for yield(struct{}{}) { // idle until given a handshake
 			t := co.t
-			t.tr.yield = yield
-			t.hsErr = runHandshake(t.tc)
-			t.tr.yield = nil
+			h := t.tr.hs
+			h.yield = yield
+			h.err = runHandshake(t.tc)
+			h.yield = nil
 			co.t = nil
 		}
 	})
@@ -299,39 +307,40 @@ func newHSCoro() *hsCoro {
 // tlsStep resumes t's handshake until it waits for the peer again or
 // ends.
 func (l *Loop) tlsStep(c *Conn, t *tlsLayer) {
-	if t.co == nil {
-		if t.hsErr != nil {
+	h := t.tr.hs
+	if h.co == nil {
+		if h.err != nil {
 			return // it failed; its connection is closing
 		}
 		if n := len(l.tlsIdle); n > 0 {
-			t.co = l.tlsIdle[n-1]
+			h.co = l.tlsIdle[n-1]
 			l.tlsIdle[n-1] = nil
 			l.tlsIdle = l.tlsIdle[:n-1]
 		} else {
-			t.co = newHSCoro()
+			h.co = newHSCoro()
 		}
-		t.co.t = t
+		h.co.t = t
 	}
-	if !l.resume(t) {
+	if !l.resume(h) {
 		return // waiting for the peer
 	}
-	if t.hsErr != nil {
-		l.tlsFailed(c, t, t.hsErr)
+	if h.err != nil {
+		l.tlsFailed(c, t, h.err)
 		return
 	}
 	l.tlsHandOver(c, t)
 }
 
-// resume runs t's coroutine until its handshake waits for the peer
+// resume runs h's coroutine until its handshake waits for the peer
 // (false) or ends (true); an ended handshake's coroutine goes back to the
 // loop's idle ones.
-func (l *Loop) resume(t *tlsLayer) (ended bool) {
-	co := t.co
+func (l *Loop) resume(h *tlsHandshake) (ended bool) {
+	co := h.co
 	co.next()
 	if co.t != nil {
 		return false
 	}
-	t.co = nil
+	h.co = nil
 	if len(l.tlsIdle) < maxIdleCoros {
 		l.tlsIdle = append(l.tlsIdle, co)
 	} else {
@@ -343,9 +352,9 @@ func (l *Loop) resume(t *tlsLayer) (ended bool) {
 // abandonHandshake ends an on-loop handshake whose connection closed
 // while it waited for the peer: its Read returns net.ErrClosed (the
 // transport has ended), and what it writes (an alert) goes nowhere.
-func (l *Loop) abandonHandshake(t *tlsLayer) {
-	if t.co != nil {
-		l.resume(t)
+func (l *Loop) abandonHandshake(h *tlsHandshake) {
+	if h.co != nil {
+		l.resume(h)
 	}
 }
 
@@ -360,13 +369,14 @@ func (l *Loop) stopHandshakes() {
 // readOnLoop is an on-loop handshake's Read: with no ciphertext buffered
 // it yields to the loop until a step resumes it.
 func (t *tlsTransport) readOnLoop(p []byte) (int, error) {
-	for t.mustWait() {
-		if !t.yield(struct{}{}) {
+	h := t.hs
+	for h.mustWait() {
+		if !h.yield(struct{}{}) {
 			return 0, net.ErrClosed // the loop stopped
 		}
 	}
-	if len(t.raw) == 0 {
-		return 0, t.rerr
+	if len(h.raw) == 0 {
+		return 0, h.rerr
 	}
 	return t.take(p), nil
 }
@@ -376,14 +386,15 @@ func (t *tlsTransport) readOnLoop(p []byte) (int, error) {
 // handshake runs a connection's handshake on its own goroutine and posts
 // the outcome to the loop.
 func handshake(c *Conn, t *tlsLayer) {
-	t.tr.takeCPU()
+	h := t.tr.hs
+	h.takeCPU()
 	err := runHandshake(t.tc)
-	t.tr.yieldCPU()
+	h.yieldCPU()
 	l := c.loop
 	// The last writes (an alert, a client's Finished) go in the same
 	// post as the outcome, ahead of it.
-	last := t.tr.wbuf
-	t.tr.wbuf = nil
+	last := h.wbuf
+	h.wbuf = nil
 	_ = l.Post(func() { // ErrClosed: the loop stopped and closed c
 		if len(last) > 0 {
 			l.writeRaw(c, last)
@@ -420,24 +431,25 @@ func (p *handshakePanic) Error() string { return fmt.Sprintf("panic: %v", p.r) }
 // readOffLoop is an off-loop handshake's Read: it waits on the condition
 // variable for the ciphertext the loop feeds.
 func (t *tlsTransport) readOffLoop(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.mustWait() {
+	h := t.hs
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.mustWait() {
 		// Waiting on the peer, who waits for what was written; another
 		// handshake may compute meanwhile.
 		if err := t.flush(); err != nil {
 			return 0, err
 		}
-		t.yieldCPU()
-		for t.mustWait() {
-			t.cond.Wait()
+		h.yieldCPU()
+		for h.mustWait() {
+			h.cond.Wait()
 		}
-		t.mu.Unlock()
-		t.takeCPU()
-		t.mu.Lock()
+		h.mu.Unlock()
+		h.takeCPU()
+		h.mu.Lock()
 	}
-	if len(t.raw) == 0 {
-		return 0, t.rerr
+	if len(h.raw) == 0 {
+		return 0, h.rerr
 	}
 	return t.take(p), nil
 }
@@ -445,24 +457,25 @@ func (t *tlsTransport) readOffLoop(p []byte) (int, error) {
 // flush posts what an off-loop handshake wrote since the last flush to
 // the loop, which queues it on the connection's output.
 func (t *tlsTransport) flush() error {
-	if len(t.wbuf) == 0 {
+	h := t.hs
+	if len(h.wbuf) == 0 {
 		return nil
 	}
-	b, c := t.wbuf, t.c
-	t.wbuf = nil
+	b, c := h.wbuf, t.c
+	h.wbuf = nil
 	return c.loop.Post(func() { c.loop.writeRaw(c, b) })
 }
 
 // takeCPU waits for a handshake CPU token; yieldCPU gives it back.
-func (t *tlsTransport) takeCPU() {
-	if t.cpu != nil {
-		t.cpu <- struct{}{}
+func (h *tlsHandshake) takeCPU() {
+	if h.cpu != nil {
+		h.cpu <- struct{}{}
 	}
 }
 
-func (t *tlsTransport) yieldCPU() {
-	if t.cpu != nil {
-		<-t.cpu
+func (h *tlsHandshake) yieldCPU() {
+	if h.cpu != nil {
+		<-h.cpu
 	}
 }
 
@@ -471,8 +484,9 @@ func (t *tlsTransport) yieldCPU() {
 // tlsFailed closes a connection whose handshake failed, after the alert
 // crypto/tls queued before it gave up.
 func (l *Loop) tlsFailed(c *Conn, t *tlsLayer, err error) {
-	t.timer.Stop()
-	t.handshakeOver()
+	h := t.tr.hs
+	h.timer.Stop()
+	h.handshakeOver()
 	if c.state != connOpen {
 		return // timed out, or closed by the peer or the loop
 	}
@@ -490,26 +504,25 @@ func (l *Loop) tlsFailed(c *Conn, t *tlsLayer, err error) {
 // user's handler gets OnOpen, then the plaintext of whatever ciphertext
 // came with or after the peer's Finished, then the FIN if one came.
 func (l *Loop) tlsHandOver(c *Conn, t *tlsLayer) {
-	t.timer.Stop()
-	t.timer = nil
-	t.handshakeOver()
+	h := t.tr.hs
+	h.timer.Stop()
+	h.handshakeOver()
 	if c.state != connOpen {
 		return
 	}
 	l.stats.tlsHandshakes.Add(1)
-	t.tr.mu.Lock()
-	pending := t.tr.raw
-	t.tr.raw, t.tr.live = nil, true
-	t.tr.mu.Unlock()
-	t.live = true
-	st := t.tc.ConnectionState()
-	t.state = &st
-	c.h = t.inner
-	if len(t.pending) > 0 {
+	// The handshake is over (its goroutine, if it had one, posted this
+	// as its last act): what it kept goes with hs.
+	h.mu.Lock()
+	pending := h.raw
+	h.mu.Unlock()
+	t.tr.hs = nil
+	t.alpn = t.tc.ConnectionState().NegotiatedProtocol
+	t.ready.Store(true)
+	c.h = h.inner
+	if len(h.pending) > 0 {
 		// What a client wrote while it connected goes first.
-		p := t.pending
-		t.pending = nil
-		if _, err := l.tlsWrite(c, t, p); err != nil {
+		if _, err := l.tlsWrite(c, t, h.pending); err != nil {
 			l.abort(c, err)
 			return
 		}
@@ -524,7 +537,7 @@ func (l *Loop) tlsHandOver(c *Conn, t *tlsLayer) {
 		return
 	}
 	l.tlsInput(c, t, pending)
-	if c.state == connOpen && t.fin {
+	if c.state == connOpen && h.fin {
 		l.eofArrived(c)
 	}
 	l.clearHold(c, holdTLS)

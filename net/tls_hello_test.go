@@ -89,7 +89,7 @@ func TestTLSSplitFirst(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := &tlsTransport{raw: append([]byte(nil), tt.in...)}
+			tr := &tlsHandshake{raw: append([]byte(nil), tt.in...)}
 			tr.splitFirst()
 			require.True(t, tr.firstSeen)
 			if tt.pieces == 0 {

@@ -260,7 +260,18 @@ func TestTLSConnectionState(t *testing.T) {
 		client, err := selfsigned.New(time.Hour, "client")
 		require.NoError(t, err)
 		states := make(chan *tls.ConnectionState, 1)
-		h := &HandlerFuncs{Open: func(c *Conn) { states <- c.TLS() }, Data: func(c *Conn) {
+		alpn := make(chan string, 1)
+		h := &HandlerFuncs{Open: func(c *Conn) {
+			alpn <- c.NegotiatedProtocol()
+			// Made once and kept: any goroutine gets the same state.
+			st := c.TLS()
+			other := make(chan *tls.ConnectionState)
+			go func() { other <- c.TLS() }()
+			if o := <-other; o != st {
+				t.Errorf("TLS() from another goroutine gave %p, the loop %p", o, st)
+			}
+			states <- st
+		}, Data: func(c *Conn) {
 			p, _ := c.Next(-1)
 			c.Write(p)
 		}}
@@ -279,6 +290,7 @@ func TestTLSConnectionState(t *testing.T) {
 		require.True(t, st.HandshakeComplete)
 		require.Equal(t, uint16(tls.VersionTLS13), st.Version)
 		require.Equal(t, "http/1.1", st.NegotiatedProtocol)
+		require.Equal(t, "http/1.1", <-alpn)
 		require.Equal(t, "localhost", st.ServerName)
 		require.Len(t, st.PeerCertificates, 1)
 		require.Equal(t, "client", st.PeerCertificates[0].Subject.CommonName)
@@ -289,6 +301,7 @@ func TestTLSConnectionState(t *testing.T) {
 		require.NoError(t, err)
 		defer pc.Close()
 		require.Nil(t, <-states)
+		require.Equal(t, "", <-alpn)
 	})
 }
 
@@ -620,6 +633,9 @@ func TestDialTLS(t *testing.T) {
 			if err != nil {
 				t.Error(err)
 				return
+			}
+			if c.TLS() != nil {
+				t.Error("TLS() before the handshake is done")
 			}
 			c.Write([]byte("early+"))
 			c.AfterFunc(0, func() { c.Write([]byte("late")) })

@@ -88,9 +88,10 @@ type Conn struct {
 	lastActive int64
 	idle       *Timer
 	closeTimer *Timer
-	aux        *connAux // what few connections use; nil until one does
-	lowWater   int      // resume reading at or below this much pending output
-	highWater  int      // stop reading above it; 0: never (SetWriteWaterMarks)
+	aux        *connAux  // what few connections use; nil until one does
+	tls        *tlsLayer // a TLS connection's layer (tls.go); nil in plaintext
+	lowWater   int       // resume reading at or below this much pending output
+	highWater  int       // stop reading above it; 0: never (SetWriteWaterMarks)
 
 	// splicing (splice.go): spliceSrc moves this connection's input to
 	// another; spliceDst moves another's input to this one.
@@ -108,7 +109,6 @@ type connAux struct {
 	drainFn   func() // OnDrain callback, run when pending output <= drainAt
 	drainAt   int
 	spliced   int64     // bytes moved out of this connection by splices
-	tls       *tlsLayer // a TLS connection's layer (tls.go)
 	file      *fileSend // a SendFile in progress (sendfile.go)
 }
 

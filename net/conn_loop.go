@@ -187,8 +187,8 @@ func (l *Loop) onInput(c *Conn, chunk []byte, bid int32) (kept bool) {
 		return false
 	}
 	c.lastActive = l.now
-	if x := c.aux; x != nil && x.tls != nil {
-		l.tlsInput(c, x.tls, chunk)
+	if t := c.tls; t != nil {
+		l.tlsInput(c, t, chunk)
 		return false
 	}
 	return l.deliver(c, chunk, bid)

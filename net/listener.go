@@ -251,7 +251,7 @@ func (l *Loop) onConnected(c *Conn, err error) {
 		}
 		return
 	}
-	if x := c.aux; x != nil && x.onConnect != nil && x.tls == nil { // TLS: at the hand-over
+	if x := c.aux; x != nil && x.onConnect != nil && c.tls == nil { // TLS: at the hand-over
 		fn := x.onConnect
 		x.onConnect = nil
 		fn(nil)

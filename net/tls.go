@@ -504,12 +504,7 @@ func (c *Conn) tlsCloseNotify() {
 }
 
 // tlsLayer returns c's TLS layer, or nil for a plaintext connection.
-func (c *Conn) tlsLayer() *tlsLayer {
-	if c.aux == nil {
-		return nil
-	}
-	return c.aux.tls
-}
+func (c *Conn) tlsLayer() *tlsLayer { return c.tls }
 
 // TLS returns the state of a TLS connection's session (version, cipher
 // suite, negotiated ALPN protocol, server name, peer certificates), or nil

@@ -116,7 +116,7 @@ func newTLSLayer(c *Conn, inner Handler, ts *tlsServer, onLoop bool) *tlsLayer {
 	}
 	h.cond.L = &h.mu
 	t := &tlsLayer{tr: tlsTransport{c: c, hs: h}}
-	c.more().tls = t
+	c.tls = t
 	return t
 }
 
@@ -126,11 +126,10 @@ func (a *tlsAcceptor) OnData(c *Conn) {}
 // OnEOF keeps the peer's FIN for after the handshake: a client may send
 // its Finished, a request and its FIN in one go.
 func (a *tlsAcceptor) OnEOF(c *Conn) {
-	x := c.aux
-	if x == nil || x.tls == nil {
+	t := c.tls
+	if t == nil {
 		return
 	}
-	t := x.tls
 	h := t.tr.hs
 	if !h.started {
 		// Nothing was said (a TCP health check): close, no handshake.
@@ -147,11 +146,11 @@ func (a *tlsAcceptor) OnEOF(c *Conn) {
 
 // OnClose ends a handshake still waiting for the peer.
 func (a *tlsAcceptor) OnClose(c *Conn, err error) {
-	x := c.aux
-	if x == nil || x.tls == nil {
+	t := c.tls
+	if t == nil {
 		return
 	}
-	h := x.tls.tr.hs
+	h := t.tr.hs
 	h.handshakeOver()
 	h.end(net.ErrClosed)
 	c.loop.abandonHandshake(h)
@@ -527,7 +526,7 @@ func (l *Loop) tlsHandOver(c *Conn, t *tlsLayer) {
 			return
 		}
 	}
-	if x := c.aux; x.onConnect != nil {
+	if x := c.aux; x != nil && x.onConnect != nil {
 		fn := x.onConnect
 		x.onConnect = nil
 		fn(nil)

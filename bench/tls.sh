@@ -137,10 +137,11 @@ add echo:veloq-epoll 19212 "env GOMAXPROCS=1 $bin/echo-server -mode tcp -loops 1
 add echo:go-tls 19213 "env GOMAXPROCS=1 $bin/stdecho -tls-self-signed -addr 127.0.0.1:19213"
 add echo:veloq-uring-plain 19214 "env GOMAXPROCS=1 $bin/echo-server -mode tcp -loops 1 -backend uring -addr 127.0.0.1:19214"
 add echo:go-plain 19215 "env GOMAXPROCS=1 $bin/stdecho -addr 127.0.0.1:19215"
+add echo:veloq-epoll-plain 19216 "env GOMAXPROCS=1 $bin/echo-server -mode tcp -loops 1 -backend epoll -addr 127.0.0.1:19216"
 
 https_servers=(veloq-uring veloq-epoll nethttp)
 [ -n "$nginx_ok" ] && https_servers+=(nginx)
-echo_servers=(veloq-uring veloq-epoll go-tls veloq-uring-plain go-plain)
+echo_servers=(veloq-uring veloq-epoll go-tls veloq-uring-plain veloq-epoll-plain go-plain)
 
 # Scenarios: id, group of its servers, title (the report's heading).
 scenarios=()
@@ -392,7 +393,7 @@ us_per() { awk -v e="$1" 'BEGIN {if (e == "n/a" || e + 0 == 0) print "n/a"; else
 	echo
 	echo "| server | message | load | TLS µs/msg | plaintext µs/msg | TLS adds µs/msg | AES-GCM seal+open µs | TLS adds, less the cipher µs | that, over plaintext + cipher |"
 	echo "|---|---:|---|---:|---:|---:|---:|---:|---:|"
-	for pair in "veloq-uring veloq-uring-plain" "go-tls go-plain"; do
+	for pair in "veloq-uring veloq-uring-plain" "veloq-epoll veloq-epoll-plain" "go-tls go-plain"; do
 		read -r t p <<<"$pair"
 		for sc in echo-64 echo-64-paced echo-16k echo-16k-paced; do
 			tu=$(us_per "$(median_of eff "$sc|$t")") pu=$(us_per "$(median_of eff "$sc|$p")")

@@ -28,6 +28,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -65,6 +66,7 @@ func run(args []string) error {
 	work := fs.Int("work", 0, "CPU cost per echoed message: rounds of hashing over it")
 	offload := fs.Bool("offload", false, "with -work, hash on the work-stealing pool instead of the loop")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	memprofile := fs.String("memprofile", "", "when asked to stop, write a heap profile to this file (after a GC, before any connection closes: what the open connections hold)")
 	workers := fs.Int("workers", runtime.NumCPU(), "work-stealing pool size (with -offload)")
 	heavyEvery := fs.Int("heavy-every", 0, "with -work, every K-th accepted connection is heavy (0: none)")
 	heavyFactor := fs.Int("heavy-factor", 100, "a heavy connection's messages cost this many times -work")
@@ -87,6 +89,9 @@ func run(args []string) error {
 	// SIGTERM right after the start line still stops it cleanly.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *memprofile != "" {
+		ctx = heapProfileAtStop(ctx, *memprofile, os.Stderr)
+	}
 	b, err := vnet.ParseBackend(*backend)
 	if err != nil {
 		return err
@@ -184,6 +189,31 @@ func run(args []string) error {
 		pool.Shutdown(sctx)
 	}
 	return err
+}
+
+// heapProfileAtStop returns a context done once ctx is done and a heap
+// profile of the live heap, taken after a GC, is written to path: every
+// mode shuts down when its context is done, so the profile shows what the
+// open connections hold, not the garbage of their handshakes. A failure
+// to write it is reported to errs; the server stops either way.
+func heapProfileAtStop(ctx context.Context, path string, errs io.Writer) context.Context {
+	after, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer cancel()
+		<-ctx.Done()
+		runtime.GC()
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.WriteHeapProfile(f)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(errs, "echo-server: -memprofile:", err)
+		}
+	}()
+	return after
 }
 
 func onOff(b bool) string {

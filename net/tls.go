@@ -92,8 +92,8 @@ const (
 // record a TLS stack sends plus the start of the next. Measured with
 // bench/abab.py (TLS echo of 16 KiB messages paced at 20,000 a second
 // over 64 connections, one loop on CPU 0, tcpload on CPU 1, 5 rounds of
-// 6 s): 46.1 µs of server CPU per message with 16 KiB buffers, 43.0 µs
-// with 17 KiB.
+// 6 s, two runs): 46.1 and 47.2 µs of server CPU per message with 16 KiB
+// buffers, 43.0 and 44.3 µs with 17 KiB.
 const tlsRecvBufferSize = 17 << 10
 
 // maxHandshakeInput is how much ciphertext the loop buffers for a

@@ -67,6 +67,7 @@ func run(args []string) error {
 	offload := fs.Bool("offload", false, "with -work, hash on the work-stealing pool instead of the loop")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	memprofile := fs.String("memprofile", "", "when asked to stop, write a heap profile to this file (after a GC, before any connection closes: what the open connections hold)")
+	memprofilerate := fs.Int("memprofilerate", 0, "with -memprofile, sample an allocation every this many bytes on average (runtime.MemProfileRate; 0: Go's default, 512 KiB; 1: every one), as go test -memprofilerate")
 	workers := fs.Int("workers", runtime.NumCPU(), "work-stealing pool size (with -offload)")
 	heavyEvery := fs.Int("heavy-every", 0, "with -work, every K-th accepted connection is heavy (0: none)")
 	heavyFactor := fs.Int("heavy-factor", 100, "a heavy connection's messages cost this many times -work")
@@ -90,6 +91,9 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *memprofile != "" {
+		if *memprofilerate > 0 {
+			runtime.MemProfileRate = *memprofilerate
+		}
 		ctx = heapProfileAtStop(ctx, *memprofile, os.Stderr)
 	}
 	b, err := vnet.ParseBackend(*backend)

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"slices"
@@ -160,6 +161,39 @@ func (cs *conn) upgradeH2(req *Request, settings []byte) {
 func isH2Preface(in []byte) bool {
 	n := min(len(in), len(h2.ClientPreface))
 	return n > 0 && string(in[:n]) == h2.ClientPreface[:n]
+}
+
+// isRequestLine reports whether the first line of in is shaped as an
+// HTTP/1 request line, so that a client who sent it is answered even if
+// the line is malformed (see conn.protoError): it starts with an empty
+// line (RFC 9112 §2.2), its method is a standard one, or a word of it
+// after the method starts with "HTTP/" in any letter case.
+func isRequestLine(in []byte) bool {
+	if len(in) > 0 && (in[0] == '\r' || in[0] == '\n') {
+		return true
+	}
+	if i := bytes.IndexByte(in, '\n'); i >= 0 {
+		in = in[:i]
+	}
+	method, rest, _ := bytes.Cut(in, []byte(" "))
+	switch string(method) {
+	case "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH":
+		return true
+	}
+	for len(rest) > 0 {
+		var word []byte
+		word, rest, _ = bytes.Cut(rest, []byte(" "))
+		if len(word) >= 5 && equalFold(word[:5], "http/") {
+			return true
+		}
+	}
+	return false
+}
+
+// lineEnded reports whether in holds the end of its first line, or as
+// much as a head may hold.
+func lineEnded(in []byte, maxHead int) bool {
+	return len(in) >= maxHead || bytes.IndexByte(in, '\n') >= 0
 }
 
 // onData reads the frames in the input.

@@ -55,6 +55,12 @@ type h2Conn struct {
 
 	streams h2Streams
 	lastID  uint32 // the highest stream the client opened
+	// resets marks the streams among the last 32 the client opened that
+	// the server reset (bit k: stream lastID-2k): their frames still in
+	// flight are ignored (RFC 9113 §5.1), not answered STREAM_CLOSED. A
+	// uint32 fits the padding after lastID: h2Conn stays 256 bytes (a
+	// uint64 made it 264, the 288-byte size class).
+	resets  uint32
 	sendWin h2.Window
 	recvWin h2.Window
 	unacked int // bytes received and taken, not yet given back to recvWin
@@ -141,7 +147,7 @@ func (cs *conn) upgradeH2(req *Request, settings []byte) {
 		return
 	}
 	st := hc.newStream(1)
-	hc.lastID = 1
+	hc.opened(1)
 	hc.streams.add(st)
 	st.arena = copyRequest(&st.req, req, st.arena)
 	r := &st.req
@@ -255,6 +261,9 @@ func (hc *h2Conn) fail(err error) bool {
 		hc.closeStream(st, e.Code, true)
 	} else {
 		hc.writeRST(e.Stream, e.Code)
+		if e.Code == h2.RefusedStream {
+			hc.markReset(e.Stream) // its body may be on the way
+		}
 	}
 	return true
 }
@@ -509,9 +518,12 @@ func (hc *h2Conn) endBlock(id uint32, block []byte) error {
 		return st.bodyEnded()
 	}
 	if id <= hc.lastID {
+		if hc.wasReset(id) {
+			return nil // trailers sent before our RST_STREAM arrived
+		}
 		return h2.ConnError(h2.StreamClosed, "HEADERS on a closed stream")
 	}
-	hc.lastID = id
+	hc.opened(id)
 	if hc.goingAway {
 		return nil // RFC 9113 §6.8: streams after GOAWAY are not processed
 	}
@@ -555,6 +567,9 @@ func (hc *h2Conn) onDataFrame(h h2.Header, p []byte) error {
 		if h.Stream > hc.lastID {
 			return h2.ConnError(h2.ProtocolError, "DATA on an idle stream")
 		}
+		if hc.wasReset(h.Stream) {
+			return nil // its window was given back above
+		}
 		return h2.StreamError(h.Stream, h2.StreamClosed, "DATA on a closed stream")
 	}
 	if st.remoteDone {
@@ -595,6 +610,37 @@ func (hc *h2Conn) giveBack(n int) {
 func (hc *h2Conn) writeRST(id uint32, code h2.ErrCode) {
 	hc.ls.scratch = h2.AppendRSTStream(hc.ls.scratch[:0], id, code)
 	hc.cs.c.Write(hc.ls.scratch)
+}
+
+// markReset remembers that the server reset stream id while the client
+// could still send on it (see wasReset).
+func (hc *h2Conn) markReset(id uint32) {
+	if k := (hc.lastID - id) / 2; id%2 == 1 && id <= hc.lastID && k < 32 {
+		hc.resets |= 1 << k
+	}
+}
+
+// opened records id as the highest stream the client opened.
+func (hc *h2Conn) opened(id uint32) {
+	if k := (id - hc.lastID) / 2; k < 32 {
+		hc.resets <<= k
+	} else {
+		hc.resets = 0
+	}
+	hc.lastID = id
+}
+
+// wasReset reports whether the server reset stream id while it was open
+// (or refused it), recently enough to remember it. A client may have sent DATA or trailers before
+// it saw the RST_STREAM: those are dropped without an answer (RFC 9113
+// §5.1: "An endpoint MUST ignore frames that it receives on closed
+// streams after it has sent a RST_STREAM frame"), where answering each
+// with RST_STREAM STREAM_CLOSED would tell a client that stopped in time
+// it broke the protocol. A stream older than the last 32 falls back to
+// STREAM_CLOSED, as Go's server answers every such frame.
+func (hc *h2Conn) wasReset(id uint32) bool {
+	k := (hc.lastID - id) / 2
+	return id%2 == 1 && id <= hc.lastID && k < 32 && hc.resets&(1<<k) != 0
 }
 
 // flushBlocked sends what streams held back for the connection's window.

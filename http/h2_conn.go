@@ -631,13 +631,14 @@ func (hc *h2Conn) opened(id uint32) {
 }
 
 // wasReset reports whether the server reset stream id while it was open
-// (or refused it), recently enough to remember it. A client may have sent DATA or trailers before
-// it saw the RST_STREAM: those are dropped without an answer (RFC 9113
-// §5.1: "An endpoint MUST ignore frames that it receives on closed
-// streams after it has sent a RST_STREAM frame"), where answering each
-// with RST_STREAM STREAM_CLOSED would tell a client that stopped in time
-// it broke the protocol. A stream older than the last 32 falls back to
-// STREAM_CLOSED, as Go's server answers every such frame.
+// (or refused it), recently enough to remember it. A client may have
+// sent DATA or trailers before it saw the RST_STREAM: those are dropped
+// without an answer (RFC 9113 §5.1: "An endpoint MUST ignore frames that
+// it receives on closed streams after it has sent a RST_STREAM frame"),
+// where answering each with RST_STREAM STREAM_CLOSED would tell a client
+// that stopped in time it broke the protocol. A stream older than the
+// last 32 falls back to STREAM_CLOSED, as Go's server answers every such
+// frame.
 func (hc *h2Conn) wasReset(id uint32) bool {
 	k := (hc.lastID - id) / 2
 	return id%2 == 1 && id <= hc.lastID && k < 32 && hc.resets&(1<<k) != 0

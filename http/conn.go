@@ -6,6 +6,7 @@ import (
 	nethttp "net/http"
 	"time"
 
+	"github.com/veloq/veloq/http/internal/h2"
 	"github.com/veloq/veloq/internal/panicstack"
 	vnet "github.com/veloq/veloq/net"
 )
@@ -249,8 +250,16 @@ func (cs *conn) serveLoop() {
 			cs.phaseStart = cs.now()
 		case phaseNew:
 			if cs.srv.opts.h2c && isH2Preface(buf) {
-				// HTTP/2 with prior knowledge (RFC 9113 §3.3): "PRI" is no
-				// HTTP/1 method a server answers, so nothing is lost.
+				if len(buf) < len(h2.ClientPreface) {
+					// A proper prefix of the preface ("P" of a POST sent a
+					// byte at a time, or "PRI * HTTP/2.0\r\n") may still be
+					// either: wait, under the head timeout, for the byte
+					// that tells.
+					return
+				}
+				// HTTP/2 with prior knowledge (RFC 9113 §3.3): the whole
+				// preface is no HTTP/1 request a server answers (an
+				// HTTP/1 server's answer would be 505), so nothing is lost.
 				cs.startH2()
 				cs.h2.onData()
 				return
@@ -261,6 +270,13 @@ func (cs *conn) serveLoop() {
 		n, err := cs.parser.Parse(buf, req)
 		if err != nil {
 			if err == ErrNeedMore {
+				if rht := cs.srv.opts.readHeaderTimeout; rht > 0 {
+					cs.armAt(cs.phaseStart + int64(rht))
+				}
+				return
+			}
+			if err == ErrNotHTTPVersion && cs.mayBePreface() && !lineEnded(buf, cs.srv.limits.maxHeaderBytes()) {
+				// protoError judges the whole first line.
 				if rht := cs.srv.opts.readHeaderTimeout; rht > 0 {
 					cs.armAt(cs.phaseStart + int64(rht))
 				}
@@ -735,20 +751,33 @@ func (cs *conn) fail(status int) {
 // protoError answers a malformed request with the status of err and
 // closes the connection.
 //
-// With HTTP/2 on, a request line that does not end in an HTTP-version
-// (ErrNotHTTPVersion) as the connection's first closes the connection
-// without an answer instead: the port also takes HTTP/2 with prior
-// knowledge, so such a line may be a client's broken connection preface
-// (h2spec 3.5 sends "INVALID CONNECTION PREFACE"), and RFC 9113 §3.4 makes that a connection error,
-// which an HTTP/1.1 400 would not be to a client that reads frames. With
-// HTTP/2 off the port is HTTP/1 only and the 400 stays, as nginx's and
-// net/http's HTTP/1 listeners answer it. (nginx 1.22 on a plaintext
-// "listen ... http2" port speaks HTTP/2 alone and answers any such line
-// with its SETTINGS and a close; net/http's h2c answers 400.)
+// One line is not answered: with HTTP/2 on, a connection may open with
+// HTTP/2's preface (h2c with prior knowledge), and a client that sends a
+// broken one (h2spec 3.5 sends "INVALID CONNECTION PREFACE") must see a
+// connection error (RFC 9113 §3.4), not an HTTP/1.1 answer it would read
+// as frames. So the connection closes without an answer when all hold:
+//   - HTTP/2 is on and no request was answered on the connection yet;
+//   - the parser found no HTTP-version at the end of the first line
+//     (ErrNotHTTPVersion: not "HTTP/" digit "." digit);
+//   - the line, read to its end, is not an HTTP/1 request line at all:
+//     its method is none of RFC 9110's (GET, HEAD, POST, PUT, DELETE,
+//     CONNECT, OPTIONS, TRACE) nor PATCH, and none of its words after the
+//     method starts with "HTTP/" in any letter case (isRequestLine).
+//
+// Every other bad line is an HTTP/1 client's and gets its status (RFC 9112
+// §3), as nginx and net/http answer it: "GET /v HTTP/1.x", "GET /v
+// http/1.1", "GET /v HTTP/01.1", "GET /v HTTP/4294967295.255" and "GET /a
+// b HTTP/1.1" get 400 (RFC 9112 §2.3 allows one digit each side of the
+// dot), "GET /v HTTP/2.0" gets 505. With HTTP/2 off every line is
+// answered.
 func (cs *conn) protoError(err error) {
 	cs.ls.st.protoErrors.Add(1)
 	status := ErrorStatus(err)
-	silent := err == ErrNotHTTPVersion && cs.srv.opts.h2c && !cs.answered
+	silent := false
+	if err == ErrNotHTTPVersion && cs.mayBePreface() {
+		buf, _ := cs.c.Peek(0)
+		silent = !isRequestLine(buf)
+	}
 	if l := cs.srv.opts.logger; l.Enabled(context.Background(), slog.LevelDebug) {
 		l.Debug("http: rejected request", "status", status, "reason", err.Error(), "answered", !silent, "remote", cs.c.RemoteAddr())
 	}
@@ -758,6 +787,10 @@ func (cs *conn) protoError(err error) {
 	}
 	cs.fail(status)
 }
+
+// mayBePreface reports whether the connection's input may still be a
+// client's HTTP/2 preface: HTTP/2 is on and nothing was answered yet.
+func (cs *conn) mayBePreface() bool { return cs.srv.opts.h2c && !cs.answered }
 
 // linger closes the connection after its output: it half-closes, then
 // discards input until the peer closes too or the linger timeout passes.

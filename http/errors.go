@@ -56,7 +56,8 @@ var (
 // part is not an HTTP-version at all: it does not start with "HTTP/",
 // a digit, "." and a digit (RFC 9112 §2.3). It is a 400 error like any
 // malformed request (errors.Is(err, ErrBadRequest) holds), but the server
-// does not answer it when HTTP/2 is on: see [WithHTTP2].
+// does not answer a connection's first line with it when HTTP/2 is on and
+// the line is no HTTP/1 request line at all: see [WithHTTP2].
 var ErrNotHTTPVersion = badRequest("not an HTTP-version")
 
 // ErrorStatus returns the status code a server should answer err with: the

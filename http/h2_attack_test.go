@@ -80,7 +80,7 @@ func (r *rawH2) next() (h h2.Header, p []byte, ok bool) {
 		r.in = append(r.in, buf[:k]...)
 		if err != nil {
 			if os.IsTimeout(err) {
-				r.t.Fatal("no frame from the server within 10 s")
+				r.t.Fatal("no frame from the server before the deadline (a stall)")
 			}
 			return h2.Header{}, nil, false
 		}

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"slices"
@@ -54,6 +55,12 @@ type h2Conn struct {
 
 	streams h2Streams
 	lastID  uint32 // the highest stream the client opened
+	// resets marks the streams among the last 32 the client opened that
+	// the server reset (bit k: stream lastID-2k): their frames still in
+	// flight are ignored (RFC 9113 §5.1), not answered STREAM_CLOSED. A
+	// uint32 fits the padding after lastID: h2Conn stays 256 bytes (a
+	// uint64 made it 264, the 288-byte size class).
+	resets  uint32
 	sendWin h2.Window
 	recvWin h2.Window
 	unacked int // bytes received and taken, not yet given back to recvWin
@@ -140,7 +147,7 @@ func (cs *conn) upgradeH2(req *Request, settings []byte) {
 		return
 	}
 	st := hc.newStream(1)
-	hc.lastID = 1
+	hc.opened(1)
 	hc.streams.add(st)
 	st.arena = copyRequest(&st.req, req, st.arena)
 	r := &st.req
@@ -160,6 +167,39 @@ func (cs *conn) upgradeH2(req *Request, settings []byte) {
 func isH2Preface(in []byte) bool {
 	n := min(len(in), len(h2.ClientPreface))
 	return n > 0 && string(in[:n]) == h2.ClientPreface[:n]
+}
+
+// isRequestLine reports whether the first line of in is shaped as an
+// HTTP/1 request line, so that a client who sent it is answered even if
+// the line is malformed (see conn.protoError): it starts with an empty
+// line (RFC 9112 §2.2), its method is a standard one, or a word of it
+// after the method starts with "HTTP/" in any letter case.
+func isRequestLine(in []byte) bool {
+	if len(in) > 0 && (in[0] == '\r' || in[0] == '\n') {
+		return true
+	}
+	if i := bytes.IndexByte(in, '\n'); i >= 0 {
+		in = in[:i]
+	}
+	method, rest, _ := bytes.Cut(in, []byte(" "))
+	switch string(method) {
+	case "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH":
+		return true
+	}
+	for len(rest) > 0 {
+		var word []byte
+		word, rest, _ = bytes.Cut(rest, []byte(" "))
+		if len(word) >= 5 && equalFold(word[:5], "http/") {
+			return true
+		}
+	}
+	return false
+}
+
+// lineEnded reports whether in holds the end of its first line, or as
+// much as a head may hold.
+func lineEnded(in []byte, maxHead int) bool {
+	return len(in) >= maxHead || bytes.IndexByte(in, '\n') >= 0
 }
 
 // onData reads the frames in the input.
@@ -221,6 +261,9 @@ func (hc *h2Conn) fail(err error) bool {
 		hc.closeStream(st, e.Code, true)
 	} else {
 		hc.writeRST(e.Stream, e.Code)
+		if e.Code == h2.RefusedStream {
+			hc.markReset(e.Stream) // its body may be on the way
+		}
 	}
 	return true
 }
@@ -475,9 +518,12 @@ func (hc *h2Conn) endBlock(id uint32, block []byte) error {
 		return st.bodyEnded()
 	}
 	if id <= hc.lastID {
+		if hc.wasReset(id) {
+			return nil // trailers sent before our RST_STREAM arrived
+		}
 		return h2.ConnError(h2.StreamClosed, "HEADERS on a closed stream")
 	}
-	hc.lastID = id
+	hc.opened(id)
 	if hc.goingAway {
 		return nil // RFC 9113 §6.8: streams after GOAWAY are not processed
 	}
@@ -521,6 +567,9 @@ func (hc *h2Conn) onDataFrame(h h2.Header, p []byte) error {
 		if h.Stream > hc.lastID {
 			return h2.ConnError(h2.ProtocolError, "DATA on an idle stream")
 		}
+		if hc.wasReset(h.Stream) {
+			return nil // its window was given back above
+		}
 		return h2.StreamError(h.Stream, h2.StreamClosed, "DATA on a closed stream")
 	}
 	if st.remoteDone {
@@ -561,6 +610,38 @@ func (hc *h2Conn) giveBack(n int) {
 func (hc *h2Conn) writeRST(id uint32, code h2.ErrCode) {
 	hc.ls.scratch = h2.AppendRSTStream(hc.ls.scratch[:0], id, code)
 	hc.cs.c.Write(hc.ls.scratch)
+}
+
+// markReset remembers that the server reset stream id while the client
+// could still send on it (see wasReset).
+func (hc *h2Conn) markReset(id uint32) {
+	if k := (hc.lastID - id) / 2; id%2 == 1 && id <= hc.lastID && k < 32 {
+		hc.resets |= 1 << k
+	}
+}
+
+// opened records id as the highest stream the client opened.
+func (hc *h2Conn) opened(id uint32) {
+	if k := (id - hc.lastID) / 2; k < 32 {
+		hc.resets <<= k
+	} else {
+		hc.resets = 0
+	}
+	hc.lastID = id
+}
+
+// wasReset reports whether the server reset stream id while it was open
+// (or refused it), recently enough to remember it. A client may have
+// sent DATA or trailers before it saw the RST_STREAM: those are dropped
+// without an answer (RFC 9113 §5.1: "An endpoint MUST ignore frames that
+// it receives on closed streams after it has sent a RST_STREAM frame"),
+// where answering each with RST_STREAM STREAM_CLOSED would tell a client
+// that stopped in time it broke the protocol. A stream older than the
+// last 32 falls back to STREAM_CLOSED, as Go's server answers every such
+// frame.
+func (hc *h2Conn) wasReset(id uint32) bool {
+	k := (hc.lastID - id) / 2
+	return id%2 == 1 && id <= hc.lastID && k < 32 && hc.resets&(1<<k) != 0
 }
 
 // flushBlocked sends what streams held back for the connection's window.

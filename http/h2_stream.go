@@ -481,6 +481,16 @@ func (st *h2Stream) cancelOnGone(cancel func()) {
 func (st *h2Stream) std() *stdExchange { return st.stdx }
 
 func (st *h2Stream) setStd(x *stdExchange) {
+	if old := st.stdx; x == nil && old != nil && old.readPaused {
+		// The exchange leaves with its pipe's unread bytes, and the
+		// stream window they held must come back, or a client whose
+		// window the pipe filled stalls (neither WINDOW_UPDATE nor
+		// RST_STREAM: the answer's end waits for body bytes that cannot
+		// come). bodyDrained would have done it, but the resumeRead that
+		// pipe.Close posts finds the exchange already gone.
+		old.readPaused = false
+		st.giveBack()
+	}
 	st.stdx = x
 	if x == nil {
 		st.maybeClosed()
@@ -525,6 +535,7 @@ func (hc *h2Conn) closeStream(st *h2Stream, code h2.ErrCode, rst bool) {
 	st.closed = true
 	if rst {
 		hc.writeRST(st.id, code)
+		hc.markReset(st.id)
 	}
 	hc.streams.remove(st.id)
 	if st.cancel != nil {

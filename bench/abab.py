@@ -46,8 +46,10 @@ Options:
                 the largest deviation) and a verdict: REGRESSION when every
                 round's ratio lies above 1 + max(noise, --floor %),
                 improvement when every one lies below 1 - that, otherwise
-                within noise. It exits 1 when a scenario regressed, failed,
-                or made errors that base did not; otherwise 0. With
+                within noise. It exits 1 when a scenario regressed, failed
+                on work's side, or made errors that base did not;
+                otherwise 0 (a failure on base's side, such as a scenario
+                newer than base's build, is n/a). With
                 --gate failures, a REGRESSION alone does not make it exit 1
                 (for windows too short to judge CPU by).
 
@@ -90,14 +92,15 @@ def wait_port(port, proc, log):
         if listening(port):
             return
         if proc.poll() is not None:
-            raise RunFailed(f'the server exited ({proc.returncode}) before port {port} opened:\n{tail(log)}')
+            # The first line of its log says why (a flag or mode this build lacks, ...).
+            raise RunFailed(f'the server exited ({proc.returncode}) before port {port} opened: {tail(log, 0, 1).strip()}\n{tail(log)}')
         time.sleep(0.05)
     raise RunFailed(f'port {port} never opened:\n{tail(log)}')
 
 
-def tail(path, n=8):
+def tail(path, start=-8, end=None):
     try:
-        return ''.join(open(path, errors='replace').readlines()[-n:])
+        return ''.join(open(path, errors='replace').readlines()[start:end])
     except OSError:
         return ''
 
@@ -178,7 +181,7 @@ def run_rounds(args):
     servers = [(n, c.split(' ;; ', 1)[0]) for n, c in servers]
     res = {n: [] for n, _ in servers}
     port = args.port
-    failed = None
+    failed = failed_server = None
     logdir = tempfile.mkdtemp(prefix='abab-')
     try:
         for r in range(args.rounds):
@@ -188,7 +191,7 @@ def run_rounds(args):
                 try:
                     run = measure(args, name, cmd, loads[name], port, logdir)
                 except (RunFailed, OSError) as e:
-                    failed = f'round {r + 1}, {name}: {e}'
+                    failed, failed_server = f'round {r + 1}, {name}: {e}', name
                     break
                 res[name].append(run)
                 if args.value:
@@ -202,7 +205,7 @@ def run_rounds(args):
     if args.json:
         rec = {'label': args.label, 'unit': args.unit or (args.value or 'µs server CPU/request'), 'runs': res}
         if failed:
-            rec['failed'] = failed
+            rec['failed'], rec['failed_server'] = failed, failed_server
         with open(args.json, 'a') as f:
             f.write(json.dumps(rec) + '\n')
     if failed:
@@ -229,7 +232,12 @@ def judge_one(rec, floor):
     if 'skip' in rec:
         return ['', '', '', '', 'SKIP: ' + rec['skip']], False
     if 'failed' in rec:
-        return ['', '', '', '', 'FAILED: ' + rec['failed'].splitlines()[0]], True
+        why = rec['failed'].splitlines()[0].replace('|', '\\|')
+        if rec.get('failed_server') in ('base', 'base2'):
+            # Not work's fault: typically a scenario newer than BASE
+            # (a flag or mode its build does not have).
+            return ['', '', '', '', 'n/a: base failed: ' + why], False
+        return ['', '', '', '', 'FAILED: ' + why], True
     runs = rec['runs']
     base, work, base2 = ([x['cost'] for x in runs.get(k, [])] for k in ('base', 'work', 'base2'))
     n = min(len(base), len(work), len(base2) if base2 else len(base))

@@ -44,9 +44,11 @@
 # elsewhere).
 #
 # Exit status: 0 when nothing regressed; 1 when a scenario is flagged
-# REGRESSION, failed (a server did not start or answer), or made errors
-# that base did not (with --smoke, only the last two: its windows are too
-# short for a verdict); 2 for a usage error or a build that failed.
+# REGRESSION, failed on work's side (its server did not start or answer),
+# or made errors that base did not (with --smoke, only the last two: its
+# windows are too short for a verdict); 2 for a usage error or a build
+# that failed. A scenario base's build cannot run (a flag or mode newer
+# than BASE) is n/a and does not fail the run.
 # 127.0.0.1 only; every process it starts is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")"

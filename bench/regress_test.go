@@ -89,8 +89,11 @@ func TestJudgeVerdicts(t *testing.T) {
 		{"errors only in work",
 			rounds(t, []float64{10}, []float64{10}, []float64{10}, 3),
 			"ERRORS: work made 3, base none", 1, 1},
-		{"a failed run", `{"label":"f","unit":"µs","runs":{},"failed":"round 1, work: port 19801 never opened:\nlog"}`,
+		{"work failed", `{"label":"f","unit":"µs","runs":{},"failed":"round 1, work: port 19801 never opened:\nlog","failed_server":"work"}`,
 			"FAILED: round 1, work: port 19801 never opened:", 1, 1},
+		{"base failed: a scenario newer than base", `{"label":"b","unit":"µs","runs":{},"failed_server":"base",` +
+			`"failed":"round 1, base: the server exited (2) before port 19801 opened: flag provided but not defined: -tls-self-signed\nusage"}`,
+			"n/a: base failed: round 1, base: the server exited (2) before port 19801 opened: flag provided but not defined: -tls-self-signed", 0, 0},
 		{"a missing tool", `{"label":"s","skip":"wrk is not installed (apt-get install wrk)"}`,
 			"SKIP: wrk is not installed (apt-get install wrk)", 0, 0},
 	}

@@ -63,13 +63,16 @@ usage() {
 base="" preset="" gate=all rounds="" secs="" only="" backends=uring floor=2 out=""
 while [ $# -gt 0 ]; do
 	case $1 in
-	--rounds) rounds=${2:-} && shift ;;
-	--secs) secs=${2:-} && shift ;;
+	--rounds | --secs | --only | --backends | --floor | --out) [ $# -ge 2 ] || { echo "regress.sh: $1 needs a value" >&2; usage; } ;;
+	esac
+	case $1 in
+	--rounds) rounds=$2 && shift ;;
+	--secs) secs=$2 && shift ;;
 	--quick | --smoke) preset=${1#--} ;;
-	--only) only=${2:-} && shift ;;
-	--backends) backends=${2:-} && shift ;;
-	--floor) floor=${2:-} && shift ;;
-	--out) out=${2:-} && shift ;;
+	--only) only=$2 && shift ;;
+	--backends) backends=$2 && shift ;;
+	--floor) floor=$2 && shift ;;
+	--out) out=$2 && shift ;;
 	-h | --help) usage ;;
 	-*) echo "regress.sh: unknown flag $1" >&2; usage ;;
 	*) [ -z "$base" ] || usage; base=$1 ;;

@@ -125,6 +125,8 @@ func TestRegressUsage(t *testing.T) {
 		{},
 		{"HEAD", "--only", "no-such-scenario"},
 		{"HEAD", "--rounds", "0"},
+		{"HEAD", "--secs"},
+		{"HEAD", "--floor", "lots"},
 		{"HEAD", "--backends", "kqueue"},
 		{"no-such-commit-0123456789"},
 	} {

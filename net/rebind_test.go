@@ -39,8 +39,10 @@ func TestRebindAfterKill(t *testing.T) {
 		failed := 0
 		for range tries {
 			addr := startKillable(t, b)
-			// The server answers: its accept is armed on every loop that
-			// served a connection.
+			// The server answers: its accept is armed, and the connection
+			// stays open across the kill, as a restart under load has them
+			// (the killed server's end holds the port too, but not in
+			// LISTEN, so it does not stop a bind with SO_REUSEADDR).
 			c, err := net.Dial("tcp", addr)
 			require.NoError(t, err)
 			c.SetDeadline(time.Now().Add(10 * time.Second))
@@ -48,9 +50,9 @@ func TestRebindAfterKill(t *testing.T) {
 			require.NoError(t, err)
 			_, err = readFull(c, 1)
 			require.NoError(t, err)
-			c.Close()
 			killAndReap(t)
 			ln, err := net.Listen("tcp", addr)
+			c.Close()
 			if err != nil {
 				require.ErrorIs(t, err, syscall.EADDRINUSE)
 				failed++

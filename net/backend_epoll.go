@@ -66,7 +66,6 @@ const (
 const (
 	connEvents   = epoll.In | epoll.Out | epoll.RDHup | epoll.EdgeTriggered
 	maxReadsOnce = 8
-	maxAccepts   = 64
 )
 
 func newEpollBackend(cfg *Config, ev sink) (*epollBackend, error) {
@@ -303,25 +302,18 @@ func (b *epollBackend) listen(idx uint32, fd int) error {
 }
 
 func (b *epollBackend) accept(idx uint32) {
-	for i := 0; i < maxAccepts; i++ {
-		ln := &b.lns[idx]
-		if !ln.added || ln.backOff {
-			return
+	more, backOff := acceptBatch(b.ev, idx, func() int {
+		if ln := &b.lns[idx]; ln.added && !ln.backOff {
+			return ln.fd
 		}
-		fd, peer, err := sock.Accept(ln.fd)
-		if err != nil {
-			if err == unix.EAGAIN {
-				return
-			}
-			if b.ev.acceptFailed(idx, os.NewSyscallError("accept4", err)) {
-				b.lns[idx].backOff = true // listen restarts it
-				return
-			}
-			continue
-		}
-		b.ev.accepted(idx, fd, peer)
+		return -1
+	})
+	switch {
+	case backOff:
+		b.lns[idx].backOff = true // listen restarts it
+	case more:
+		b.retry = append(b.retry, eretry{idx, b.lns[idx].gen, retryAccept})
 	}
-	b.retry = append(b.retry, eretry{idx, b.lns[idx].gen, retryAccept})
 }
 
 func (b *epollBackend) unlisten(idx uint32) {

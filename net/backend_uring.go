@@ -16,8 +16,9 @@ import (
 	"github.com/veloq/veloq/uring"
 )
 
-// uringBackend drives sockets with io_uring: one multishot accept per
-// listener, one recv per reading connection selecting buffers from the
+// uringBackend drives sockets with io_uring: one multishot poll per
+// listener, on an epoll set holding it (see armAccept), then accept4; one
+// recv per reading connection selecting buffers from the
 // loop's provided-buffer ring (multishot, or one-shot for bulk senders), at most one send in flight per
 // connection, and a uring.Waker whose eventfd read a poster completes.
 //
@@ -38,8 +39,9 @@ type uringBackend struct {
 
 	conns   []uconn
 	lns     []ulisten
-	pkts    []upkt  // datagram sockets (udp_uring.go)
-	prx     pktRing // their receive buffers (made with the first)
+	again   []uint32 // listeners whose accepting stopped at maxAccepts
+	pkts    []upkt   // datagram sockets (udp_uring.go)
+	prx     pktRing  // their receive buffers (made with the first)
 	closing bool
 
 	// Batched waiting (Config.BatchWait, see wait and batch): sends
@@ -74,8 +76,9 @@ type uconn struct {
 // ulisten is the backend's record of one listener.
 type ulisten struct {
 	fd      int
+	ep      int // the epoll set holding fd alone, which the ring polls
 	gen     uint32
-	armed   bool // multishot accept in flight
+	armed   bool // multishot poll in flight
 	backOff bool // the loop asked for a pause after an accept error
 	closing bool
 }
@@ -91,7 +94,7 @@ var requiredOps = []struct {
 	op   uint8
 	name string
 }{
-	{uring.OpAccept, "ACCEPT"}, {uring.OpRecv, "RECV"}, {uring.OpSend, "SEND"},
+	{uring.OpRecv, "RECV"}, {uring.OpSend, "SEND"},
 	{uring.OpRead, "READ"}, {uring.OpAsyncCancel, "ASYNC_CANCEL"}, {uring.OpConnect, "CONNECT"},
 	{uring.OpPollAdd, "POLL_ADD"},
 }
@@ -188,6 +191,10 @@ func (b *uringBackend) sqe() *uring.SQE {
 func (b *uringBackend) wake() { _ = b.waker.Wake() }
 
 func (b *uringBackend) poll(timeout time.Duration) (bool, error) {
+	if len(b.again) > 0 {
+		timeout = 0
+		b.acceptAgain()
+	}
 	var err error
 	switch {
 	case b.ring.CQReady() > 0:
@@ -287,7 +294,7 @@ func (b *uringBackend) complete(cqe *uring.CQE) {
 			b.waker.PrepArm(b.sqe(), token(opWake, 0, 0))
 		}
 	case opAccept:
-		b.accepted(slot, gen, cqe)
+		b.acceptReady(slot, gen, cqe)
 	case opRecv:
 		b.received(slot, gen, cqe)
 	case opSend:
@@ -453,42 +460,30 @@ func (b *uringBackend) sent(slot, gen uint32, res int32) {
 	}
 }
 
-func (b *uringBackend) accepted(idx, gen uint32, cqe *uring.CQE) {
-	var ln *ulisten
-	if int(idx) < len(b.lns) && b.lns[idx].gen&0xffffff == gen {
-		ln = &b.lns[idx]
-	}
-	if ln == nil || ln.fd < 0 {
-		if cqe.Res >= 0 {
-			unix.Close(int(cqe.Res)) // accepted for a listener that is gone
-		}
+// acceptReady handles a completion of listener idx's poll: connections
+// wait (the epoll set is readable), or the poll ended.
+func (b *uringBackend) acceptReady(idx, gen uint32, cqe *uring.CQE) {
+	if int(idx) >= len(b.lns) || b.lns[idx].gen&0xffffff != gen || b.lns[idx].fd < 0 {
 		return
 	}
-	res := cqe.Res
+	ln := &b.lns[idx]
 	if !cqe.More() {
 		ln.armed = false
 	}
 	switch {
 	case ln.closing:
-		if res >= 0 {
-			unix.Close(int(res))
-		}
 		if !ln.armed {
-			ln.fd = -1
-			b.ev.listenerClosed(idx)
+			b.listenerDone(idx, ln)
 		}
 		return
-	case res >= 0:
-		b.ev.accepted(idx, int(res), nil)
+	case cqe.Res >= 0:
+		b.accept(idx)
 		ln = &b.lns[idx] // reports may grow the table
-	case -res != int32(unix.ECANCELED) && !ln.backOff:
-		backOff := b.ev.acceptFailed(idx, os.NewSyscallError("accept", cqe.Err()))
+	case -cqe.Res != int32(unix.ECANCELED) && !ln.backOff:
+		backOff := b.ev.acceptFailed(idx, os.NewSyscallError("poll", cqe.Err()))
 		ln = &b.lns[idx]
 		if backOff {
-			ln.backOff = true
-			if ln.armed { // stop a still-armed multishot until listen
-				b.cancel(token(opAccept, idx, ln.gen))
-			}
+			b.stopAccepting(idx, ln)
 			return
 		}
 	}
@@ -497,11 +492,71 @@ func (b *uringBackend) accepted(idx, gen uint32, cqe *uring.CQE) {
 	}
 }
 
+// accept takes the connections waiting on listener idx (acceptBatch).
+func (b *uringBackend) accept(idx uint32) {
+	more, backOff := acceptBatch(b.ev, idx, func() int {
+		if ln := &b.lns[idx]; !ln.closing && !ln.backOff {
+			return ln.fd
+		}
+		return -1
+	})
+	switch {
+	case backOff:
+		b.stopAccepting(idx, &b.lns[idx])
+	case more:
+		// The poll reports new connections, not the ones left: come back
+		// on the next poll.
+		b.again = append(b.again, idx)
+	}
+}
+
+// acceptAgain goes on with listeners whose accepting stopped at the limit.
+func (b *uringBackend) acceptAgain() {
+	work := b.again
+	b.again = nil
+	for _, idx := range work {
+		if ln := &b.lns[idx]; ln.fd >= 0 && !ln.closing && !ln.backOff {
+			b.accept(idx)
+		}
+	}
+	if b.again == nil {
+		b.again = work[:0] // keep the array
+	}
+}
+
+// stopAccepting backs off after an accept error until listen.
+func (b *uringBackend) stopAccepting(idx uint32, ln *ulisten) {
+	ln.backOff = true
+	if ln.armed {
+		b.cancel(token(opAccept, idx, ln.gen))
+	}
+}
+
+// armAccept polls listener idx's epoll set. The ring never refers to the
+// listening socket itself: a request holds a reference to its file while
+// in flight, and a multishot accept is always in flight, so when the
+// process was killed the socket outlived it, listening, until the ring's
+// teardown (deferred by the kernel to workqueues after the exit) dropped
+// that reference: 4–25 ms after the process was reaped, during which a
+// restart's bind failed with EADDRINUSE (19 times in 20; on epoll 0).
+// The epoll set holds no reference to what it watches, so the exit's
+// close of the listener's descriptor closes the socket, as on epoll; the
+// ring pins only the epoll set. The price is one accept4 per wake-up
+// that finds no connection left (EAGAIN): the accept4 per connection
+// returns the peer's address, which after a multishot accept took a
+// getpeername.
 func (b *uringBackend) armAccept(idx uint32, ln *ulisten) {
 	s := b.sqe()
-	s.PrepMultishotAccept(ln.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+	s.PrepPollMultishot(ln.ep, uint32(unix.POLLIN))
 	s.SetUserData(token(opAccept, idx, ln.gen))
 	ln.armed = true
+}
+
+// listenerDone reports listener idx closed once its poll is over.
+func (b *uringBackend) listenerDone(idx uint32, ln *ulisten) {
+	unix.Close(ln.ep)
+	ln.fd, ln.ep = -1, -1
+	b.ev.listenerClosed(idx)
 }
 
 func (b *uringBackend) cancel(ud uint64) {
@@ -511,13 +566,24 @@ func (b *uringBackend) cancel(ud uint64) {
 	s.SetFlags(uring.SQECQESkipSuccess)
 }
 
+// listen starts accepting on fd through an epoll set of its own (see
+// armAccept): level-triggered, so the ring's poll is ready, at once if
+// connections already wait, for as long as any does.
 func (b *uringBackend) listen(idx uint32, fd int) error {
 	for int(idx) >= len(b.lns) {
-		b.lns = append(b.lns, ulisten{fd: -1})
+		b.lns = append(b.lns, ulisten{fd: -1, ep: -1})
 	}
 	ln := &b.lns[idx]
 	if ln.fd != fd {
-		*ln = ulisten{fd: fd, gen: ln.gen + 1}
+		ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+		if err != nil {
+			return os.NewSyscallError("epoll_create1", err)
+		}
+		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN}); err != nil {
+			unix.Close(ep)
+			return os.NewSyscallError("epoll_ctl", err)
+		}
+		*ln = ulisten{fd: fd, ep: ep, gen: ln.gen + 1}
 	}
 	ln.backOff = false
 	if !ln.armed {
@@ -533,8 +599,7 @@ func (b *uringBackend) unlisten(idx uint32) {
 		b.cancel(token(opAccept, idx, ln.gen))
 		return // the ECANCELED completion finishes the close
 	}
-	ln.fd = -1
-	b.ev.listenerClosed(idx)
+	b.listenerDone(idx, ln)
 }
 
 func (b *uringBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr) error {
@@ -688,6 +753,12 @@ func (b *uringBackend) shutdown() error {
 
 func (b *uringBackend) release() error {
 	var errs []error
+	for i := range b.lns {
+		if ep := b.lns[i].ep; ep >= 0 {
+			unix.Close(ep) // a listener the loop did not unlisten
+			b.lns[i].ep = -1
+		}
+	}
 	errs = append(errs, b.prx.free(b.ring))
 	if b.br != nil {
 		errs = append(errs, b.ring.FreeBufRing(b.br))

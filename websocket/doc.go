@@ -41,7 +41,9 @@
 // OnData and calls the [Handler]. Pings are answered with pongs at once.
 // A peer's close frame is echoed and the TCP connection closed;
 // [Conn.Close] starts the handshake from this side and closes after the
-// peer's answer or [WithCloseHandshakeTimeout]. [WithPing] sends pings and
+// peer's answer or [WithCloseHandshakeTimeout]. The TCP close is a
+// half-close that then waits for the peer's FIN (at most the same
+// timeout), so what the peer still sends cannot turn it into a reset. [WithPing] sends pings and
 // drops a peer that stops answering. [Handler.OnClose] says how it ended.
 //
 // What is zero-copy:

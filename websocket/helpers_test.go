@@ -254,10 +254,14 @@ func (c *wsClient) expectClose(code StatusCode) frame {
 	}
 }
 
-// expectEOF checks that the server closes the TCP connection.
+// expectEOF checks that the server closes the TCP connection, then closes
+// the client's side, as a client does once it sees the server's FIN
+// (RFC 6455 §7.1.1): a server lingering after its close frame closes on
+// that FIN, so the handler's OnClose follows at once.
 func (c *wsClient) expectEOF() {
 	c.t.Helper()
 	_, err := c.read()
 	require.Error(c.t, err)
 	require.True(c.t, errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "reset"), "got %v", err)
+	c.conn.Close()
 }

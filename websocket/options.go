@@ -116,7 +116,9 @@ func WithCloseTimeout(d time.Duration) Option { return WithCloseHandshakeTimeout
 
 // WithCloseHandshakeTimeout bounds how long a connection waits for the
 // peer's close frame after sending its own, before closing the TCP
-// connection anyway. Default 5s.
+// connection anyway; and, once the close frames went (or the peer was
+// failed), how long the half-closed connection waits for the peer's FIN
+// before closing. Default 5s.
 func WithCloseHandshakeTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {

@@ -112,6 +112,10 @@ type pktMsg struct {
 // pktMsg.
 const pktOverhead = 128
 
+// packetCounters are added once per delivery (rxCount) and per send,
+// after the handler calls and the system call: a reader waits for Received
+// or Sent to reach a count, not for what the handler saw. Received and
+// Sent are added after the counters that go with them.
 type packetCounters struct {
 	received, bytesIn, sent, bytesOut    atomic.Uint64
 	dropped, truncated, errors, refused  atomic.Uint64

@@ -234,9 +234,11 @@ func (l *Loop) leavePacketHandler(pc *PacketConn, outer bool, rec any, c *rxCoun
 	if outer {
 		l.leaveUser(func() string { return fmt.Sprintf("OnPacket of %T", pc.h) })
 	}
-	pc.stats.received.Add(c.received)
+	// Received last: a reader that sees it reach a count sees those
+	// datagrams' bytes and GRO receives too.
 	pc.stats.bytesIn.Add(c.bytes)
 	pc.stats.groReceives.Add(c.gro)
+	pc.stats.received.Add(c.received)
 	l.ctr.bytesIn += c.bytes
 	if rec == nil {
 		return false

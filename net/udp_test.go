@@ -266,6 +266,11 @@ func TestUDPGRO(t *testing.T) {
 					require.Equal(t, pattern(size, byte(i)), p, "datagram %d", i)
 				}
 				mu.Unlock()
+				// The counters are added after the handler calls and the
+				// send: wait for them, not for what the handler saw.
+				require.Eventually(t, func() bool {
+					return recv.Stats().Received == run && send.Stats().Sent == run
+				}, 10*time.Second, time.Millisecond)
 				s := recv.Stats()
 				t.Logf("receiver GRO %v, %d GRO receives; sender %d GSO sends", s.GRO, s.GROReceives, send.Stats().GSOSends)
 				require.EqualValues(t, run, s.Received)

@@ -318,6 +318,7 @@ func (l *Loop) closePacket(pc *PacketConn) {
 		l.sendPackets(pc)
 	}
 	pc.closing = true
+	pc.kdrops.release() // the backend closes fd
 	l.be.closePacket(pc.idx)
 }
 

@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -608,6 +610,76 @@ func TestUDPBacklog(t *testing.T) {
 		}
 		require.EqualValues(t, n, pl.Stats().Received)
 	})
+}
+
+// TestUDPKernelDrops: datagrams the kernel drops because the socket's
+// receive buffer is full are reported (KernelDrops), as the kernel counts
+// them (/proc/net/udp), and are exactly what was sent and never received.
+// Output-queue drops (Dropped) stay 0.
+func TestUDPKernelDrops(t *testing.T) {
+	// Below netdev_max_backlog (1,000), so that no datagram is lost on
+	// loopback before it reaches the socket; far more than the smallest
+	// receive buffer holds (about 5 of 100 bytes).
+	const n = 200
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		var handled atomic.Int64
+		pl := startUDP(t, b, "127.0.0.1:0", PacketHandlerFunc(func(*PacketConn, []byte, netip.AddrPort) {
+			handled.Add(1)
+		}), WithLoops(1), WithPacketSocketBuffers(1, 0), WithUDPOffload(false, false))
+		pc := pl.Conns()[0]
+		c := udpClient(t, pl)
+		release := make(chan struct{})
+		busy := make(chan struct{})
+		require.NoError(t, pc.Loop().Post(func() {
+			close(busy)
+			<-release // the socket's buffer fills while the loop waits here
+		}))
+		<-busy
+		for i := 0; i < n; i++ {
+			_, err := c.Write(pattern(100, byte(i)))
+			require.NoError(t, err)
+		}
+		// A loopback send reaches the socket (or its drop counter) before
+		// it returns, so the count is complete; Stats reads it from this
+		// goroutine while the loop is blocked.
+		s := pl.Stats()
+		require.NotZero(t, s.KernelDrops)
+		require.Less(t, s.KernelDrops, uint64(n))
+		require.Equal(t, procUDPDrops(t, pc.fd), s.KernelDrops)
+		close(release)
+		require.Eventually(t, func() bool {
+			s := pl.Stats()
+			return s.Received+s.KernelDrops == n && uint64(handled.Load()) == s.Received
+		}, 10*time.Second, time.Millisecond)
+		s = pl.Stats()
+		t.Logf("%d received, %d dropped by the kernel", s.Received, s.KernelDrops)
+		require.Zero(t, s.Dropped)
+		require.Zero(t, s.Truncated)
+		// Once the socket is closed, the last reading stays.
+		require.NoError(t, pc.Close())
+		await(t, pc.Done(), "the socket was not released")
+		require.Equal(t, s.KernelDrops, pc.Stats().KernelDrops)
+	})
+}
+
+// procUDPDrops returns the drops column of /proc/net/udp for socket fd.
+func procUDPDrops(t *testing.T, fd int) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	require.NoError(t, unix.Fstat(fd, &st))
+	b, err := os.ReadFile("/proc/net/udp")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		// sl local rem st tx:rx tr:when retrnsmt uid timeout inode ref pointer drops
+		f := strings.Fields(line)
+		if len(f) >= 13 && f[9] == strconv.FormatUint(st.Ino, 10) {
+			d, err := strconv.ParseUint(f[12], 10, 64)
+			require.NoError(t, err)
+			return d
+		}
+	}
+	t.Fatalf("socket inode %d not in /proc/net/udp", st.Ino)
+	return 0
 }
 
 // shortDir is a temporary directory with a path short enough for Unix

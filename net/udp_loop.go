@@ -186,6 +186,7 @@ func (l *Loop) deliverPackets(pc *PacketConn, r *rxBatch, i, n int) (next int) {
 		p := r.bufs[next*r.size : next*r.size+int(h.Len)]
 		ctl := r.ctl[next*groCmsgSpace : next*groCmsgSpace+min(int(h.Hdr.Controllen), groCmsgSpace)]
 		name := r.names[next*sockaddrLen : next*sockaddrLen+min(int(h.Hdr.Namelen), sockaddrLen)]
+		l.be.packetRead(name)
 		l.handlePacket(pc, p, name, ctl, uint32(h.Hdr.Flags), &c)
 	}
 	return n

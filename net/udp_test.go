@@ -176,6 +176,76 @@ func TestUDPManyPeers(t *testing.T) {
 	})
 }
 
+// TestUDPOneInFlight: many peers with one datagram in flight each (a
+// DNS-like load) are served in batches (Config.BatchWait: the datagrams
+// count as input, their senders as active peers), and a lone peer after
+// them is answered at once, not held back waiting for a batch.
+func TestUDPOneInFlight(t *testing.T) {
+	const peers, rounds = 64, 100
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		// The most senders the loop's batching saw active at once, read on
+		// the loop by the handler.
+		var active atomic.Uint32
+		pl := startUDP(t, b, "127.0.0.1:0", PacketHandlerFunc(func(pc *PacketConn, p []byte, from netip.AddrPort) {
+			var a *activity
+			switch be := pc.Loop().be.(type) {
+			case *uringBackend:
+				a = &be.act
+			case *epollBackend:
+				a = &be.act
+			}
+			if n := max(a.seen, a.active); n > active.Load() {
+				active.Store(n)
+			}
+			_ = pc.WriteTo(p, from)
+		}), WithLoops(1))
+		clients := make([]*net.UDPConn, peers)
+		for i := range clients {
+			clients[i] = udpClient(t, pl)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, peers)
+		for i, c := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				buf := make([]byte, 64)
+				for r := 0; r < rounds; r++ {
+					want := fmt.Sprintf("%d-%d", i, r)
+					if _, err := c.Write([]byte(want)); err != nil {
+						errs <- err
+						return
+					}
+					n, err := c.Read(buf)
+					if err != nil || string(buf[:n]) != want {
+						errs <- fmt.Errorf("peer %d round %d: %q, %v", i, r, buf[:n], err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		st := pl.Server().Stats()[0]
+		t.Logf("%d datagrams in %d loop iterations; %d senders seen active", peers*rounds, st.Iterations, active.Load())
+		// 64 senders share 1,024 marks: a few may share one.
+		require.GreaterOrEqual(t, active.Load(), uint32(peers/2), "datagram senders count as active peers for batched waits")
+		// The lone peer: each echo comes back although no batch fills.
+		c, buf := clients[0], make([]byte, 64)
+		for r := 0; r < 20; r++ {
+			_, err := c.Write([]byte("lone"))
+			require.NoError(t, err)
+			n, err := c.Read(buf)
+			require.NoError(t, err)
+			require.Equal(t, "lone", string(buf[:n]))
+		}
+		require.Eventually(t, func() bool { return pl.Stats().Sent == peers*rounds+20 }, 10*time.Second, time.Millisecond)
+	})
+}
+
 // TestUDPTruncated: a datagram longer than the receive buffer is counted
 // and dropped, and the socket goes on with the next one.
 func TestUDPTruncated(t *testing.T) {

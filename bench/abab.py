@@ -25,8 +25,20 @@ load, one with -tls and one without):
         tls='bin/echo-server -loops 1 -tls-self-signed -addr 127.0.0.1:{port}' \
         plain='bin/echo-server -loops 1 -addr 127.0.0.1:{port} ;; bin/tcpload -addr 127.0.0.1:{port} -rate 40000 -duration {secs}s -json'
 
+With --udp first, the servers are UDP echo servers: a server is ready once
+it echoes a probe datagram (instead of accepting a TCP connection), e.g.
+veloq's before and after a change and net.UDPConn under a DNS-like load:
+
+    bench/abab.py --udp 5 4 'bin/udpload -addr 127.0.0.1:{port} -ports 64 -window 1 -warmup 0s -duration {secs}s -json' \
+        before='env GOMAXPROCS=1 /tmp/echo-before -mode udp -loops 1 -backend uring -addr 127.0.0.1:{port}' \
+        after='env GOMAXPROCS=1 bin/echo-server -mode udp -loops 1 -backend uring -addr 127.0.0.1:{port}' \
+        netudpconn='env GOMAXPROCS=1 bin/stdudp -addr 127.0.0.1:{port}'
+
 127.0.0.1 only; it stops by itself."""
 import os, re, socket, statistics, subprocess, sys, time
+udp = len(sys.argv) > 1 and sys.argv[1] == '--udp'
+if udp:
+    del sys.argv[1]
 rounds, secs, load = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 servers = [a.split('=', 1) for a in sys.argv[4:]]
 loads = {n: (c.split(' ;; ', 1) + [load])[1] for n, c in servers}
@@ -42,6 +54,19 @@ def wait_port(port, host='127.0.0.1'):
         except OSError:
             time.sleep(0.05)
     raise SystemExit(f'port {port} never opened')
+def wait_udp(port, host='127.0.0.1'):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(0.05)
+    try:
+        for _ in range(200):
+            try:
+                s.sendto(b'abab probe', (host, port))
+                if s.recv(64) == b'abab probe': return
+            except OSError:
+                time.sleep(0.05)
+    finally:
+        s.close()
+    raise SystemExit(f'nothing echoes on udp port {port}')
 def parse(out):
     m = re.search(r'(\d+) requests in', out)
     if m: return int(m.group(1))
@@ -58,7 +83,7 @@ for r in range(rounds):
         port += 1
         p = subprocess.Popen(['taskset', '-c', '0', 'sh', '-c', 'exec ' + cmd.format(port=port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            wait_port(port)
+            wait_udp(port) if udp else wait_port(port)
             subprocess.run(['taskset', '-c', '1', 'sh', '-c', loads[name].format(port=port, secs=1)], capture_output=True, text=True)
             c0 = cpu_total(p.pid); t0 = time.time()
             o = subprocess.run(['taskset', '-c', '1', 'sh', '-c', loads[name].format(port=port, secs=secs)], capture_output=True, text=True)

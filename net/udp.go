@@ -186,8 +186,9 @@ type PacketStats struct {
 	// WithPacketSocketBuffers), else a bad checksum. It is the kernel's
 	// own counter of the socket (sk_drops, the "drops" column of
 	// /proc/net/udp), read when Stats is called; 0 on kernels before
-	// Linux 4.6, which do not report it. Received + KernelDrops +
-	// Truncated is what reached the socket.
+	// Linux 4.12, which do not report it (no SO_MEMINFO). Received +
+	// Truncated + KernelDrops + what is still queued is what reached
+	// the socket.
 	KernelDrops uint64
 	// Truncated counts received datagrams longer than the receive buffer
 	// (WithPacketBuffer): the kernel cuts them (MSG_TRUNC) and they are

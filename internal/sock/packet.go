@@ -177,7 +177,7 @@ func ProbeBindPacket(a Addr) error {
 }
 
 // ErrNoDropCounter: the kernel does not report a socket's drop counter
-// (SO_MEMINFO without SK_MEMINFO_DROPS, before Linux 4.6).
+// (no SO_MEMINFO before Linux 4.12, or one without SK_MEMINFO_DROPS).
 var ErrNoDropCounter = errors.New("sock: the kernel reports no socket drop counter")
 
 // Drops returns the kernel's count of packets dropped on arrival at

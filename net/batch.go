@@ -16,7 +16,14 @@ type activity struct {
 	seen     uint32        // connections with input in this epoch
 	active   uint32        // ... in the last complete one
 	start    time.Time
+	peers    [peerMarks]uint8 // epoch marks of datagram senders (packetInput)
 }
+
+// peerMarks is how many senders' epoch marks the datagram sockets of a
+// loop keep. A sender has no record of its own to keep a mark in, so a
+// hash of its address picks one: senders that share a mark count as one,
+// which makes a batch smaller, never larger.
+const peerMarks = 1024
 
 // activityEpoch is the least window over which a backend counts the
 // connections that sent input.
@@ -37,6 +44,18 @@ func (a *activity) input(connEpoch *uint8) {
 		*connEpoch = a.epoch
 		a.seen++
 	}
+}
+
+// packetInput notes one datagram from the sender whose address the
+// kernel wrote in name (see peerMarks).
+func (a *activity) packetInput(name []byte) {
+	// FNV-1a over the address (and port): tens of bytes at most; a
+	// unixgram path longer than that shares marks by its prefix.
+	h := uint32(2166136261)
+	for _, c := range name[:min(len(name), 32)] {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	a.input(&a.peers[h%peerMarks])
 }
 
 // share is how many events a batched wait may gather now: one per

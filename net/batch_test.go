@@ -1,10 +1,12 @@
 package net
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // share counts each connection once per epoch, however many inputs it
@@ -38,4 +40,28 @@ func TestActivityShare(t *testing.T) {
 			require.Equal(t, tc.want, a.share())
 		})
 	}
+}
+
+// packetInput counts a sender once per epoch however many datagrams it
+// sent, and tells senders apart by address and port.
+func TestActivityPacketInput(t *testing.T) {
+	var a activity
+	a.enable(20*time.Microsecond, 2)
+	sa := func(port uint16) []byte {
+		var b [sockaddrLen]byte
+		n := putSockaddr(&b, unix.AF_INET, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port))
+		return b[:n]
+	}
+	for range 10 {
+		a.packetInput(sa(40000))
+	}
+	require.EqualValues(t, 10, a.inputs)
+	require.EqualValues(t, 1, a.seen)
+	for p := range uint16(64) {
+		a.packetInput(sa(40001 + p))
+	}
+	// 64 more senders in 1,024 marks: a few may share one (fewer counted,
+	// never more); these 64 ports happen to share none.
+	require.EqualValues(t, 65, a.seen)
+	require.EqualValues(t, 16, a.share()) // the epoch ends: 65 senders / batchShare
 }

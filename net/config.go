@@ -105,7 +105,9 @@ type Config struct {
 	// minimum wait: with at least 32 connections sending input, a loop
 	// that got fewer inputs than a quarter of them since its last wait
 	// sleeps for BatchWait and then collects what arrived. Either way a
-	// timer's lateness adds to the delay. Default 20µs; negative: off.
+	// timer's lateness adds to the delay. On datagram sockets each
+	// datagram is an input and each sender counts as a connection.
+	// Default 20µs; negative: off.
 	BatchWait time.Duration
 	// RingEntries is the io_uring submission queue size. Default 1024.
 	RingEntries uint32

@@ -64,6 +64,29 @@
 // [Conn.ForwardTo]'s example is such a relay; examples/tcp-proxy is a
 // complete one.
 //
+// # Datagram receive buffers
+//
+// UDP has no flow control: datagrams that arrive while a socket's
+// receive buffer is full are dropped by the kernel, which the loop never
+// sees. [PacketStats].KernelDrops is the kernel's count of them (its
+// per-socket drop counter, also the "drops" column of /proc/net/udp);
+// [PacketStats].Dropped is a different thing, the output veloq's own
+// queue refused. Drops come from bursts: the buffer must hold what
+// arrives while the loop is busy elsewhere (other sockets, connections,
+// a slow handler). The kernel charges each queued datagram its payload
+// plus its bookkeeping (the skb's truesize): 832 bytes for a 64-byte
+// datagram on loopback (Linux 6.x). It grants SO_RCVBUF as twice the size
+// asked for, after capping the wish at net.core.rmem_max, silently: the
+// default wish of 4 MiB ([WithPacketSocketBuffers]) gives 8 MiB, about
+// 10,000 small datagrams, where rmem_max is at least 4 MiB, but only
+// 416 KiB (about 500) under the common 208 KiB rmem_max. Size it as the
+// peak rate times the longest pause of the loop times (about 800 bytes
+// plus the datagram size), raise net.core.rmem_max to match
+// (sysctl -w net.core.rmem_max=8388608), and raise it further while
+// KernelDrops keeps growing. Spreading the port over more loops (one
+// socket each with SO_REUSEPORT, the default) divides the load, and the
+// kernel's drops with it, between the sockets.
+//
 // # Not supported yet
 //
 // veloq runs on Linux only (io_uring from Linux 6.1, epoll otherwise; no

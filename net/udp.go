@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/veloq/veloq/internal/sock"
 )
 
 // Datagram sockets on the loops (UDP). A PacketConn is one socket owned by
@@ -20,6 +23,9 @@ import (
 // PacketConn therefore never waits for room either: output beyond the
 // queue bound (WithMaxPacketQueue) is dropped and counted
 // (PacketStats.Dropped), and WriteTo says so with ErrPacketQueueFull.
+// Input the loop does not read fast enough is dropped by the kernel when
+// the socket's receive buffer is full; PacketStats.KernelDrops reports
+// the kernel's count of those (see the package doc on sizing the buffer).
 
 // Errors of datagram sockets.
 var (
@@ -96,7 +102,49 @@ type PacketConn struct {
 	again   bool // input was left unread; the loop reads again
 	tx      *txBatch
 
-	stats packetCounters
+	stats  packetCounters
+	kdrops kernelDrops
+}
+
+// kernelDrops reads the kernel's drop counter of a socket for Stats, from
+// any goroutine: mu keeps a read from racing the loop's release of the
+// descriptor (a closed number may name another socket by then), and
+// extends the kernel's 32-bit counter to 64 bits.
+type kernelDrops struct {
+	mu    sync.Mutex
+	fd    int    // -1 once released: total is final
+	raw   uint32 // the kernel's counter at the last read
+	total uint64
+}
+
+// read returns the drops so far, reading the kernel's counter while the
+// descriptor is held. A wrap between two reads (2³² drops) is counted
+// once, so the total is exact when Stats is called at least that often.
+func (k *kernelDrops) read() uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.update()
+	return k.total
+}
+
+// update adds what the kernel counted since the last read; k.mu held.
+func (k *kernelDrops) update() {
+	if k.fd < 0 {
+		return
+	}
+	if v, err := sock.Drops(k.fd); err == nil {
+		k.total += uint64(v - k.raw)
+		k.raw = v
+	}
+}
+
+// release takes the last reading before the loop lets the descriptor go;
+// on the loop.
+func (k *kernelDrops) release() {
+	k.mu.Lock()
+	k.update()
+	k.fd = -1
+	k.mu.Unlock()
 }
 
 // pktMsg is one queued datagram: its bytes out[off:off+n] and its
@@ -112,6 +160,10 @@ type pktMsg struct {
 // pktMsg.
 const pktOverhead = 128
 
+// packetCounters are added once per delivery (rxCount) and per send,
+// after the handler calls and the system call: a reader waits for Received
+// or Sent to reach a count, not for what the handler saw. Received and
+// Sent are added after the counters that go with them.
 type packetCounters struct {
 	received, bytesIn, sent, bytesOut    atomic.Uint64
 	dropped, truncated, errors, refused  atomic.Uint64
@@ -126,8 +178,18 @@ type PacketStats struct {
 	Sent     uint64 // datagrams the kernel took
 	BytesOut uint64
 	// Dropped counts datagrams WriteTo refused because the output queue
-	// was at its bound (ErrPacketQueueFull).
+	// was at its bound (ErrPacketQueueFull): output veloq dropped.
 	Dropped uint64
+	// KernelDrops counts datagrams the kernel dropped on arrival, before
+	// the loop could read them: nearly always because the socket's receive
+	// buffer was full (a burst or a handler slower than the senders; see
+	// WithPacketSocketBuffers), else a bad checksum. It is the kernel's
+	// own counter of the socket (sk_drops, the "drops" column of
+	// /proc/net/udp), read when Stats is called; 0 on kernels before
+	// Linux 4.12, which do not report it (no SO_MEMINFO). Received +
+	// Truncated + KernelDrops + what is still queued is what reached
+	// the socket.
+	KernelDrops uint64
 	// Truncated counts received datagrams longer than the receive buffer
 	// (WithPacketBuffer): the kernel cuts them (MSG_TRUNC) and they are
 	// dropped, not handed to OnPacket.
@@ -155,8 +217,9 @@ func (pc *PacketConn) Stats() PacketStats {
 	return PacketStats{
 		Received: s.received.Load(), BytesIn: s.bytesIn.Load(),
 		Sent: s.sent.Load(), BytesOut: s.bytesOut.Load(),
-		Dropped: s.dropped.Load(), Truncated: s.truncated.Load(),
-		Errors: s.errors.Load(), Refused: s.refused.Load(),
+		Dropped: s.dropped.Load(), KernelDrops: pc.kdrops.read(),
+		Truncated: s.truncated.Load(),
+		Errors:    s.errors.Load(), Refused: s.refused.Load(),
 		GSOSends: s.gsoSends.Load(), GROReceives: s.groReceives.Load(),
 		Panics: s.panics.Load(),
 		GSO:    pc.cfg.gso && pc.gso0 && !s.gsoOff.Load(), GRO: pc.gro,
@@ -171,6 +234,7 @@ func (s PacketStats) Add(o PacketStats) PacketStats {
 	s.Sent += o.Sent
 	s.BytesOut += o.BytesOut
 	s.Dropped += o.Dropped
+	s.KernelDrops += o.KernelDrops
 	s.Truncated += o.Truncated
 	s.Errors += o.Errors
 	s.Refused += o.Refused

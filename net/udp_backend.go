@@ -23,6 +23,11 @@ type packetBackend interface {
 	// watchPacketOut asks for one packetReady(idx, true) once fd can take
 	// output again, after a send hit EAGAIN.
 	watchPacketOut(idx uint32)
+	// packetRead tells the backend of a datagram the loop read itself
+	// (recvmmsg) from the sender whose address the kernel wrote in name,
+	// for its batched waits (Config.BatchWait) as the datagrams it
+	// receives itself; name is valid only during the call.
+	packetRead(name []byte)
 	// closePacket stops every operation on idx; packetClosed reports when
 	// the kernel holds nothing of it any more and fd is closed.
 	closePacket(idx uint32)

@@ -30,6 +30,8 @@ func (b *epollBackend) openPacket(idx uint32, fd int, _ packetRecv) error {
 	return nil
 }
 
+func (b *epollBackend) packetRead(name []byte) { b.act.packetInput(name) }
+
 func (b *epollBackend) watchPacketOut(idx uint32) { b.pkts[idx].watchOut = true }
 
 func (b *epollBackend) closePacket(idx uint32) {

@@ -152,6 +152,7 @@ func (s *Server) startPacket(l *Loop, fd, family int, local, peer netip.AddrPort
 		loop: l, h: h, fd: fd, family: family, local: local, peer: peer, conn: connected,
 		cfg: &cfg, done: make(chan struct{}),
 	}
+	pc.kdrops.fd = fd
 	// A coalesced receive can be up to 64 KiB: GRO needs buffers that hold
 	// one, or it would truncate whole runs of datagrams.
 	pc.gso, pc.gro = kernelOffloads(fd, cfg.gro && cfg.bufSize >= 64<<10)

@@ -186,6 +186,7 @@ func (l *Loop) deliverPackets(pc *PacketConn, r *rxBatch, i, n int) (next int) {
 		p := r.bufs[next*r.size : next*r.size+int(h.Len)]
 		ctl := r.ctl[next*groCmsgSpace : next*groCmsgSpace+min(int(h.Hdr.Controllen), groCmsgSpace)]
 		name := r.names[next*sockaddrLen : next*sockaddrLen+min(int(h.Hdr.Namelen), sockaddrLen)]
+		l.be.packetRead(name)
 		l.handlePacket(pc, p, name, ctl, uint32(h.Hdr.Flags), &c)
 	}
 	return n
@@ -234,9 +235,11 @@ func (l *Loop) leavePacketHandler(pc *PacketConn, outer bool, rec any, c *rxCoun
 	if outer {
 		l.leaveUser(func() string { return fmt.Sprintf("OnPacket of %T", pc.h) })
 	}
-	pc.stats.received.Add(c.received)
+	// Received last: a reader that sees it reach a count sees those
+	// datagrams' bytes and GRO receives too.
 	pc.stats.bytesIn.Add(c.bytes)
 	pc.stats.groReceives.Add(c.gro)
+	pc.stats.received.Add(c.received)
 	l.ctr.bytesIn += c.bytes
 	if rec == nil {
 		return false
@@ -316,6 +319,7 @@ func (l *Loop) closePacket(pc *PacketConn) {
 		l.sendPackets(pc)
 	}
 	pc.closing = true
+	pc.kdrops.release() // the backend closes fd
 	l.be.closePacket(pc.idx)
 }
 

@@ -67,7 +67,8 @@ func WithUDPOffload(gso, gro bool) Option {
 // (SO_RCVBUF, SO_SNDBUF) of datagram sockets; default 4 MiB each, capped
 // by the kernel at net.core.rmem_max and wmem_max. 0 keeps the kernel's
 // default. A burst larger than the receive buffer is dropped by the kernel
-// before the loop sees it.
+// before the loop sees it and counted in PacketStats.KernelDrops; the
+// package doc ("Datagram receive buffers") says how to size it.
 func WithPacketSocketBuffers(rcv, snd int) Option {
 	return func(o *options) { o.pkt.rcvBuf, o.pkt.sndBuf = rcv, snd }
 }

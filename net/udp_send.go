@@ -147,9 +147,10 @@ func (l *Loop) sendPackets(pc *PacketConn) {
 			break
 		}
 	}
-	pc.stats.sent.Add(sent)
+	// Sent last, as Received (leavePacketHandler).
 	pc.stats.bytesOut.Add(bytes)
 	pc.stats.gsoSends.Add(gsoSends)
+	pc.stats.sent.Add(sent)
 	l.ctr.bytesOut += bytes
 	if pc.head == len(pc.msgs) {
 		pc.out, pc.msgs, pc.head, pc.queued = pc.out[:0], pc.msgs[:0], 0, 0

@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -174,6 +176,76 @@ func TestUDPManyPeers(t *testing.T) {
 	})
 }
 
+// TestUDPOneInFlight: many peers with one datagram in flight each (a
+// DNS-like load) are served in batches (Config.BatchWait: the datagrams
+// count as input, their senders as active peers), and a lone peer after
+// them is answered at once, not held back waiting for a batch.
+func TestUDPOneInFlight(t *testing.T) {
+	const peers, rounds = 64, 100
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		// The most senders the loop's batching saw active at once, read on
+		// the loop by the handler.
+		var active atomic.Uint32
+		pl := startUDP(t, b, "127.0.0.1:0", PacketHandlerFunc(func(pc *PacketConn, p []byte, from netip.AddrPort) {
+			var a *activity
+			switch be := pc.Loop().be.(type) {
+			case *uringBackend:
+				a = &be.act
+			case *epollBackend:
+				a = &be.act
+			}
+			if n := max(a.seen, a.active); n > active.Load() {
+				active.Store(n)
+			}
+			_ = pc.WriteTo(p, from)
+		}), WithLoops(1))
+		clients := make([]*net.UDPConn, peers)
+		for i := range clients {
+			clients[i] = udpClient(t, pl)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, peers)
+		for i, c := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				buf := make([]byte, 64)
+				for r := 0; r < rounds; r++ {
+					want := fmt.Sprintf("%d-%d", i, r)
+					if _, err := c.Write([]byte(want)); err != nil {
+						errs <- err
+						return
+					}
+					n, err := c.Read(buf)
+					if err != nil || string(buf[:n]) != want {
+						errs <- fmt.Errorf("peer %d round %d: %q, %v", i, r, buf[:n], err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		st := pl.Server().Stats()[0]
+		t.Logf("%d datagrams in %d loop iterations; %d senders seen active", peers*rounds, st.Iterations, active.Load())
+		// 64 senders share 1,024 marks: a few may share one.
+		require.GreaterOrEqual(t, active.Load(), uint32(peers/2), "datagram senders count as active peers for batched waits")
+		// The lone peer: each echo comes back although no batch fills.
+		c, buf := clients[0], make([]byte, 64)
+		for r := 0; r < 20; r++ {
+			_, err := c.Write([]byte("lone"))
+			require.NoError(t, err)
+			n, err := c.Read(buf)
+			require.NoError(t, err)
+			require.Equal(t, "lone", string(buf[:n]))
+		}
+		require.Eventually(t, func() bool { return pl.Stats().Sent == peers*rounds+20 }, 10*time.Second, time.Millisecond)
+	})
+}
+
 // TestUDPTruncated: a datagram longer than the receive buffer is counted
 // and dropped, and the socket goes on with the next one.
 func TestUDPTruncated(t *testing.T) {
@@ -266,6 +338,11 @@ func TestUDPGRO(t *testing.T) {
 					require.Equal(t, pattern(size, byte(i)), p, "datagram %d", i)
 				}
 				mu.Unlock()
+				// The counters are added after the handler calls and the
+				// send: wait for them, not for what the handler saw.
+				require.Eventually(t, func() bool {
+					return recv.Stats().Received == run && send.Stats().Sent == run
+				}, 10*time.Second, time.Millisecond)
 				s := recv.Stats()
 				t.Logf("receiver GRO %v, %d GRO receives; sender %d GSO sends", s.GRO, s.GROReceives, send.Stats().GSOSends)
 				require.EqualValues(t, run, s.Received)
@@ -603,6 +680,76 @@ func TestUDPBacklog(t *testing.T) {
 		}
 		require.EqualValues(t, n, pl.Stats().Received)
 	})
+}
+
+// TestUDPKernelDrops: datagrams the kernel drops because the socket's
+// receive buffer is full are reported (KernelDrops), as the kernel counts
+// them (/proc/net/udp), and are exactly what was sent and never received.
+// Output-queue drops (Dropped) stay 0.
+func TestUDPKernelDrops(t *testing.T) {
+	// Below netdev_max_backlog (1,000), so that no datagram is lost on
+	// loopback before it reaches the socket; far more than the smallest
+	// receive buffer holds (about 5 of 100 bytes).
+	const n = 200
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		var handled atomic.Int64
+		pl := startUDP(t, b, "127.0.0.1:0", PacketHandlerFunc(func(*PacketConn, []byte, netip.AddrPort) {
+			handled.Add(1)
+		}), WithLoops(1), WithPacketSocketBuffers(1, 0), WithUDPOffload(false, false))
+		pc := pl.Conns()[0]
+		c := udpClient(t, pl)
+		release := make(chan struct{})
+		busy := make(chan struct{})
+		require.NoError(t, pc.Loop().Post(func() {
+			close(busy)
+			<-release // the socket's buffer fills while the loop waits here
+		}))
+		<-busy
+		for i := 0; i < n; i++ {
+			_, err := c.Write(pattern(100, byte(i)))
+			require.NoError(t, err)
+		}
+		// A loopback send reaches the socket (or its drop counter) before
+		// it returns, so the count is complete; Stats reads it from this
+		// goroutine while the loop is blocked.
+		s := pl.Stats()
+		require.NotZero(t, s.KernelDrops)
+		require.Less(t, s.KernelDrops, uint64(n))
+		require.Equal(t, procUDPDrops(t, pc.fd), s.KernelDrops)
+		close(release)
+		require.Eventually(t, func() bool {
+			s := pl.Stats()
+			return s.Received+s.KernelDrops == n && uint64(handled.Load()) == s.Received
+		}, 10*time.Second, time.Millisecond)
+		s = pl.Stats()
+		t.Logf("%d received, %d dropped by the kernel", s.Received, s.KernelDrops)
+		require.Zero(t, s.Dropped)
+		require.Zero(t, s.Truncated)
+		// Once the socket is closed, the last reading stays.
+		require.NoError(t, pc.Close())
+		await(t, pc.Done(), "the socket was not released")
+		require.Equal(t, s.KernelDrops, pc.Stats().KernelDrops)
+	})
+}
+
+// procUDPDrops returns the drops column of /proc/net/udp for socket fd.
+func procUDPDrops(t *testing.T, fd int) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	require.NoError(t, unix.Fstat(fd, &st))
+	b, err := os.ReadFile("/proc/net/udp")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		// sl local rem st tx:rx tr:when retrnsmt uid timeout inode ref pointer drops
+		f := strings.Fields(line)
+		if len(f) >= 13 && f[9] == strconv.FormatUint(st.Ino, 10) {
+			d, err := strconv.ParseUint(f[12], 10, 64)
+			require.NoError(t, err)
+			return d
+		}
+	}
+	t.Fatalf("socket inode %d not in /proc/net/udp", st.Ino)
+	return 0
 }
 
 // shortDir is a temporary directory with a path short enough for Unix

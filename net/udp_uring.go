@@ -130,6 +130,10 @@ func (b *uringBackend) armPacketIn(idx uint32, p *upkt) {
 	p.ops++
 }
 
+// packetRead counts a datagram of the readiness fallback, which the loop
+// reads itself, as those of the multishot receive are (packetReceived).
+func (b *uringBackend) packetRead(name []byte) { b.act.packetInput(name) }
+
 func (b *uringBackend) watchPacketOut(idx uint32) {
 	p := &b.pkts[idx]
 	if p.closing || p.pollOut {
@@ -222,6 +226,7 @@ func (b *uringBackend) packetReceived(idx uint32, p *upkt, cqe *uring.CQE) {
 		buf := b.prx.arena.Buf(int(bid))
 		out, name, ctl, payload, valid := uring.ParseRecvmsg(buf, int(cqe.Res), p.msg)
 		if valid {
+			b.act.packetInput(name)
 			b.ev.packetInput(idx, payload, name, ctl, out.Flags)
 		}
 		b.prx.br.Recycle(buf, bid)

@@ -47,8 +47,8 @@ func runUDP(ctx context.Context, cfg udpConfig) error {
 	err = pl.Close() // first, so that the counters are final
 	for i, pc := range pl.Conns() {
 		s := pc.Stats()
-		fmt.Printf("echo-server: socket %d: %d received, %d sent, %d dropped, %d truncated, %d errors, %d GSO sends, %d GRO receives\n",
-			i, s.Received, s.Sent, s.Dropped, s.Truncated, s.Errors, s.GSOSends, s.GROReceives)
+		fmt.Printf("echo-server: socket %d: %d received, %d sent, %d dropped (output queue full), %d dropped by the kernel (receive buffer full), %d truncated, %d errors, %d GSO sends, %d GRO receives\n",
+			i, s.Received, s.Sent, s.Dropped, s.KernelDrops, s.Truncated, s.Errors, s.GSOSends, s.GROReceives)
 	}
 	return err
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +30,7 @@ type rawH2 struct {
 	eb   bytes.Buffer
 	dec  *hpack.Decoder // the server's blocks, in order
 	dead time.Time
+	end  error // how the connection ended: io.EOF when the server closed gracefully
 }
 
 func dialH2(t *testing.T, addr string, settings ...h2.Setting) *rawH2 {
@@ -82,6 +85,7 @@ func (r *rawH2) next() (h h2.Header, p []byte, ok bool) {
 			if os.IsTimeout(err) {
 				r.t.Fatal("no frame from the server within 10 s")
 			}
+			r.end = err
 			return h2.Header{}, nil, false
 		}
 	}
@@ -333,5 +337,87 @@ func TestHTTP2OversizedFrame(t *testing.T) {
 		require.NoError(t, r.write(hdr)) // the header alone: 16,385 bytes announced, none sent
 		require.Equal(t, h2.FrameSizeError, r.goAway())
 		require.NotZero(t, s.Stats().ProtoErrors)
+	})
+}
+
+// rapidReset floods r with HEADERS and RST_STREAM on new streams, a
+// hundred pairs a write, until n pairs are out or the server stops taking
+// them; the client keeps sending while the server cuts it, as an attack
+// does. wait waits for the writer.
+func (r *rawH2) rapidReset(n int) (wait func()) {
+	block := r.block("GET", "/")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var out []byte
+		for i := 0; i < n; i += 100 {
+			out = out[:0]
+			for j := i; j < i+100; j++ {
+				id := uint32(2*j + 1)
+				out = h2.AppendRSTStream(h2.AppendHeaders(out, id, true, block, h2.MinMaxFrameSize), id, h2.Cancel)
+			}
+			if r.write(out) != nil {
+				return
+			}
+		}
+	}()
+	return func() { <-done }
+}
+
+// A rapid reset against FromStd handlers costs no more than against fast
+// ones: the resets count toward the same budget and the client gets
+// GOAWAY ENHANCE_YOUR_CALM (the cut lingered twice with a stream open, so
+// it closed with the client's flood unread, and the kernel's reset
+// destroyed the GOAWAY); the handlers of reset streams, winding down, are
+// bounded per connection, however long they ignore their context; and
+// they all return once they look.
+func TestHTTP2RapidResetFromStd(t *testing.T) {
+	handlers := []struct {
+		name string
+		wait func(r *nethttp.Request, release <-chan struct{})
+	}{
+		{"waits for its context", func(r *nethttp.Request, _ <-chan struct{}) { <-r.Context().Done() }},
+		{"ignores its context", func(_ *nethttp.Request, release <-chan struct{}) { <-release }},
+	}
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		for _, hd := range handlers {
+			t.Run(hd.name, func(t *testing.T) {
+				var running, peak atomic.Int64
+				release := make(chan struct{})
+				h := FromStd(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+					if r.URL.Path == "/ok" {
+						_, _ = io.WriteString(w, "ok")
+						return
+					}
+					n := running.Add(1)
+					defer running.Add(-1)
+					for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+					}
+					hd.wait(r, release)
+				}))
+				s := startServer(t, b, h, WithLoops(1))
+				closeRelease := sync.OnceFunc(func() { close(release) })
+				t.Cleanup(closeRelease) // before the server's shutdown
+				good := dialH2(t, s.Addr().String())
+				require.NoError(t, good.write(good.get(1, "/ok")))
+				require.Equal(t, 200, good.status(1))
+
+				bad := dialH2(t, s.Addr().String())
+				wait := bad.rapidReset(50 * h2MaxCheapPerSecond)
+				require.Equal(t, h2.EnhanceYourCalm, bad.goAway())
+				require.ErrorIs(t, bad.end, io.EOF, "the server closes gracefully: a reset can destroy the GOAWAY")
+				bad.c.Close()
+				wait()
+				require.Equal(t, uint64(1), s.Stats().HTTP2Calm)
+
+				require.NoError(t, good.write(good.get(3, "/ok")))
+				require.Equal(t, 200, good.status(3), "the other client is still served")
+
+				closeRelease()
+				require.Eventually(t, func() bool { return running.Load() == 0 }, 10*time.Second, time.Millisecond,
+					"%d handlers still running", running.Load())
+				t.Logf("peak %d handlers; %d streams, %d refused", peak.Load(), s.Stats().HTTP2Streams, s.Stats().HTTP2Refused)
+			})
+		}
 	})
 }

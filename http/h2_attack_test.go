@@ -409,6 +409,10 @@ func TestHTTP2RapidResetFromStd(t *testing.T) {
 				bad.c.Close()
 				wait()
 				require.Equal(t, uint64(1), s.Stats().HTTP2Calm)
+				require.LessOrEqual(t, peak.Load(), int64(h2MaxStdLive), "handlers running at once on one connection")
+				if hd.name == "ignores its context" {
+					require.NotZero(t, s.Stats().HTTP2Refused, "streams past the bound are refused")
+				}
 
 				require.NoError(t, good.write(good.get(3, "/ok")))
 				require.Equal(t, 200, good.status(3), "the other client is still served")

@@ -115,11 +115,24 @@ func (st *h2Stream) serve() {
 }
 
 // startStd runs a FromStd handler; with w, one a fast chain called.
+// While the connection has h2MaxStdLive handlers running, the stream is
+// refused instead: REFUSED_STREAM, which a client may retry, when no
+// handler saw it; 503 after a fast chain did.
 func (st *h2Stream) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 	st.started = true
-	x, err := newStdExchange(st, st.hc.cs.stdState(), sh, req, w)
+	hc := st.hc
+	if hc.stdLive >= h2MaxStdLive {
+		hc.ls.st.h2refused.Add(1)
+		if w == nil {
+			hc.closeStream(st, h2.RefusedStream, true)
+		} else {
+			st.respondError(StatusServiceUnavailable)
+		}
+		return
+	}
+	x, err := newStdExchange(st, hc.cs.stdState(), sh, req, w)
 	if err != nil {
-		st.hc.ls.st.protoErrors.Add(1)
+		hc.ls.st.protoErrors.Add(1)
 		st.respondError(StatusBadRequest)
 		return
 	}
@@ -131,7 +144,9 @@ func (st *h2Stream) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 			x.streamBody(req.Expect100)
 		}
 	}
-	x.start()
+	if x.start() {
+		hc.stdLive++ // until stdReturned
+	}
 }
 
 // bodyData takes DATA bytes for the request body.
@@ -488,6 +503,8 @@ func (st *h2Stream) setStd(x *stdExchange) {
 }
 
 func (st *h2Stream) stdState() *stdConn { return st.hc.cs.stdState() }
+
+func (st *h2Stream) stdReturned() { st.hc.stdLive-- }
 
 // askBody sends 100 Continue as an informational HEADERS.
 func (st *h2Stream) askBody(send100 bool) {

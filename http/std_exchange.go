@@ -192,6 +192,7 @@ func (x *stdExchange) run() {
 // forgets x. It reports whether x was the current request of an open
 // connection, which then still needs ending.
 func (x *stdExchange) release(sc *stdConn) bool {
+	x.ex.stdReturned()
 	x.cancel()
 	if x.pipe != nil {
 		x.pipe.Close()

@@ -27,6 +27,14 @@ type h2Shared struct {
 	enc    *hpack.Encoder
 	encBuf bytes.Buffer
 	lower  []byte // a field name in lowercase
+
+	// stdStarts are the FromStd exchanges of streams opened in the
+	// loop's current batch of events, whose handlers start after it
+	// (startStds, deferred once per batch): a stream the client resets
+	// in the same input, as a rapid reset does, then costs no goroutine,
+	// no handler run and no post back to the loop, only its request.
+	stdStarts   []*stdExchange
+	startStdsFn func() // startStds, made once
 }
 
 // h2Shared returns the loop's HTTP/2 state, made on first use, so a loop
@@ -42,7 +50,27 @@ func (ls *loopState) h2Shared() *h2Shared {
 		sh.enc.SetMaxDynamicTableSizeLimit(0)
 		_ = sh.enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
 		sh.encBuf.Reset()
+		sh.startStdsFn = sh.startStds
 		ls.h2 = sh
 	}
 	return ls.h2
+}
+
+// startStdLater starts x's handler after the loop's current batch of
+// events.
+func (sh *h2Shared) startStdLater(x *stdExchange) {
+	if len(sh.stdStarts) == 0 {
+		x.c.Loop().Defer(sh.startStdsFn)
+	}
+	sh.stdStarts = append(sh.stdStarts, x)
+}
+
+// startStds starts the handlers startStdLater kept (h2Stream.runStd).
+func (sh *h2Shared) startStds() {
+	for i := 0; i < len(sh.stdStarts); i++ {
+		x := sh.stdStarts[i]
+		sh.stdStarts[i] = nil
+		x.ex.(*h2Stream).runStd(x)
+	}
+	sh.stdStarts = sh.stdStarts[:0]
 }

@@ -114,20 +114,14 @@ func (st *h2Stream) serve() {
 	}
 }
 
-// startStd runs a FromStd handler; with w, one a fast chain called.
-// While the connection has h2MaxStdLive handlers running, the stream is
-// refused instead: REFUSED_STREAM, which a client may retry, when no
-// handler saw it; 503 after a fast chain did.
+// startStd runs a FromStd handler; with w, one a fast chain called. The
+// request is made now, so that the body can stream to it, and the handler
+// starts after the loop's current batch of events (runStd).
 func (st *h2Stream) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 	st.started = true
 	hc := st.hc
 	if hc.stdLive >= h2MaxStdLive {
-		hc.ls.st.h2refused.Add(1)
-		if w == nil {
-			hc.closeStream(st, h2.RefusedStream, true)
-		} else {
-			st.respondError(StatusServiceUnavailable)
-		}
+		st.refuseStd(w != nil) // without making a request only to drop it
 		return
 	}
 	x, err := newStdExchange(st, hc.cs.stdState(), sh, req, w)
@@ -144,9 +138,41 @@ func (st *h2Stream) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 			x.streamBody(req.Expect100)
 		}
 	}
-	if x.start() {
+	hc.ls.h2.startStdLater(x)
+}
+
+// runStd starts the handler of x, st's FromStd exchange, which startStd
+// deferred: unless the stream was closed meanwhile (reset in the same
+// input, typically), or the connection has h2MaxStdLive handlers running.
+// An exchange whose handler does not start is released as a handler's
+// end would release it.
+func (st *h2Stream) runStd(x *stdExchange) {
+	hc := st.hc
+	sc := hc.cs.stdState()
+	switch {
+	case !x.current():
+		x.release(sc)
+	case hc.stdLive >= h2MaxStdLive:
+		x.release(sc)
+		st.refuseStd(x.chained)
+	case x.start():
 		hc.stdLive++ // until stdReturned
+	default: // the pool refused it, and x.start answered 503
+		x.release(sc)
 	}
+}
+
+// refuseStd refuses a stream while the connection has h2MaxStdLive
+// FromStd handlers running: REFUSED_STREAM, which a client may retry,
+// when no handler saw it; 503 after a fast chain did.
+func (st *h2Stream) refuseStd(chained bool) {
+	hc := st.hc
+	hc.ls.st.h2refused.Add(1)
+	if chained {
+		st.respondError(StatusServiceUnavailable)
+		return
+	}
+	hc.closeStream(st, h2.RefusedStream, true)
 }
 
 // bodyData takes DATA bytes for the request body.

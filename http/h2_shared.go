@@ -28,13 +28,21 @@ type h2Shared struct {
 	encBuf bytes.Buffer
 	lower  []byte // a field name in lowercase
 
-	// stdStarts are the FromStd exchanges of streams opened in the
-	// loop's current batch of events, whose handlers start after it
-	// (startStds, deferred once per batch): a stream the client resets
-	// in the same input, as a rapid reset does, then costs no goroutine,
-	// no handler run and no post back to the loop, only its request.
-	stdStarts   []*stdExchange
+	// stdStarts are the FromStd streams opened in the loop's current
+	// batch of events, whose handlers start after it (startStds,
+	// deferred once per batch): a stream the client resets in the same
+	// input, as a rapid reset does, then costs no goroutine, no handler
+	// run and no post back to the loop; and, when it has no body, no
+	// net/http request either.
+	stdStarts   []stdStart
 	startStdsFn func() // startStds, made once
+}
+
+// stdStart is a FromStd handler to start: on st, with its exchange x, or
+// with the root handler on a request made then when x is nil.
+type stdStart struct {
+	st *h2Stream
+	x  *stdExchange
 }
 
 // h2Shared returns the loop's HTTP/2 state, made on first use, so a loop
@@ -56,21 +64,21 @@ func (ls *loopState) h2Shared() *h2Shared {
 	return ls.h2
 }
 
-// startStdLater starts x's handler after the loop's current batch of
-// events.
-func (sh *h2Shared) startStdLater(x *stdExchange) {
+// startStdLater starts a FromStd handler on st after the loop's current
+// batch of events: x's, or with x nil the root handler's.
+func (sh *h2Shared) startStdLater(st *h2Stream, x *stdExchange) {
 	if len(sh.stdStarts) == 0 {
-		x.c.Loop().Defer(sh.startStdsFn)
+		st.hc.cs.c.Loop().Defer(sh.startStdsFn)
 	}
-	sh.stdStarts = append(sh.stdStarts, x)
+	sh.stdStarts = append(sh.stdStarts, stdStart{st, x})
 }
 
 // startStds starts the handlers startStdLater kept (h2Stream.runStd).
 func (sh *h2Shared) startStds() {
 	for i := 0; i < len(sh.stdStarts); i++ {
-		x := sh.stdStarts[i]
-		sh.stdStarts[i] = nil
-		x.ex.(*h2Stream).runStd(x)
+		s := sh.stdStarts[i]
+		sh.stdStarts[i] = stdStart{}
+		s.st.runStd(s.x)
 	}
 	sh.stdStarts = sh.stdStarts[:0]
 }

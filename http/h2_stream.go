@@ -115,13 +115,20 @@ func (st *h2Stream) serve() {
 }
 
 // startStd runs a FromStd handler; with w, one a fast chain called. The
-// request is made now, so that the body can stream to it, and the handler
-// starts after the loop's current batch of events (runStd).
+// handler starts after the loop's current batch of events (runStd). Its
+// net/http request is made then too, for a root handler whose request
+// has no body (req is st.req, kept by the stream); otherwise now: the
+// body streams to it meanwhile, or the chain's w is the loop's, reused
+// for the next request.
 func (st *h2Stream) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 	st.started = true
 	hc := st.hc
 	if hc.stdLive >= h2MaxStdLive {
 		st.refuseStd(w != nil) // without making a request only to drop it
+		return
+	}
+	if w == nil && st.remoteDone {
+		hc.ls.h2.startStdLater(st, nil)
 		return
 	}
 	x, err := newStdExchange(st, hc.cs.stdState(), sh, req, w)
@@ -138,16 +145,34 @@ func (st *h2Stream) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 			x.streamBody(req.Expect100)
 		}
 	}
-	hc.ls.h2.startStdLater(x)
+	hc.ls.h2.startStdLater(st, x)
 }
 
 // runStd starts the handler of x, st's FromStd exchange, which startStd
-// deferred: unless the stream was closed meanwhile (reset in the same
-// input, typically), or the connection has h2MaxStdLive handlers running.
-// An exchange whose handler does not start is released as a handler's
-// end would release it.
+// deferred (with x nil, the root handler's on a request made now):
+// unless the stream was closed meanwhile (reset in the same input,
+// typically), or the connection has h2MaxStdLive handlers running. An
+// exchange whose handler does not start is released as a handler's end
+// would release it.
 func (st *h2Stream) runStd(x *stdExchange) {
 	hc := st.hc
+	if x == nil {
+		if st.closed || hc.cs.c.Closed() {
+			return
+		}
+		if hc.stdLive >= h2MaxStdLive {
+			st.refuseStd(false)
+			return
+		}
+		var err error
+		if x, err = newStdExchange(st, hc.cs.stdState(), hc.srv.std, &st.req, nil); err != nil {
+			hc.ls.st.protoErrors.Add(1)
+			st.respondError(StatusBadRequest)
+			return
+		}
+		x.bodyDone = true
+		st.stdx = x
+	}
 	sc := hc.cs.stdState()
 	switch {
 	case !x.current():

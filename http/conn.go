@@ -795,8 +795,15 @@ func (cs *conn) mayBePreface() bool { return cs.srv.opts.h2c && !cs.answered }
 // linger closes the connection after its output: it half-closes, then
 // discards input until the peer closes too or the linger timeout passes.
 // Closing with unread input would make the kernel send a reset, which can
-// destroy the response before the client reads it.
+// destroy the response before the client reads it. A second call while
+// draining does nothing: its CloseWrite would fail and close at once,
+// with the very reset lingering avoids (an HTTP/2 connection error with
+// streams open lingered twice: once as its last stream closed, once
+// after, and a client still sending lost the GOAWAY).
 func (cs *conn) linger() {
+	if cs.phase == phaseDraining {
+		return
+	}
 	c := cs.c
 	c.Discard(-1)
 	c.ResumeRead() // the peer's close must be seen

@@ -10,6 +10,10 @@ func (cs *conn) std() *stdExchange { return cs.stdx }
 
 func (cs *conn) setStd(x *stdExchange) { cs.stdx = x }
 
+// stdReturned: an HTTP/1 connection runs one FromStd handler at a time,
+// and reads no further request until it returns, so it counts none.
+func (cs *conn) stdReturned() {}
+
 func (cs *conn) stdState() *stdConn {
 	if cs.stdc == nil {
 		cs.stdc = newStdConn(cs.srv, cs.c)

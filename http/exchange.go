@@ -73,6 +73,11 @@ type exchange interface {
 	std() *stdExchange
 	setStd(x *stdExchange)
 	stdState() *stdConn
+	// stdReturned is called once for each FromStd handler started on
+	// the exchange, after it returned, whether or not the exchange is
+	// still in progress: a protocol that runs several at a time bounds
+	// those still running, winding down after a reset included.
+	stdReturned()
 	// askBody is called when a FromStd handler first reads its request
 	// body: the client's time to send it counts from now, and send100
 	// asks the protocol to tell a client that waits (Expect:

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +30,7 @@ type rawH2 struct {
 	eb   bytes.Buffer
 	dec  *hpack.Decoder // the server's blocks, in order
 	dead time.Time
+	end  error // how the connection ended: io.EOF when the server closed gracefully
 }
 
 func dialH2(t *testing.T, addr string, settings ...h2.Setting) *rawH2 {
@@ -82,6 +85,7 @@ func (r *rawH2) next() (h h2.Header, p []byte, ok bool) {
 			if os.IsTimeout(err) {
 				r.t.Fatal("no frame from the server before the deadline (a stall)")
 			}
+			r.end = err
 			return h2.Header{}, nil, false
 		}
 	}
@@ -334,4 +338,163 @@ func TestHTTP2OversizedFrame(t *testing.T) {
 		require.Equal(t, h2.FrameSizeError, r.goAway())
 		require.NotZero(t, s.Stats().ProtoErrors)
 	})
+}
+
+// rapidReset floods r with HEADERS and RST_STREAM on new streams, a
+// hundred pairs a write, until n pairs are out or the server stops taking
+// them; the client keeps sending while the server cuts it, as an attack
+// does. wait waits for the writer.
+func (r *rawH2) rapidReset(n int) (wait func()) {
+	block := r.block("GET", "/")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var out []byte
+		for i := 0; i < n; i += 100 {
+			out = out[:0]
+			for j := i; j < i+100; j++ {
+				id := uint32(2*j + 1)
+				out = h2.AppendRSTStream(h2.AppendHeaders(out, id, true, block, h2.MinMaxFrameSize), id, h2.Cancel)
+			}
+			if r.write(out) != nil {
+				return
+			}
+		}
+	}()
+	return func() { <-done }
+}
+
+// A rapid reset against FromStd handlers costs no more than against fast
+// ones: the resets count toward the same budget and the client gets
+// GOAWAY ENHANCE_YOUR_CALM (the cut lingered twice with a stream open, so
+// it closed with the client's flood unread, and the kernel's reset
+// destroyed the GOAWAY); the handlers of reset streams, winding down, are
+// bounded per connection, however long they ignore their context; and
+// they all return once they look.
+func TestHTTP2RapidResetFromStd(t *testing.T) {
+	handlers := []struct {
+		name string
+		wait func(r *nethttp.Request, release <-chan struct{})
+	}{
+		{"waits for its context", func(r *nethttp.Request, _ <-chan struct{}) { <-r.Context().Done() }},
+		{"ignores its context", func(_ *nethttp.Request, release <-chan struct{}) { <-release }},
+	}
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		for _, hd := range handlers {
+			t.Run(hd.name, func(t *testing.T) {
+				var running, peak atomic.Int64
+				release := make(chan struct{})
+				h := FromStd(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+					if r.URL.Path == "/ok" {
+						_, _ = io.WriteString(w, "ok")
+						return
+					}
+					n := running.Add(1)
+					defer running.Add(-1)
+					for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+					}
+					hd.wait(r, release)
+				}))
+				s := startServer(t, b, h, WithLoops(1))
+				closeRelease := sync.OnceFunc(func() { close(release) })
+				t.Cleanup(closeRelease) // before the server's shutdown
+				good := dialH2(t, s.Addr().String())
+				require.NoError(t, good.write(good.get(1, "/ok")))
+				require.Equal(t, 200, good.status(1))
+
+				bad := dialH2(t, s.Addr().String())
+				wait := bad.rapidReset(50 * h2MaxCheapPerSecond)
+				require.Equal(t, h2.EnhanceYourCalm, bad.goAway())
+				require.ErrorIs(t, bad.end, io.EOF, "the server closes gracefully: a reset can destroy the GOAWAY")
+				bad.c.Close()
+				wait()
+				require.Equal(t, uint64(1), s.Stats().HTTP2Calm)
+				require.LessOrEqual(t, peak.Load(), int64(h2MaxStdLive), "handlers running at once on one connection")
+				st := s.Stats()
+				require.Less(t, st.Offloaded, st.HTTP2Streams/4, "a stream reset in the same input starts no handler")
+
+				require.NoError(t, good.write(good.get(3, "/ok")))
+				require.Equal(t, 200, good.status(3), "the other client is still served")
+
+				closeRelease()
+				require.Eventually(t, func() bool { return running.Load() == 0 }, 10*time.Second, time.Millisecond,
+					"%d handlers still running", running.Load())
+				t.Logf("peak %d handlers; %d streams, %d handlers started, %d refused", peak.Load(), st.HTTP2Streams, st.Offloaded, st.HTTP2Refused)
+			})
+		}
+	})
+}
+
+// The FromStd handlers of streams reset after they started (each reset
+// in its own input) wind down on their own time: a connection has at
+// most h2MaxStdLive of them running, and refuses new streams past that
+// (REFUSED_STREAM) until they return; then it serves again.
+func TestHTTP2FromStdResetHandlersBounded(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		var running atomic.Int64
+		release := make(chan struct{})
+		h := FromStd(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			if r.URL.Path == "/ok" {
+				_, _ = io.WriteString(w, "ok")
+				return
+			}
+			running.Add(1)
+			defer running.Add(-1)
+			<-release // ignores its context
+		}))
+		s := startServer(t, b, h, WithLoops(1))
+		closeRelease := sync.OnceFunc(func() { close(release) })
+		t.Cleanup(closeRelease) // before the server's shutdown
+		r := dialH2(t, s.Addr().String())
+		const batch = 100 // under the stream limit, and the resets under the cheap-frame budget
+		id := uint32(1)
+		for round := 1; round <= 3; round++ {
+			var heads, rsts []byte
+			for range batch {
+				heads = append(heads, r.get(id, "/")...)
+				rsts = h2.AppendRSTStream(rsts, id, h2.Cancel)
+				id += 2
+			}
+			require.NoError(t, r.write(heads))
+			want := int64(min(round*batch, h2MaxStdLive))
+			require.Eventually(t, func() bool {
+				return running.Load() == want && s.Stats().HTTP2Refused == uint64(round*batch)-uint64(want)
+			}, 10*time.Second, time.Millisecond, "round %d: %d handlers should run, the rest be refused", round, want)
+			require.NoError(t, r.write(rsts))
+		}
+		require.Equal(t, int64(h2MaxStdLive), running.Load(), "the reset handlers still run")
+		require.Zero(t, s.Stats().HTTP2Calm)
+
+		closeRelease()
+		require.Eventually(t, func() bool { return running.Load() == 0 }, 10*time.Second, time.Millisecond)
+		// The handlers' ends may still be on their way to the loop: a
+		// request refused meanwhile is asked again, a round trip later.
+		for served := false; !served; id += 2 {
+			require.Less(t, id, uint32(1<<20), "the connection never serves again")
+			require.NoError(t, r.write(r.get(id, "/ok")))
+			served = r.answered(id)
+		}
+	})
+}
+
+// answered reads until stream id's answer, and reports whether it came
+// (false: the stream was reset).
+func (r *rawH2) answered(id uint32) bool {
+	for {
+		h, p, ok := r.next()
+		require.True(r.t, ok, "connection closed before stream %d's answer", id)
+		if h.Type == h2.TypeRSTStream && h.Stream == id {
+			return false
+		}
+		if h.Type != h2.TypeHeaders {
+			continue
+		}
+		block, err := h2.ParseHeaders(h, p)
+		require.NoError(r.t, err)
+		_, err = r.dec.DecodeFull(block)
+		require.NoError(r.t, err)
+		if h.Stream == id {
+			return true
+		}
+	}
 }

@@ -24,6 +24,8 @@ import (
 // connection:
 //   - streams: at most maxStreams open (SETTINGS_MAX_CONCURRENT_STREAMS);
 //     one more is refused with REFUSED_STREAM;
+//   - FromStd handlers: at most h2MaxStdLive running, those of streams
+//     already reset or closed included; one more stream is refused;
 //   - header blocks: at most h2MaxBlock compressed bytes across
 //     CONTINUATION frames, and the decoded list at most the server's
 //     MaxHeaderBytes (431 beyond it);
@@ -71,6 +73,13 @@ type h2Conn struct {
 	pendingOut int
 	ready      []*h2Stream
 	goingAway  bool // GOAWAY sent: no new streams
+	// stdLive counts the FromStd handlers started on this connection
+	// that have not returned, their stream open or not: a stream the
+	// client resets leaves at once, but its handler runs on until it
+	// notices its context (if ever). Over h2MaxStdLive, new streams are
+	// refused. An int32 beside goingAway, in what was padding: h2Conn
+	// stays 256 bytes, its size class.
+	stdLive int32
 
 	// A header block that continues in CONTINUATION frames, collected
 	// here until its end (a block in one HEADERS is decoded where it is).
@@ -86,6 +95,15 @@ type h2Conn struct {
 // Bounds of an HTTP/2 connection.
 const (
 	h2MaxStreams = 250 // SETTINGS_MAX_CONCURRENT_STREAMS, as Go's server
+	// h2MaxStdLive bounds the FromStd handlers a connection has running.
+	// A well-behaved client never reaches it (a handler's stream stays
+	// open until the handler returns, unless it is reset), so it only
+	// stops one that resets streams faster than their handlers wind
+	// down: without it, a rapid reset under h2MaxCheapPerSecond (999 a
+	// second) against a handler that ignores its context for a second
+	// kept up to a thousand goroutines per connection, and the flood of a
+	// test (TestHTTP2RapidResetFromStd) had 1,001 running at once.
+	h2MaxStdLive = h2MaxStreams
 	// h2ConnWindow is the connection's receive window; each stream has
 	// the protocol's default, 65,535.
 	h2ConnWindow = 1 << 20

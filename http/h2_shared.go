@@ -27,6 +27,22 @@ type h2Shared struct {
 	enc    *hpack.Encoder
 	encBuf bytes.Buffer
 	lower  []byte // a field name in lowercase
+
+	// stdStarts are the FromStd streams opened in the loop's current
+	// batch of events, whose handlers start after it (startStds,
+	// deferred once per batch): a stream the client resets in the same
+	// input, as a rapid reset does, then costs no goroutine, no handler
+	// run and no post back to the loop; and, when it has no body, no
+	// net/http request either.
+	stdStarts   []stdStart
+	startStdsFn func() // startStds, made once
+}
+
+// stdStart is a FromStd handler to start: on st, with its exchange x, or
+// with the root handler on a request made then when x is nil.
+type stdStart struct {
+	st *h2Stream
+	x  *stdExchange
 }
 
 // h2Shared returns the loop's HTTP/2 state, made on first use, so a loop
@@ -42,7 +58,27 @@ func (ls *loopState) h2Shared() *h2Shared {
 		sh.enc.SetMaxDynamicTableSizeLimit(0)
 		_ = sh.enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
 		sh.encBuf.Reset()
+		sh.startStdsFn = sh.startStds
 		ls.h2 = sh
 	}
 	return ls.h2
+}
+
+// startStdLater starts a FromStd handler on st after the loop's current
+// batch of events: x's, or with x nil the root handler's.
+func (sh *h2Shared) startStdLater(st *h2Stream, x *stdExchange) {
+	if len(sh.stdStarts) == 0 {
+		st.hc.cs.c.Loop().Defer(sh.startStdsFn)
+	}
+	sh.stdStarts = append(sh.stdStarts, stdStart{st, x})
+}
+
+// startStds starts the handlers startStdLater kept (h2Stream.runStd).
+func (sh *h2Shared) startStds() {
+	for i := 0; i < len(sh.stdStarts); i++ {
+		s := sh.stdStarts[i]
+		sh.stdStarts[i] = stdStart{}
+		s.st.runStd(s.x)
+	}
+	sh.stdStarts = sh.stdStarts[:0]
 }

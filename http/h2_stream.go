@@ -114,12 +114,26 @@ func (st *h2Stream) serve() {
 	}
 }
 
-// startStd runs a FromStd handler; with w, one a fast chain called.
+// startStd runs a FromStd handler; with w, one a fast chain called. The
+// handler starts after the loop's current batch of events (runStd). Its
+// net/http request is made then too, for a root handler whose request
+// has no body (req is st.req, kept by the stream); otherwise now: the
+// body streams to it meanwhile, or the chain's w is the loop's, reused
+// for the next request.
 func (st *h2Stream) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 	st.started = true
-	x, err := newStdExchange(st, st.hc.cs.stdState(), sh, req, w)
+	hc := st.hc
+	if hc.stdLive >= h2MaxStdLive {
+		st.refuseStd(w != nil) // without making a request only to drop it
+		return
+	}
+	if w == nil && st.remoteDone {
+		hc.ls.h2.startStdLater(st, nil)
+		return
+	}
+	x, err := newStdExchange(st, hc.cs.stdState(), sh, req, w)
 	if err != nil {
-		st.hc.ls.st.protoErrors.Add(1)
+		hc.ls.st.protoErrors.Add(1)
 		st.respondError(StatusBadRequest)
 		return
 	}
@@ -131,7 +145,59 @@ func (st *h2Stream) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 			x.streamBody(req.Expect100)
 		}
 	}
-	x.start()
+	hc.ls.h2.startStdLater(st, x)
+}
+
+// runStd starts the handler of x, st's FromStd exchange, which startStd
+// deferred (with x nil, the root handler's on a request made now):
+// unless the stream was closed meanwhile (reset in the same input,
+// typically), or the connection has h2MaxStdLive handlers running. An
+// exchange whose handler does not start is released as a handler's end
+// would release it.
+func (st *h2Stream) runStd(x *stdExchange) {
+	hc := st.hc
+	if x == nil {
+		if st.closed || hc.cs.c.Closed() {
+			return
+		}
+		if hc.stdLive >= h2MaxStdLive {
+			st.refuseStd(false)
+			return
+		}
+		var err error
+		if x, err = newStdExchange(st, hc.cs.stdState(), hc.srv.std, &st.req, nil); err != nil {
+			hc.ls.st.protoErrors.Add(1)
+			st.respondError(StatusBadRequest)
+			return
+		}
+		x.bodyDone = true
+		st.stdx = x
+	}
+	sc := hc.cs.stdState()
+	switch {
+	case !x.current():
+		x.release(sc)
+	case hc.stdLive >= h2MaxStdLive:
+		x.release(sc)
+		st.refuseStd(x.chained)
+	case x.start():
+		hc.stdLive++ // until stdReturned
+	default: // the pool refused it, and x.start answered 503
+		x.release(sc)
+	}
+}
+
+// refuseStd refuses a stream while the connection has h2MaxStdLive
+// FromStd handlers running: REFUSED_STREAM, which a client may retry,
+// when no handler saw it; 503 after a fast chain did.
+func (st *h2Stream) refuseStd(chained bool) {
+	hc := st.hc
+	hc.ls.st.h2refused.Add(1)
+	if chained {
+		st.respondError(StatusServiceUnavailable)
+		return
+	}
+	hc.closeStream(st, h2.RefusedStream, true)
 }
 
 // bodyData takes DATA bytes for the request body.
@@ -498,6 +564,8 @@ func (st *h2Stream) setStd(x *stdExchange) {
 }
 
 func (st *h2Stream) stdState() *stdConn { return st.hc.cs.stdState() }
+
+func (st *h2Stream) stdReturned() { st.hc.stdLive-- }
 
 // askBody sends 100 Continue as an informational HEADERS.
 func (st *h2Stream) askBody(send100 bool) {

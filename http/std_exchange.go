@@ -45,6 +45,9 @@ type stdExchange struct {
 	// Expect: 100-continue request: until then the client waits for us,
 	// and the body timeout does not run.
 	continued bool
+	// chained is set when a fast handler chain called the handler (it is
+	// not the server's root).
+	chained bool
 }
 
 // stdConn is a connection's FromStd state, made for its first FromStd
@@ -93,6 +96,7 @@ func newStdExchange(ex exchange, sc *stdConn, sh *stdHandler, req *Request, w *R
 	if w == nil {
 		return x, nil
 	}
+	x.chained = true
 	for _, p := range req.params[:req.nparams] {
 		sreq.SetPathValue(p.name, string(req.paramValue(p)))
 	}
@@ -187,7 +191,8 @@ func (x *stdExchange) run() {
 }
 
 // release runs on the loop once the handler has returned and its last
-// output is queued: the request's context ends, its body is discarded,
+// output is queued (or instead of the handler, for an HTTP/2 stream reset
+// before it started): the request's context ends, its body is discarded,
 // the writer's buffers go back to the connection, and the exchange
 // forgets x. It reports whether x was the current request of an open
 // connection, which then still needs ending.
@@ -215,6 +220,7 @@ func (x *stdExchange) release(sc *stdConn) bool {
 // written: the exchange ends, and the protocol moves on to the next
 // request or closes.
 func (x *stdExchange) done(mustClose bool) {
+	x.ex.stdReturned()
 	if !x.release(x.ex.stdState()) {
 		return
 	}

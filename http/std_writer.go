@@ -332,6 +332,7 @@ func (x *stdExchange) postDone(mustClose bool) {
 func (w *stdWriter) panicked(abort bool) {
 	x := w.x
 	err := x.c.Loop().Post(func() {
+		x.ex.stdReturned()
 		if !x.release(x.ex.stdState()) {
 			return
 		}

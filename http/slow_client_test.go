@@ -1,10 +1,12 @@
 package http
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	nethttp "net/http"
 	"strconv"
 	"testing"
@@ -64,6 +66,42 @@ func TestSilentConnectionClosedAtHeadTimeout(t *testing.T) {
 		io.WriteString(c2, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 		resp, _ := readResponse(t, br2, "GET")
 		require.Equal(t, 200, resp.StatusCode)
+	})
+}
+
+// Thousands of silent connections opened together reach the head timeout
+// together: every one is closed and counted, and a client making
+// requests on the same loop meanwhile gets every answer (the loop runs a
+// budget of timers per iteration and dispatches I/O in between; see
+// bench/cmd/masstimeout for the stall it saw).
+func TestSilentConnectionsClosedTogether(t *testing.T) {
+	const silent = 2000
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1),
+			WithReadHeaderTimeout(300*time.Millisecond), WithIdleTimeout(time.Minute))
+		live, liveBr := rawConn(t, s)
+		get := func() {
+			live.SetDeadline(time.Now().Add(10 * time.Second))
+			io.WriteString(live, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+			resp, _ := readResponse(t, liveBr, "GET")
+			require.Equal(t, 200, resp.StatusCode)
+		}
+		get() // before its own head timeout: from here on it is idle between requests
+		type raw struct {
+			c  net.Conn
+			br *bufio.Reader
+		}
+		conns := make([]raw, silent)
+		for i := range conns {
+			conns[i].c, conns[i].br = rawConn(t, s)
+		}
+		for end := time.Now().Add(30 * time.Second); s.Stats().Timeouts < silent; get() {
+			require.True(t, time.Now().Before(end), "%d of %d timed out", s.Stats().Timeouts, silent)
+		}
+		for _, r := range conns {
+			expectClosed(t, r.c, r.br)
+		}
+		require.Equal(t, uint64(silent), s.Stats().Timeouts)
 	})
 }
 

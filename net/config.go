@@ -57,7 +57,8 @@ type Config struct {
 	// (The zero value is CPU 0 only when PinCPU is true.)
 	CPU    int
 	PinCPU bool
-	// Budget caps the completions dispatched per iteration. Default 64.
+	// Budget caps the completions dispatched per iteration, and the timers
+	// run per iteration. Default 64.
 	Budget int
 	// Logger receives the loop's log lines. Default slog.Default().
 	Logger *slog.Logger

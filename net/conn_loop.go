@@ -450,11 +450,15 @@ func (l *Loop) closeGracefully(c *Conn) {
 		l.endSplice(s) // reading stops: bytes still in the pipe are dropped
 	}
 	l.dropInput(c)
-	l.syncReading(c)
 	if c.out.len() == 0 {
+		// Nothing to send: the teardown stops reading along with the rest.
+		// Stopping it first would cost io_uring a submission of its own
+		// (setReading submits a pause's cancel at once), one system call
+		// per connection when thousands time out together.
 		l.teardown(c)
 		return
 	}
+	l.syncReading(c)
 	c.closeTimer = l.AfterFunc(l.cfg.CloseTimeout, func() {
 		if c.state == connClosing {
 			l.abort(c, ErrCloseTimeout)

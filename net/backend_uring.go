@@ -392,10 +392,10 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 		// and a submission per full buffer costs little next to the
 		// bytes. A run of short receives switches back to multishot
 		// (unless the connection is paced: see pace), which saves a
-		// submission per message for connections of small messages (a bulk stream has short receives too, now and then,
-		// where a segment ends). New connections start one buffer at a
-		// time, so a sender that floods from its first byte is never
-		// ahead.
+		// submission per message for connections of small messages (a
+		// bulk stream has short receives too, now and then, where a
+		// segment ends). New connections start one buffer at a time, so
+		// a sender that floods from its first byte is never ahead.
 		if int(res) == b.bufSize {
 			u.shorts = 0
 			if u.mode == recvMultishot {

@@ -48,6 +48,13 @@ type backend interface {
 	// prompt: at most the input the kernel had already delivered before
 	// the call is still reported.
 	setReading(slot uint32, on bool)
+	// pace says slot's input is held back by its handler (PauseRead,
+	// output above the high-water mark, or a ForwardTo whose destination
+	// is behind): whatever is received ahead of the handler waits in the
+	// connection's heap input, so from now on the backend receives at
+	// most one buffer ahead of it (io_uring: no more multishot receives
+	// for slot).
+	pace(slot uint32)
 	// send asks the backend to send what q holds; progress is reported
 	// with sent (or failed). A call while a send is in flight is a no-op:
 	// the backend goes on with the queue after the completion's report.

@@ -374,6 +374,10 @@ func (b *epollBackend) watch(slot uint32, out, on bool) {
 	e.watchIn = on
 }
 
+// pace needs nothing: a read takes one buffer, and reading stops as soon
+// as the loop no longer wants input.
+func (b *epollBackend) pace(uint32) {}
+
 func (b *epollBackend) recycle(uint16) {} // epoll reads into one buffer: nothing is kept
 
 func (b *epollBackend) close(slot uint32) {

@@ -60,8 +60,8 @@ type uconn struct {
 	sending    int32 // bytes of the send in flight (one segment); 0: none
 	recv       bool  // a recv is armed
 	recvCancel bool  // and its cancel submitted
-	oneshot    bool  // receive one buffer at a time (a bulk sender, see received)
-	shorts     uint8 // short receives in a row while oneshot
+	mode       recvMode
+	shorts     uint8 // short receives in a row while recvOneshot
 	reading    bool  // the loop wants input
 	eof        bool
 	connecting bool
@@ -84,6 +84,15 @@ type ulisten struct {
 }
 
 const bufGroup = 0
+
+// recvMode is how a connection receives.
+type recvMode uint8
+
+const (
+	recvMultishot recvMode = iota // one multishot recv while reading
+	recvOneshot                   // one buffer at a time: a bulk sender (see received)
+	recvPaced                     // one buffer at a time for good: its handler holds input back (see pace)
+)
 
 // shortsToMultishot is how many receives in a row must come back short of
 // a full buffer before a connection goes back to a multishot recv.
@@ -388,24 +397,24 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 		// input the connection must keep if it is paused meanwhile. One
 		// buffer at a time instead, it holds at most one beyond a pause,
 		// and a submission per full buffer costs little next to the
-		// bytes. A run of short receives switches back to multishot,
-		// which saves a submission per message for connections of small
-		// messages (a bulk stream has short receives too, now and then,
-		// where a segment ends). New connections start one buffer at a
-		// time, so a sender that floods from its first byte is never
-		// ahead.
+		// bytes. A run of short receives switches back to multishot
+		// (unless the connection is paced: see pace), which saves a
+		// submission per message for connections of small messages (a
+		// bulk stream has short receives too, now and then, where a
+		// segment ends). New connections start one buffer at a time, so
+		// a sender that floods from its first byte is never ahead.
 		if int(res) == b.bufSize {
 			u.shorts = 0
-			if !u.oneshot {
-				u.oneshot = true
+			if u.mode == recvMultishot {
+				u.mode = recvOneshot
 				if u.recv && !u.recvCancel {
 					u.recvCancel = true
 					b.cancel(token(opRecv, slot, u.gen))
 				}
 			}
-		} else if u.oneshot {
+		} else if u.mode == recvOneshot {
 			if u.shorts++; u.shorts >= shortsToMultishot {
-				u.oneshot = false // from the next arm on
+				u.mode = recvMultishot // from the next arm on
 			}
 		}
 		b.act.input(&u.epoch)
@@ -607,7 +616,7 @@ func (b *uringBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr
 		b.conns = growTable(b.conns, uconn{fd: -1})
 	}
 	u := &b.conns[slot]
-	*u = uconn{fd: fd, gen: (u.gen + 1) & 0xffffff, q: q, oneshot: true}
+	*u = uconn{fd: fd, gen: (u.gen + 1) & 0xffffff, q: q, mode: recvOneshot}
 	if dial == nil {
 		return nil
 	}
@@ -627,7 +636,7 @@ func (b *uringBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr
 
 func (b *uringBackend) armRecv(slot uint32, u *uconn) {
 	s := b.sqe()
-	if u.oneshot {
+	if u.mode != recvMultishot {
 		s.PrepRecv(u.fd, nil, 0)
 	} else {
 		s.PrepRecvMultishot(u.fd, nil, 0)
@@ -655,6 +664,29 @@ func (b *uringBackend) setReading(slot uint32, on bool) {
 	}
 	// A cancel in flight with reading wanted again: the ECANCELED
 	// completion re-arms.
+}
+
+// pace keeps slot on one-shot receives for good. A multishot recv takes
+// everything its socket holds in one run of the kernel's task work (up to
+// the free buffers of the ring), and once the handler pauses, all of it
+// past the first buffer is copied into the connection's heap input. A
+// connection whose handler holds input back is one where that happens
+// again: a relay to a slow reader sees short receives whenever the reader
+// frees a little room, which would switch it back to multishot, and the
+// next burst arrived whole (3.5 MiB of input on one proxy connection, with
+// the proxy's 64 buffers of 64 KiB). A submission per receive is the cost,
+// on connections that are paced anyway.
+func (b *uringBackend) pace(slot uint32) {
+	u := &b.conns[slot]
+	was := u.mode
+	u.mode = recvPaced
+	if was == recvMultishot && u.recv && !u.recvCancel {
+		// The ECANCELED completion re-arms, one-shot, if reading goes on.
+		// Submitted now for the reason setReading gives.
+		u.recvCancel = true
+		b.cancel(token(opRecv, slot, u.gen))
+		_, _ = b.ring.Submit()
+	}
 }
 
 func (b *uringBackend) submitSend(slot uint32, u *uconn) {

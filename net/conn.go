@@ -48,6 +48,9 @@ const (
 	stopsReading = holdUser | holdFlow | holdSplice | holdReplay | holdTLS
 	// stopsDelivery: input is buffered and OnData does not run.
 	stopsDelivery = holdUser | holdFlow | holdData
+	// paces: the handler holds its input back, so the backend is told to
+	// receive no further ahead of it (backend.pace).
+	paces = holdUser | holdFlow
 	// pastCap: input may exceed ReadBufferCap, because the loop (not the
 	// handler's appetite) stopped reading and what still arrives was on
 	// its way.

@@ -132,6 +132,9 @@ func (l *Loop) checkIdle(c *Conn) {
 func (l *Loop) syncReading(c *Conn) {
 	want := c.state == connOpen && !c.eof && !c.connecting && c.hold&stopsReading == 0
 	if want != c.reading {
+		if !want && c.hold&paces != 0 {
+			l.be.pace(c.slot)
+		}
 		c.reading = want
 		l.be.setReading(c.slot, want)
 	}

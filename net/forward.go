@@ -62,6 +62,11 @@ func (c *Conn) ForwardTo(dst *Conn, n int) (int, error) {
 		return 0, nil
 	}
 	l := c.loop
+	if dst.out.len() >= l.cfg.RecvBufferSize {
+		// dst is a receive behind: the relay will pause c, so c should
+		// not take input far ahead of it (backend.pace).
+		l.be.pace(c.slot)
+	}
 	if dst.tlsLayer() != nil {
 		// Plaintext to be encrypted: Write's path, one copy into a record.
 		if _, err := dst.write(c.view[:n]); err != nil {

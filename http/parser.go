@@ -123,7 +123,9 @@ func (p *Parser) Parse(buf []byte, req *Request) (n int, err error) {
 // the final empty line has been seen.
 func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 	// The state lives in a register while scanning and is stored only
-	// when the head is incomplete.
+	// when the head is incomplete. Each state falls through to the next
+	// one rather than going round the switch again (about 5 instructions
+	// a step).
 	i, st := p.scan, p.state
 	for {
 		switch st {
@@ -150,6 +152,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			}
 			p.reqStart = i
 			st = stMethod
+			fallthrough
 
 		case stMethod:
 			if len(b)-i >= 4 && string(b[i:i+4]) == "GET " {
@@ -167,6 +170,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			p.methodEnd = i
 			i++
 			st = stTarget
+			fallthrough
 
 		case stTarget:
 			ts := p.methodEnd + 1
@@ -187,6 +191,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			p.targetEnd = i
 			i++
 			st = stVersion
+			fallthrough
 
 		case stVersion:
 			const pattern = "HTTP/D.D\r\n"
@@ -196,43 +201,43 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 				// The whole version line at once; anything else takes the
 				// byte loop below, which names the error.
 				i += 10
-				st = stFieldStart
-				continue
-			}
-			for ; i < len(b); i++ {
-				k := i - vs
-				c := b[i]
-				switch k {
-				case 5, 7:
-					if c < '0' || c > '9' {
-						return 0, ErrNotHTTPVersion
+			} else {
+				for ; i < len(b); i++ {
+					k := i - vs
+					c := b[i]
+					switch k {
+					case 5, 7:
+						if c < '0' || c > '9' {
+							return 0, ErrNotHTTPVersion
+						}
+					case 8:
+						if c != '\r' {
+							return 0, errBadVersion // HTTP/D.D and then something else
+						}
+					case 9:
+						if c != '\n' {
+							return 0, errBareCR
+						}
+					default:
+						if c != pattern[k] {
+							return 0, ErrNotHTTPVersion
+						}
 					}
-				case 8:
-					if c != '\r' {
-						return 0, errBadVersion // HTTP/D.D and then something else
-					}
-				case 9:
-					if c != '\n' {
-						return 0, errBareCR
-					}
-				default:
-					if c != pattern[k] {
-						return 0, ErrNotHTTPVersion
+					if k == 9 {
+						break
 					}
 				}
-				if k == 9 {
-					break
+				if i >= len(b) {
+					p.scan, p.state = i, st
+					return 0, ErrNeedMore
 				}
+				if b[vs+5] != '1' {
+					return 0, errVersion
+				}
+				i++
 			}
-			if i >= len(b) {
-				p.scan, p.state = i, st
-				return 0, ErrNeedMore
-			}
-			if b[vs+5] != '1' {
-				return 0, errVersion
-			}
-			i++
 			st = stFieldStart
+			fallthrough
 
 		case stFieldStart:
 			if i >= len(b) {
@@ -259,6 +264,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			p.lineStart = i
 			i++
 			st = stName
+			fallthrough
 
 		case stName:
 			i += tokenLen(b[i:])
@@ -277,6 +283,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			i++
 			p.valueStart = i
 			st = stValue
+			fallthrough
 
 		case stValue:
 			if i == p.valueStart {

@@ -432,7 +432,7 @@ func (r *Request) interpret(b []byte, spans []fieldSpan, l *Limits) error {
 		hdrs[i] = HeaderField{Name: name, Value: value}
 		switch len(name) {
 		case 4:
-			if !equalFold(name, "host") {
+			if !tokenEqualFold(name, "host") {
 				continue
 			}
 			hosts++
@@ -450,7 +450,7 @@ func (r *Request) interpret(b []byte, spans []fieldSpan, l *Limits) error {
 			}
 			r.Host = value
 		case 6:
-			if !equalFold(name, "expect") {
+			if !tokenEqualFold(name, "expect") {
 				continue
 			}
 			for list := value; len(list) > 0; {
@@ -465,11 +465,11 @@ func (r *Request) interpret(b []byte, spans []fieldSpan, l *Limits) error {
 				}
 			}
 		case 7:
-			if equalFold(name, "upgrade") {
+			if tokenEqualFold(name, "upgrade") {
 				upgrade = value
 			}
 		case 10:
-			if !equalFold(name, "connection") {
+			if !tokenEqualFold(name, "connection") {
 				continue
 			}
 			for list := value; len(list) > 0; {
@@ -485,7 +485,7 @@ func (r *Request) interpret(b []byte, spans []fieldSpan, l *Limits) error {
 				}
 			}
 		case 14:
-			if !equalFold(name, "content-length") {
+			if !tokenEqualFold(name, "content-length") {
 				continue
 			}
 			// A list of identical values is accepted (RFC 9110 §8.6).
@@ -506,7 +506,7 @@ func (r *Request) interpret(b []byte, spans []fieldSpan, l *Limits) error {
 				}
 			}
 		case 17:
-			if !equalFold(name, "transfer-encoding") {
+			if !tokenEqualFold(name, "transfer-encoding") {
 				continue
 			}
 			hasTE = true

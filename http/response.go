@@ -163,6 +163,9 @@ func (h *ResponseHeader) index(name string) int {
 }
 
 func delField[S string | []byte](h *ResponseHeader, name S) {
+	if len(h.fields) == 0 {
+		return // the usual Set on a fresh response: nothing to look at
+	}
 	j := 0
 	var special uint8
 	for i := range h.fields {

@@ -95,6 +95,7 @@ func (cs *conn) date() []byte {
 	date := ls.dates.Bytes(now)
 	ls.dateUntil = l.Clock() + int64(time.Second) - int64(now.Nanosecond())
 	ls.head200 = appendStart(ls.head200[:0], StatusOK, date, 0)
+	ls.heads.ok = false // it holds the old Date
 	ls.dateText = ""
 	return date
 }
@@ -687,7 +688,7 @@ func (cs *conn) writeResponse(resp *Response, req *Request) {
 	// Built in the output queue's own free space when it surely fits, so
 	// the response is not copied there afterwards.
 	if buf := cs.c.AvailableBuffer(); cap(buf) >= resp.headBound(date)+len(body) {
-		buf = resp.appendHead(buf, req, date, int64(len(body)), ls.head200)
+		buf = resp.appendHeadCached(buf, req, date, int64(len(body)), ls.head200, &ls.heads)
 		if resp.BodyAllowed() {
 			buf = append(buf, body...)
 		}
@@ -695,7 +696,7 @@ func (cs *conn) writeResponse(resp *Response, req *Request) {
 		cs.outClose = resp.ShouldClose()
 		return
 	}
-	ls.scratch = resp.appendHead(ls.scratch[:0], req, date, int64(len(body)), ls.head200)
+	ls.scratch = resp.appendHeadCached(ls.scratch[:0], req, date, int64(len(body)), ls.head200, &ls.heads)
 	cs.outClose = resp.ShouldClose()
 	if !resp.BodyAllowed() || len(body) == 0 {
 		cs.c.Write(ls.scratch)

@@ -1,6 +1,9 @@
 package http
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // DefaultServerName is the Server header value a [Response] writes unless
 // the handler sets its own.
@@ -160,6 +163,9 @@ func (h *ResponseHeader) index(name string) int {
 }
 
 func delField[S string | []byte](h *ResponseHeader, name S) {
+	if len(h.fields) == 0 {
+		return // the usual Set on a fresh response: nothing to look at
+	}
 	j := 0
 	var special uint8
 	for i := range h.fields {
@@ -471,4 +477,67 @@ func AppendError(dst []byte, status int, date []byte) []byte {
 	dst = append(dst, "\r\n\r\n"...)
 	dst = append(dst, text...)
 	return append(dst, '\n')
+}
+
+// headCache remembers the last head appendHeadCached built and everything
+// it depended on, so that the next response with the same inputs — the
+// usual case for pipelined requests to one handler: the same status and
+// fields, a body of the same length, within the same second — is copied
+// at once instead of built again: about 100 instructions instead of 390
+// for a plain 200 with one field (callgrind, BenchmarkServerFastPath).
+// Its owner clears ok whenever the date or head200 given changes.
+type headCache struct {
+	ok          bool
+	req         uint8 // headReqFlags of the request
+	status      int
+	cl          int64
+	fields      []fieldSpan
+	arena       []byte
+	head        []byte
+	close       bool
+	chunked     bool
+	bodyAllowed bool
+}
+
+// maxCachedHead bounds what a headCache keeps: a larger head is built
+// every time.
+const maxCachedHead = 512
+
+// headReqFlags sums up what appendHead reads of req.
+func headReqFlags(req *Request) uint8 {
+	if req == nil {
+		return 1
+	}
+	var f uint8
+	if req.Close {
+		f |= 2
+	}
+	if req.ProtoMinor == 0 {
+		f |= 4
+	}
+	if req.IsHead() {
+		f |= 8
+	}
+	return f
+}
+
+// appendHeadCached is appendHead through the cache c.
+func (r *Response) appendHeadCached(dst []byte, req *Request, date []byte, contentLength int64, head200 []byte, c *headCache) []byte {
+	flags, h := headReqFlags(req), &r.header
+	if c.ok && c.status == r.status && c.cl == contentLength && c.req == flags &&
+		string(c.arena) == string(h.arena) && slices.Equal(c.fields, h.fields) {
+		r.close, r.chunked, r.bodyAllowed = c.close, c.chunked, c.bodyAllowed
+		return append(dst, c.head...)
+	}
+	start := len(dst)
+	dst = r.appendHead(dst, req, date, contentLength, head200)
+	head := dst[start:]
+	if c.ok = len(head) <= maxCachedHead && len(h.arena) <= maxCachedHead; c.ok {
+		c.req, c.status, c.cl = flags, r.status, contentLength
+		c.fields = append(c.fields[:0], h.fields...)
+		c.arena = append(c.arena[:0], h.arena...)
+		c.head = append(c.head[:0], head...)
+		c.close, c.chunked, c.bodyAllowed = r.close, r.chunked, r.bodyAllowed
+	}
+	return dst
 }

@@ -427,3 +427,52 @@ func TestResponseHeaderRepeat(t *testing.T) {
 		require.Equal(t, first, got, "response %d", i)
 	}
 }
+
+// TestResponseHeadCache: a head served from the cache is the head
+// appendHead builds for the same response, with the same ShouldClose,
+// Chunked and BodyAllowed, after a head cached for a response that differs
+// in one thing only: the status, a field's value or its split into name
+// and value, the body length, or the request's method, version or
+// Connection.
+func TestResponseHeadCache(t *testing.T) {
+	date := []byte("Sun, 06 Nov 1994 08:49:37 GMT")
+	head200 := appendStart(nil, StatusOK, date, 0)
+	statuses := []int{StatusOK, StatusNoContent, StatusNotFound}
+	reqs := []*Request{nil,
+		parseRequest(t, "GET / HTTP/1.1\r\nHost: a\r\n\r\n"),
+		parseRequest(t, "HEAD / HTTP/1.1\r\nHost: a\r\n\r\n"),
+		parseRequest(t, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"),
+		parseRequest(t, "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+	}
+	lengths := []int64{-1, 0, 13}
+	fields := [][2]string{{"Content-Type", "text/plain"}, {"Content-Typ", "etext/plain"},
+		{"Content-Type", "text/html"}, {"Content-Type", "text/xxxxx"}, {"Connection", "close"}, {"Server", "x"}}
+	dims := [4]int{len(statuses), len(reqs), len(lengths), len(fields)}
+	set := func(r *Response, k [4]int) {
+		r.Reset(nil)
+		r.SetStatus(statuses[k[0]])
+		r.Header().Set(fields[k[3]][0], fields[k[3]][1])
+	}
+	var c headCache
+	var want, got Response
+	outcome := func(r *Response) [3]bool { return [3]bool{r.ShouldClose(), r.Chunked(), r.BodyAllowed()} }
+	for n := 0; n < dims[0]*dims[1]*dims[2]*dims[3]; n++ {
+		a := [4]int{n % dims[0], n / dims[0] % dims[1], n / dims[0] / dims[1] % dims[2], n / dims[0] / dims[1] / dims[2]}
+		for d := range a {
+			for v := range dims[d] {
+				b := a
+				b[d] = v
+				set(&got, a)
+				got.appendHeadCached(nil, reqs[a[1]], date, lengths[a[2]], head200, &c)
+				set(&want, b)
+				w := want.appendHead(nil, reqs[b[1]], date, lengths[b[2]], head200)
+				for range 2 { // built after a, then from the cache
+					set(&got, b)
+					g := got.appendHeadCached([]byte("x"), reqs[b[1]], date, lengths[b[2]], head200, &c)
+					require.Equal(t, "x"+string(w), string(g), "after %v, %v", a, b)
+					require.Equal(t, outcome(&want), outcome(&got), "after %v, %v", a, b)
+				}
+			}
+		}
+	}
+}

@@ -387,8 +387,9 @@ type loopState struct {
 	// ends when the loop clock (Loop.Clock) reaches dateUntil.
 	dates     DateCache
 	dateUntil int64
-	head200   []byte // status line, Date and Server of a plain 200 (Response.appendHead)
-	dateText  string // the Date value as a string, for HTTP/2; "" until asked for
+	head200   []byte    // status line, Date and Server of a plain 200 (Response.appendHead)
+	heads     headCache // the last HTTP/1 head written, cleared with the Date
+	dateText  string    // the Date value as a string, for HTTP/2; "" until asked for
 	req       Request
 	w         ResponseWriter
 	body      []byte    // the inline writer's body buffer

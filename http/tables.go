@@ -85,6 +85,23 @@ func equalFold(b []byte, s string) bool {
 	return true
 }
 
+// tokenEqualFold is equalFold for a token b and a name s made of lower-case
+// letters and '-' (a field name the parser looks for). Setting bit 0x20
+// folds an upper-case letter to lower case, and turns no other token byte
+// into a lower-case letter or '-' (only CR would become '-'), so a byte
+// costs one OR and one compare: half of equalFold's (callgrind).
+func tokenEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(s) {
+		if b[i]|0x20 != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // trimOWS removes leading and trailing SP and HTAB.
 func trimOWS(b []byte) []byte {
 	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {

@@ -55,3 +55,25 @@ func TestScanHelpers(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenEqualFold: for every token byte and every byte of the names
+// the parser looks for, tokenEqualFold agrees with equalFold.
+func TestTokenEqualFold(t *testing.T) {
+	for _, name := range []string{"host", "expect", "upgrade", "connection", "content-length", "transfer-encoding"} {
+		for i := range len(name) {
+			for c := range 256 {
+				if !isToken(byte(c)) {
+					continue
+				}
+				b := []byte(name)
+				b[i] = byte(c)
+				if got, want := tokenEqualFold(b, name), equalFold(b, name); got != want {
+					t.Fatalf("%q vs %q: %v, equalFold says %v", b, name, got, want)
+				}
+			}
+		}
+		if tokenEqualFold([]byte(name[1:]), name) {
+			t.Fatalf("shorter name matched %q", name)
+		}
+	}
+}

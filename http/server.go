@@ -402,14 +402,16 @@ type loopState struct {
 	// one atomic add per request.
 	served  uint64
 	publish func()
-	spare   []*conn   // records of hijacked connections, for reuse
-	h2      *h2Shared // HTTP/2 decoding and encoding state, from the first HTTP/2 connection
+	spare   []*conn    // records of hijacked connections, for reuse
+	h2      *h2Shared  // HTTP/2 decoding and encoding state, from the first HTTP/2 connection
+	std     stdWorkers // goroutines that run this loop's FromStd handlers
 	st      loopStats
 	_       [64]byte // keep the next loop's counters off this cache line
 }
 
 func newLoopState(s *Server) *loopState {
 	ls := &loopState{srv: s, body: make([]byte, 0, 4<<10), scratch: make([]byte, 0, 1<<10)}
+	ls.std.done = s.done
 	ls.publish = func() {
 		ls.st.requests.Add(ls.served)
 		ls.served = 0

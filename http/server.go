@@ -233,6 +233,9 @@ func (s *Server) shutdown(ctx context.Context, hooks bool) error {
 	}
 	s.mu.Unlock()
 	s.shutting.Store(true)
+	for _, ls := range s.loops {
+		ls.std.close()
+	}
 	if hooks {
 		// Starts the RegisterOnShutdown functions, ours and those net/http
 		// handlers registered through ServerContextKey, each on a
@@ -411,7 +414,6 @@ type loopState struct {
 
 func newLoopState(s *Server) *loopState {
 	ls := &loopState{srv: s, body: make([]byte, 0, 4<<10), scratch: make([]byte, 0, 1<<10)}
-	ls.std.done = s.done
 	ls.publish = func() {
 		ls.st.requests.Add(ls.served)
 		ls.served = 0

@@ -1,9 +1,6 @@
 package http
 
-import (
-	"slices"
-	"sync"
-)
+import "sync"
 
 // maxIdleStdWorkers bounds the goroutines a loop keeps parked for its
 // next FromStd requests. A loop hands out a batch of requests at a time
@@ -25,17 +22,20 @@ const maxIdleStdWorkers = 128
 // handlers that block cost a goroutine each and cannot starve the others.
 // The loop takes idle workers; a worker makes itself idle again when its
 // handler returns (or exits if maxIdleStdWorkers wait already). Idle
-// workers exit when the server shuts down.
+// workers exit when the server shuts down (close).
 type stdWorkers struct {
-	done <-chan struct{} // the server's: closed when it shuts down
-	mu   sync.Mutex
-	idle []*stdWorker // a stack: the last to finish has the warmest stack
+	mu     sync.Mutex
+	idle   []*stdWorker // a stack: the last to finish has the warmest stack
+	closed bool         // the server is shutting down: no worker parks
 }
 
 // A stdWorker is one goroutine of stdWorkers.
 type stdWorker struct {
-	ws   *stdWorkers
-	next chan *stdExchange // capacity 1: the loop never waits on it
+	ws *stdWorkers
+	// next brings the worker its next request, or nil to exit. Its
+	// capacity is 1 and only the one who took the worker off the idle
+	// stack sends, once: no sender ever waits.
+	next chan *stdExchange
 }
 
 // run runs x's handler on an idle worker, or on a new one if none is idle.
@@ -63,41 +63,32 @@ func (w *stdWorker) serve(x *stdExchange) {
 }
 
 // park makes w idle and returns its next request, or nil if w should
-// exit: enough workers are idle, or the server is shutting down.
+// exit: enough workers are idle, or the server is shutting down. It waits
+// on its channel alone: a select with the server's done channel cost
+// 700 instructions per request (callgrind), a fifth of the hand-off.
 func (w *stdWorker) park() *stdExchange {
 	ws := w.ws
 	ws.mu.Lock()
-	if len(ws.idle) >= maxIdleStdWorkers || isClosed(ws.done) {
+	if len(ws.idle) >= maxIdleStdWorkers || ws.closed {
 		ws.mu.Unlock()
 		return nil
 	}
 	ws.idle = append(ws.idle, w)
 	ws.mu.Unlock()
-	select {
-	case x := <-w.next:
-		return x
-	case <-ws.done:
-	}
-	ws.mu.Lock()
-	for i, v := range ws.idle {
-		if v == w {
-			ws.idle = slices.Delete(ws.idle, i, i+1)
-			ws.mu.Unlock()
-			return nil
-		}
-	}
-	ws.mu.Unlock()
-	// The loop took w off the stack before the shutdown was seen: a
-	// request is on its way and must run.
 	return <-w.next
 }
 
-// isClosed reports whether c is closed.
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
+// close makes the idle workers exit, and those still running exit when
+// their handlers return: the server is shutting down. A request that
+// arrives meanwhile (one pipelined before the shutdown) still runs, on a
+// new goroutine.
+func (ws *stdWorkers) close() {
+	ws.mu.Lock()
+	ws.closed = true
+	idle := ws.idle
+	ws.idle = nil
+	ws.mu.Unlock()
+	for _, w := range idle {
+		w.next <- nil
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/veloq/veloq/executor"
 	vnet "github.com/veloq/veloq/net"
 )
@@ -281,6 +283,43 @@ func TestFromStdHTTP10(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		if string(body) != "part0;part1;part2;" || resp.ContentLength != -1 {
 			t.Fatalf("HTTP/1.0 streamed body %q, length %d", body, resp.ContentLength)
+		}
+	})
+}
+
+// Over HTTP/1.1 a FromStd handler's trailers follow a chunked body, both
+// the announced ones and those set with net/http.TrailerPrefix; a body of
+// known length carries none, as HTTP/1 cannot.
+func TestFromStdHTTP1Trailers(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := startServer(t, b, FromStd(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			if r.URL.Path == "/length" {
+				w.Header().Set("Content-Length", "5")
+			} else {
+				w.Header().Set("Trailer", "X-Sum")
+			}
+			io.WriteString(w, "he")
+			w.(nethttp.Flusher).Flush()
+			io.WriteString(w, "llo")
+			w.Header().Set("X-Sum", "5")
+			w.Header().Set(nethttp.TrailerPrefix+"X-Late", "yes")
+		})))
+		cl := newClient()
+		for _, tc := range []struct {
+			path      string
+			sum, late string
+		}{
+			{"/chunked", "5", "yes"},
+			{"/length", "", ""},
+		} {
+			resp, err := cl.Get(baseURL(s, "http") + tc.path)
+			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			require.Equal(t, "hello", string(body))
+			require.Equal(t, tc.sum, resp.Trailer.Get("X-Sum"), tc.path)
+			require.Equal(t, tc.late, resp.Trailer.Get("X-Late"), tc.path)
 		}
 	})
 }

@@ -408,6 +408,7 @@ type loopState struct {
 	spare   []*conn    // records of hijacked connections, for reuse
 	h2      *h2Shared  // HTTP/2 decoding and encoding state, from the first HTTP/2 connection
 	std     stdWorkers // goroutines that run this loop's FromStd handlers
+	stdReq  Request    // a FromStd request's head fields, as writeHead takes them
 	st      loopStats
 	_       [64]byte // keep the next loop's counters off this cache line
 }

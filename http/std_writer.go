@@ -26,9 +26,9 @@ type stdWriter struct {
 	streaming   bool      // the head went out: writes are sent as they come
 	err         error     // the connection is gone, or hijacked
 	hijacked    bool
-	declared    []string       // trailer names the "Trailer" field announced
-	trailer     ResponseHeader // the trailers, gathered when the handler returns
-	wdeadline   atomic.Int64   // SetWriteDeadline, UnixNano; 0: none
+	declared    []string        // trailer names the "Trailer" field announced
+	trailer     *ResponseHeader // the trailers, gathered when the handler returns; made for the first
+	wdeadline   atomic.Int64    // SetWriteDeadline, UnixNano; 0: none
 }
 
 var (
@@ -116,7 +116,7 @@ func (w *stdWriter) Write(p []byte) (int, error) {
 		return 0, nethttp.ErrContentLength
 	}
 	w.written += int64(len(p))
-	if w.x.vreq.IsHead() {
+	if w.x.head.isHead() {
 		if !w.streaming {
 			w.buf = append(w.buf, p...) // for Content-Length and sniffing
 			if len(w.buf) > stdStreamAt {
@@ -217,7 +217,7 @@ func (w *stdWriter) send(final bool) error {
 		w.streaming = true
 	}
 	data := w.buf
-	if w.x.vreq.IsHead() {
+	if w.x.head.isHead() {
 		data = nil
 	}
 	if len(data) == 0 && !head {
@@ -277,7 +277,7 @@ func (w *stdWriter) writeExpired() error {
 // writeHead sends the head on the loop.
 func (x *stdExchange) writeHead(resp *Response, cl int64) {
 	x.headSent = true
-	x.ex.writeHead(resp, &x.vreq, cl)
+	x.ex.writeHead(resp, x.head.request(x.ex.shared()), cl)
 }
 
 // finish completes the response after the handler returned.
@@ -294,7 +294,7 @@ func (w *stdWriter) finish() {
 		cl := w.prepareHead(true)
 		t := w.trailersFor(cl)
 		data := w.buf
-		if x.vreq.IsHead() || !w.bodyAllowed() {
+		if x.head.isHead() || !w.bodyAllowed() {
 			data = nil
 		}
 		err := x.c.Loop().Post(func() {
@@ -307,7 +307,7 @@ func (w *stdWriter) finish() {
 			if t != nil {
 				x.ex.writeTrailers(t)
 			}
-			x.done(w.cl >= 0 && int64(len(data)) < w.cl && !x.vreq.IsHead())
+			x.done(w.cl >= 0 && int64(len(data)) < w.cl && !x.head.isHead())
 		})
 		if err != nil {
 			x.cancel()
@@ -318,7 +318,7 @@ func (w *stdWriter) finish() {
 		x.postDone(true)
 		return
 	}
-	short := w.cl >= 0 && w.written < w.cl && !x.vreq.IsHead()
+	short := w.cl >= 0 && w.written < w.cl && !x.head.isHead()
 	t := w.trailersFor(w.cl)
 	err := x.c.Loop().Post(func() {
 		if t != nil && x.current() {
@@ -364,7 +364,7 @@ func (w *stdWriter) panicked(abort bool) {
 // known length they are not gathered: that walk of the header map cost
 // 200 instructions per request (callgrind).
 func (w *stdWriter) trailersFor(cl int64) *ResponseHeader {
-	if cl >= 0 && w.x.vreq.ProtoMajor < 2 {
+	if cl >= 0 && w.x.head.major < 2 {
 		return nil
 	}
 	return w.trailers()
@@ -374,22 +374,32 @@ func (w *stdWriter) trailersFor(cl int64) *ResponseHeader {
 // ways: values of the names the "Trailer" field announced before the
 // head, and keys with net/http.TrailerPrefix. nil if there are none.
 func (w *stdWriter) trailers() *ResponseHeader {
-	t := &w.trailer
-	t.Reset()
+	if w.trailer != nil {
+		w.trailer.Reset()
+	}
 	for _, k := range w.declared {
 		for _, v := range w.header[k] {
-			t.Add(k, v)
+			w.addTrailer(k, v)
 		}
 	}
 	for k, vs := range w.header {
 		if name, ok := strings.CutPrefix(k, nethttp.TrailerPrefix); ok {
 			for _, v := range vs {
-				t.Add(name, v)
+				w.addTrailer(name, v)
 			}
 		}
 	}
-	if t.Len() == 0 {
+	if w.trailer == nil || w.trailer.Len() == 0 {
 		return nil
 	}
-	return t
+	return w.trailer
+}
+
+// addTrailer adds a trailer field. The trailer header is made for the
+// first, so a response without trailers does not carry its 120 bytes.
+func (w *stdWriter) addTrailer(k, v string) {
+	if w.trailer == nil {
+		w.trailer = new(ResponseHeader)
+	}
+	w.trailer.Add(k, v)
 }

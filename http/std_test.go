@@ -323,3 +323,42 @@ func TestFromStdHTTP1Trailers(t *testing.T) {
 		}
 	})
 }
+
+// The fields a FromStd writer reads from the handler's header, as net/http
+// reads them: a Content-Type present (even empty) or
+// X-Content-Type-Options: nosniff stops sniffing, and a Content-Length
+// frames the body.
+func TestFromStdWriterReadsHeaderFields(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := startServer(t, b, FromStd(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			switch r.URL.Path {
+			case "/nosniff":
+				w.Header().Set("X-Content-Type-Options", "nosniff")
+			case "/empty-type":
+				w.Header()["Content-Type"] = nil
+			case "/length":
+				w.Header().Set("Content-Length", "14")
+				w.(nethttp.Flusher).Flush()
+			}
+			io.WriteString(w, "<html>hi</html>"[:14])
+		})))
+		for _, tc := range []struct {
+			path, ctype string
+			length      int64
+		}{
+			{"/sniff", "text/html; charset=utf-8", 14},
+			{"/nosniff", "", 14},
+			{"/empty-type", "", 14},
+			{"/length", "", 14}, // flushed before any body: nothing to sniff, as in net/http
+		} {
+			c, br := rawConn(t, s)
+			io.WriteString(c, "GET "+tc.path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+			resp, body := readResponse(t, br, "GET")
+			require.Equal(t, 200, resp.StatusCode, tc.path)
+			require.Equal(t, tc.ctype, resp.Header.Get("Content-Type"), tc.path)
+			require.Equal(t, tc.length, resp.ContentLength, tc.path)
+			require.Empty(t, resp.TransferEncoding, tc.path)
+			require.Equal(t, "<html>hi</html"[:14], body, tc.path)
+		}
+	})
+}

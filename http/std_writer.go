@@ -65,36 +65,44 @@ func (w *stdWriter) WriteHeader(code int) {
 	w.resp.Reset(nil)
 	w.resp.SetStatus(code)
 	h := w.resp.Header()
+	// One walk of the map copies it and finds the fields the writer
+	// itself reads: a map lookup each cost 115-145 instructions (four
+	// of them, 550 per request in callgrind), a string switch a few.
+	// Header's methods store canonical names, so these are the keys to
+	// look for (net/http's Get would canonicalize only its argument).
+	var hasCT, nosniff bool
+	var clv string
+	var trailer []string
 	for k, vs := range w.header {
 		for _, v := range vs {
 			h.Add(k, v)
 		}
+		switch k {
+		case "Content-Type":
+			hasCT = true // even empty: it then stays unset, unsniffed
+		case "X-Content-Type-Options":
+			nosniff = len(vs) > 0 && vs[0] == "nosniff"
+		case "Content-Length":
+			if len(vs) > 0 {
+				clv = vs[0]
+			}
+		case "Trailer":
+			trailer = vs
+		}
 	}
-	for _, v := range w.header["Trailer"] {
+	for _, v := range trailer {
 		for _, k := range strings.Split(v, ",") {
 			if k = strings.TrimSpace(k); k != "" {
 				w.declared = append(w.declared, nethttp.CanonicalHeaderKey(k))
 			}
 		}
 	}
-	// Indexed by canonical name rather than by Get, which canonicalizes
-	// its argument every call (850 instructions per request for three
-	// Gets, in callgrind); Header's methods store canonical names.
-	_, hasCT := w.header["Content-Type"]
-	w.noSniff = hasCT || firstValue(w.header, "X-Content-Type-Options") == "nosniff"
-	if v := firstValue(w.header, "Content-Length"); v != "" {
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+	w.noSniff = hasCT || nosniff
+	if clv != "" {
+		if n, err := strconv.ParseInt(clv, 10, 64); err == nil && n >= 0 {
 			w.cl = n
 		}
 	}
-}
-
-// firstValue is h.Get(k) for a k already in canonical form.
-func firstValue(h nethttp.Header, k string) string {
-	if vs := h[k]; len(vs) > 0 {
-		return vs[0]
-	}
-	return ""
 }
 
 func (w *stdWriter) bodyAllowed() bool {

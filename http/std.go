@@ -157,7 +157,7 @@ func (sh *stdHandler) ServeHTTP(w *ResponseWriter, r *Request) {
 	if w.ex != nil || w.raddr != nil {
 		raddr = w.RemoteAddr().String()
 	}
-	sreq, err := stdRequest(context.Background(), r, raddr, nil)
+	sreq, err := stdRequest(context.Background(), r, raddr, nil, nil)
 	if err != nil {
 		w.WriteHeader(StatusBadRequest)
 		return

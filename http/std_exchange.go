@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	nethttp "net/http"
+	"net/url"
 
 	vnet "github.com/veloq/veloq/net"
 )
@@ -28,6 +29,7 @@ type stdExchange struct {
 	srv  *Server
 	c    *vnet.Conn
 	ctx  reqContext // the request's context, canceled by cancel
+	url  url.URL    // the request's URL, for stdRequest
 	req  *nethttp.Request
 	head stdHead // what serializing the response head needs of the request
 	pipe *bodyPipe
@@ -98,7 +100,7 @@ func newStdExchange(ex exchange, sc *stdConn, sh *stdHandler, req *Request, w *R
 	c := ex.transport()
 	x := &stdExchange{sh: sh, ex: ex, srv: ls.srv, c: c}
 	x.ctx.Context = sc.ctx
-	sreq, err := stdRequest(&x.ctx, req, sc.raddr, &ls.hdrScratch)
+	sreq, err := stdRequest(&x.ctx, req, sc.raddr, &ls.hdrScratch, &x.url)
 	if err != nil {
 		return nil, err
 	}

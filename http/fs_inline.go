@@ -1,9 +1,7 @@
 package http
 
 import (
-	"mime"
 	"os"
-	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,8 +28,8 @@ func (j fileJob) serveInline(w *ResponseWriter, r *Request) bool {
 		return false
 	}
 	ctype := string(w.Header().Get("Content-Type"))
-	if ctype == "" && mime.TypeByExtension(filepath.Ext(j.name)) == "" {
-		return false // sniffing reads the file
+	if ctype == "" && (!mimeLoaded.Load() || typeByExtension(j.name) == "") {
+		return false // sniffing reads the file; loading the MIME tables reads theirs
 	}
 	f, fi, err := j.openCached()
 	if err != nil {

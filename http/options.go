@@ -3,7 +3,6 @@ package http
 import (
 	"crypto/tls"
 	"log/slog"
-	"mime"
 	"time"
 
 	"github.com/veloq/veloq/executor"
@@ -191,9 +190,6 @@ func (o *serverOptions) setDefaults() {
 	if o.filePool == nil {
 		o.filePool = executor.NewBlockingPool() // no goroutine until a file is served
 	}
-	// The first lookup loads the system's MIME tables from disk: now,
-	// not on a loop serving a file.
-	mime.TypeByExtension(".html")
 	if o.readHeaderTimeout == 0 {
 		o.readHeaderTimeout = DefaultReadHeaderTimeout
 	}

@@ -233,6 +233,9 @@ func (s *Server) shutdown(ctx context.Context, hooks bool) error {
 	}
 	s.mu.Unlock()
 	s.shutting.Store(true)
+	for _, ls := range s.loops {
+		ls.std.close()
+	}
 	if hooks {
 		// Starts the RegisterOnShutdown functions, ours and those net/http
 		// handlers registered through ServerContextKey, each on a
@@ -403,8 +406,10 @@ type loopState struct {
 	// one atomic add per request.
 	served  uint64
 	publish func()
-	spare   []*conn   // records of hijacked connections, for reuse
-	h2      *h2Shared // HTTP/2 decoding and encoding state, from the first HTTP/2 connection
+	spare   []*conn    // records of hijacked connections, for reuse
+	h2      *h2Shared  // HTTP/2 decoding and encoding state, from the first HTTP/2 connection
+	std     stdWorkers // goroutines that run this loop's FromStd handlers
+	stdReq  Request    // a FromStd request's head fields, as writeHead takes them
 	st      loopStats
 	_       [64]byte // keep the next loop's counters off this cache line
 }

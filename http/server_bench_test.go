@@ -61,6 +61,30 @@ func BenchmarkServerFromStd(b *testing.B) {
 	}
 }
 
+// BenchmarkServerFromStdMux is BenchmarkServerFromStd with the handler
+// behind a net/http.ServeMux, as most net/http programs have it (and
+// echo-server -mode http-std): the mux's routing is what grew a fresh
+// goroutine's stack on every request, before handlers ran on reused ones.
+func BenchmarkServerFromStdMux(b *testing.B) {
+	mux := nethttp.NewServeMux()
+	mux.HandleFunc("GET /", func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "Hello, World!")
+	})
+	mux.HandleFunc("POST /echo", func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		io.Copy(w, r.Body)
+	})
+	h := FromStd(mux)
+	for _, be := range []vnet.Backend{vnet.BackendEpoll, vnet.BackendUring} {
+		b.Run(string(be), func(b *testing.B) {
+			if be == vnet.BackendUring && vnet.ProbeUring() != nil {
+				b.Skip("io_uring unavailable")
+			}
+			benchServe(b, be, 1, h)
+		})
+	}
+}
+
 func benchFastPath(b *testing.B, be vnet.Backend, depth int) {
 	benchServe(b, be, depth, HandlerFunc(helloHandler))
 }

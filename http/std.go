@@ -26,7 +26,9 @@ const (
 // FromStd adapts a net/http handler. As the [Server]'s root handler it
 // runs each request off the loop, by default on a goroutine of its own, so
 // a handler that blocks (on its request body, a database, an upstream
-// call) costs a goroutine and never holds a loop or a pool worker. It gets
+// call) costs a goroutine and never holds a loop or a pool worker. (The
+// goroutine is one that ran an earlier request if one is idle, as
+// net/http's goroutine per connection runs its requests in turn.) It gets
 // net/http semantics:
 //
 //   - a real *net/http.Request: method, URL, protocol, header, Host,
@@ -138,7 +140,7 @@ func (sh *stdHandler) spawn(x *stdExchange) error {
 	case sh.cfg.blocking != nil:
 		return sh.cfg.blocking.Submit(x.run)
 	}
-	go x.run()
+	x.ex.shared().std.run(x)
 	return nil
 }
 
@@ -155,7 +157,7 @@ func (sh *stdHandler) ServeHTTP(w *ResponseWriter, r *Request) {
 	if w.ex != nil || w.raddr != nil {
 		raddr = w.RemoteAddr().String()
 	}
-	sreq, err := stdRequest(context.Background(), r, raddr, nil)
+	sreq, err := stdRequest(context.Background(), r, raddr, nil, nil)
 	if err != nil {
 		w.WriteHeader(StatusBadRequest)
 		return

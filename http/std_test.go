@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/veloq/veloq/executor"
 	vnet "github.com/veloq/veloq/net"
 )
@@ -281,6 +283,82 @@ func TestFromStdHTTP10(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		if string(body) != "part0;part1;part2;" || resp.ContentLength != -1 {
 			t.Fatalf("HTTP/1.0 streamed body %q, length %d", body, resp.ContentLength)
+		}
+	})
+}
+
+// Over HTTP/1.1 a FromStd handler's trailers follow a chunked body, both
+// the announced ones and those set with net/http.TrailerPrefix; a body of
+// known length carries none, as HTTP/1 cannot.
+func TestFromStdHTTP1Trailers(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := startServer(t, b, FromStd(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			if r.URL.Path == "/length" {
+				w.Header().Set("Content-Length", "5")
+			} else {
+				w.Header().Set("Trailer", "X-Sum")
+			}
+			io.WriteString(w, "he")
+			w.(nethttp.Flusher).Flush()
+			io.WriteString(w, "llo")
+			w.Header().Set("X-Sum", "5")
+			w.Header().Set(nethttp.TrailerPrefix+"X-Late", "yes")
+		})))
+		cl := newClient()
+		for _, tc := range []struct {
+			path      string
+			sum, late string
+		}{
+			{"/chunked", "5", "yes"},
+			{"/length", "", ""},
+		} {
+			resp, err := cl.Get(baseURL(s, "http") + tc.path)
+			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			require.Equal(t, "hello", string(body))
+			require.Equal(t, tc.sum, resp.Trailer.Get("X-Sum"), tc.path)
+			require.Equal(t, tc.late, resp.Trailer.Get("X-Late"), tc.path)
+		}
+	})
+}
+
+// The fields a FromStd writer reads from the handler's header, as net/http
+// reads them: a Content-Type present (even empty) or
+// X-Content-Type-Options: nosniff stops sniffing, and a Content-Length
+// frames the body.
+func TestFromStdWriterReadsHeaderFields(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := startServer(t, b, FromStd(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			switch r.URL.Path {
+			case "/nosniff":
+				w.Header().Set("X-Content-Type-Options", "nosniff")
+			case "/empty-type":
+				w.Header()["Content-Type"] = nil
+			case "/length":
+				w.Header().Set("Content-Length", "14")
+				w.(nethttp.Flusher).Flush()
+			}
+			io.WriteString(w, "<html>hi</html>"[:14])
+		})))
+		for _, tc := range []struct {
+			path, ctype string
+			length      int64
+		}{
+			{"/sniff", "text/html; charset=utf-8", 14},
+			{"/nosniff", "", 14},
+			{"/empty-type", "", 14},
+			{"/length", "", 14}, // flushed before any body: nothing to sniff, as in net/http
+		} {
+			c, br := rawConn(t, s)
+			io.WriteString(c, "GET "+tc.path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+			resp, body := readResponse(t, br, "GET")
+			require.Equal(t, 200, resp.StatusCode, tc.path)
+			require.Equal(t, tc.ctype, resp.Header.Get("Content-Type"), tc.path)
+			require.Equal(t, tc.length, resp.ContentLength, tc.path)
+			require.Empty(t, resp.TransferEncoding, tc.path)
+			require.Equal(t, "<html>hi</html"[:14], body, tc.path)
 		}
 	})
 }

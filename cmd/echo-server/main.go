@@ -65,7 +65,7 @@ func run(args []string) error {
 	wsCompress := fs.Bool("ws-compress", false, "with -mode ws, negotiate permessage-deflate when clients offer it")
 	work := fs.Int("work", 0, "CPU cost per echoed message: rounds of hashing over it")
 	offload := fs.Bool("offload", false, "with -work, hash on the work-stealing pool instead of the loop")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (any mode)")
 	memprofile := fs.String("memprofile", "", "when asked to stop, write a heap profile to this file (after a GC, before any connection closes: what the open connections hold)")
 	memprofilerate := fs.Int("memprofilerate", 0, "with -memprofile, sample an allocation every this many bytes on average (runtime.MemProfileRate; 0: Go's default, 512 KiB; 1: every one), as go test -memprofilerate")
 	workers := fs.Int("workers", runtime.NumCPU(), "work-stealing pool size (with -offload)")
@@ -99,6 +99,19 @@ func run(args []string) error {
 	b, err := vnet.ParseBackend(*backend)
 	if err != nil {
 		return err
+	}
+	// Every mode profiles its whole run, so FromStd (-mode http-std) can
+	// be profiled as the TCP echo always could.
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -164,17 +177,6 @@ func run(args []string) error {
 	}
 	fmt.Printf("echo-server: %s on %s, backend %s, %s, pid %d\n", desc, s.Addr(), s.Backend(), loopCount(len(s.Loops())), os.Getpid())
 
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
 	<-ctx.Done()
 	fmt.Println("echo-server: shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

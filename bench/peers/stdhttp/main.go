@@ -1,5 +1,7 @@
 // Command stdhttp is the net/http peer for HTTP benchmarks: GET / answers
-// "Hello, World!" as text/plain, like echo-server -mode http.
+// "Hello, World!" as text/plain and POST /echo echoes the body, like
+// echo-server -mode http, with the very handler echo-server -mode
+// http-std serves through FromStd.
 //
 // With -h2c it also serves HTTP/2 with prior knowledge in plaintext; over
 // TLS net/http serves HTTP/2 by ALPN anyway.
@@ -17,6 +19,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -35,10 +38,26 @@ func main() {
 	h2c := flag.Bool("h2c", false, "in plaintext, also serve HTTP/2 with prior knowledge (http.Server.Protocols)")
 	flag.Parse()
 	hello := []byte("Hello, World!")
+	// The same handler as echo-server -mode http-std (stdHTTPHandler in
+	// cmd/echo-server/http_mode.go) serves through FromStd, route for
+	// route, so the two compare the servers under one handler.
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write(hello)
+	})
+	mux.HandleFunc("POST /echo", func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Method", r.Method)
+		h.Set("X-Path", r.URL.Path)
+		if ct := r.Header.Get("Content-Type"); ct != "" {
+			h.Set("Content-Type", ct)
+		}
+		io.Copy(w, r.Body)
 	})
 	var accepted atomic.Int64
 	var hs selfsigned.Handshakes

@@ -351,7 +351,7 @@ func TestSpliceResetReleasesEverything(t *testing.T) {
 				}()
 			}
 		}()
-		before := countFDs(t)
+		before := backendtest.CountFDs(t)
 		s, err := vnet.Listen("tcp", "127.0.0.1:0", &spliceProxy{t: t, backend: ln.Addr().String(), mode: "connect", propagate: true},
 			vnet.WithBackend(b), vnet.WithLoops(2), vnet.WithLogger(quietLogger(t)))
 		if err != nil {
@@ -375,7 +375,7 @@ func TestSpliceResetReleasesEverything(t *testing.T) {
 		shutdown(t, s)
 		// More after is a leak. Fewer is not: an idle pipe another test's
 		// loop still pooled may be trimmed meanwhile (it failed that way).
-		if after := countFDs(t); after > before {
+		if after := backendtest.CountFDs(t); after > before {
 			t.Errorf("%d descriptors open after shutdown, %d before: %s", after, before, listFDs())
 		}
 	})
@@ -537,15 +537,6 @@ func listFDs() string {
 	return strings.Join(out, " ")
 }
 
-func countFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
 // starveFDs makes every new descriptor in the process fail with EMFILE
 // until release runs (at the latest when the test ends). It lowers the soft
 // RLIMIT_NOFILE to a little above the descriptors open now, so that filling
@@ -559,7 +550,7 @@ func starveFDs(t *testing.T) (release func()) {
 	var old syscall.Rlimit
 	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old))
 	low := old
-	low.Cur = min(old.Cur, uint64(countFDs(t)+16))
+	low.Cur = min(old.Cur, uint64(backendtest.CountFDs(t)+16))
 	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
 	var fillers []int
 	release = func() {
@@ -791,7 +782,7 @@ func setFDLimit(t *testing.T, n uint64) {
 	if old.Max < n {
 		t.Skipf("needs a descriptor limit of %d; the hard limit is %d", n, old.Max)
 	}
-	require.Less(t, countFDs(t), int(n)/4, "too many descriptors open for the test's limit")
+	require.Less(t, backendtest.CountFDs(t), int(n)/4, "too many descriptors open for the test's limit")
 	lim := old
 	lim.Cur = n
 	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim))
@@ -808,7 +799,7 @@ func TestSplicePipePoolBoundedAndTrimmed(t *testing.T) {
 		setFDLimit(t, limit)
 		addr, backConns := stdEcho(t)
 		s := startSpliceProxy(t, b, &spliceProxy{backend: addr, mode: "connect", propagate: true}, 1)
-		before := countFDs(t)
+		before := backendtest.CountFDs(t)
 
 		// Every pair is spliced both ways (a pipe each) at once: each
 		// client gets a byte back before any of them ends.
@@ -830,9 +821,9 @@ func TestSplicePipePoolBoundedAndTrimmed(t *testing.T) {
 		waitConns(t, s, 0)
 		backConns.Wait()
 
-		kept := countFDs(t) - before
+		kept := backendtest.CountFDs(t) - before
 		require.LessOrEqual(t, kept, limit/32, "descriptors kept in idle pipes after %d splices ended: %s", 2*pairs, listFDs())
-		require.Eventually(t, func() bool { return countFDs(t) == before }, 20*time.Second, 10*time.Millisecond,
+		require.Eventually(t, func() bool { return backendtest.CountFDs(t) == before }, 20*time.Second, 10*time.Millisecond,
 			"idle pipes never closed: the descriptor count never returned to %d, its value before the splices", before)
 		t.Logf("descriptors in idle pipes: %d when the splices ended, 0 once trimmed", kept)
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/veloq/veloq/internal/backendtest"
 	"github.com/veloq/veloq/internal/sock"
 )
 
@@ -447,7 +448,7 @@ func TestUDPPanic(t *testing.T) {
 // descriptor, with datagrams in flight.
 func TestUDPShutdown(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b Backend) {
-		before := countFDs(t)
+		before := backendtest.CountFDs(t)
 		pl, err := ListenPacket("udp", "127.0.0.1:0", udpEcho(), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
 		require.NoError(t, err)
 		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(pl.Addr()))
@@ -461,7 +462,7 @@ func TestUDPShutdown(t *testing.T) {
 			await(t, pc.Done(), "a socket was not released")
 			require.ErrorIs(t, pc.AsyncWriteTo([]byte("late"), pl.Addr()), ErrClosed)
 		}
-		require.Equal(t, before, countFDs(t))
+		require.Equal(t, before, backendtest.CountFDs(t))
 
 		// Server.Shutdown closes the datagram sockets of a server that
 		// also serves TCP.
@@ -480,7 +481,7 @@ func TestUDPShutdown(t *testing.T) {
 			await(t, pc.Done(), "a socket outlived Shutdown")
 		}
 		require.NoError(t, pl.Close()) // already closed with the server: nothing left to do
-		require.Equal(t, before, countFDs(t))
+		require.Equal(t, before, backendtest.CountFDs(t))
 	})
 }
 

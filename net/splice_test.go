@@ -607,7 +607,7 @@ func TestSpliceToWithoutPipeChangesNothing(t *testing.T) {
 		for _, h := range []inputHold{paused, held} {
 			t.Run(h.name, func(t *testing.T) {
 				s, client, pair := startHeldPair(t, b, h)
-				err, spliced := spliceWhile(t, s, pair, starveFDs)
+				spliced, err := spliceWhile(t, s, pair, starveFDs)
 				require.ErrorIs(t, err, vnet.ErrCannotSplice)
 				require.ErrorIs(t, err, unix.EMFILE)
 				require.Zero(t, spliced, "SpliceTo passed buffered input on, though it failed")
@@ -623,7 +623,7 @@ func TestSpliceToWithoutPipeChangesNothing(t *testing.T) {
 func TestSpliceKeepsHalfTheDescriptorsForSockets(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		s, client, pair := startHeldPair(t, b, paused)
-		err, _ := spliceWhile(t, s, pair, halfFillFDs)
+		_, err := spliceWhile(t, s, pair, halfFillFDs)
 		require.ErrorIs(t, err, vnet.ErrCannotSplice)
 		require.ErrorContains(t, err, "kept for sockets")
 		finishByCopy(t, s, client)
@@ -695,8 +695,8 @@ func echoOne(t *testing.T) (addr string, accepted <-chan struct{}) {
 
 // spliceWhile asks the client of pair to splice into its backend while
 // starve is in effect, then takes a proxy's fallback (lift the holds, copy
-// in OnData), and returns SpliceTo's error and the client's SplicedBytes.
-func spliceWhile(t *testing.T, s *vnet.Server, pair [2]*vnet.Conn, starve func(*testing.T) func()) (error, int64) {
+// in OnData), and returns the client's SplicedBytes and SpliceTo's error.
+func spliceWhile(t *testing.T, s *vnet.Server, pair [2]*vnet.Conn, starve func(*testing.T) func()) (int64, error) {
 	t.Helper()
 	type result struct {
 		err     error
@@ -714,7 +714,7 @@ func spliceWhile(t *testing.T, s *vnet.Server, pair [2]*vnet.Conn, starve func(*
 	r := receive(t, done, "the posted SpliceTo never ran")
 	release()
 	require.NoError(t, err)
-	return r.err, r.spliced
+	return r.spliced, r.err
 }
 
 // finishByCopy checks that the client's input before and after a failed

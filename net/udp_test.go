@@ -514,7 +514,7 @@ func TestUDPListenErrors(t *testing.T) {
 // loop's recvmmsg, as on epoll; echo and truncation still hold.
 func TestUDPUringReadiness(t *testing.T) {
 	if err := BackendUring.Available(); err != nil {
-		t.Skipf("io_uring unavailable here: %v", err)
+		backendtest.SkipUnavailable(t, string(BackendUring), err)
 	}
 	s, err := NewServer(packetOnly{}, WithBackend(BackendUring), WithLoops(1), WithLogger(testLogger(t)), WithPacketBuffer(1024))
 	require.NoError(t, err)

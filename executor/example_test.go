@@ -73,6 +73,7 @@ func ExampleSubmit() {
 
 	bad := executor.Submit(p, ctx, func(ctx context.Context) (int, error) {
 		var m map[string]int
+		//lint:ignore SA5000 the example shows a bug in the function, a runtime panic, coming back as ErrPanicked
 		m["x"] = 1 // panics: assignment to nil map
 		return 0, nil
 	})

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/veloq/veloq/executor"
+	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -241,7 +242,7 @@ func TestFileServerClientCloseReleases(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, f.Truncate(64<<20))
 		f.Close()
-		before := countFDs(t)
+		before := backendtest.CountFDs(t)
 		s := NewServer(FileServer(dir), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
 		_, err = s.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
@@ -265,16 +266,9 @@ func TestFileServerClientCloseReleases(t *testing.T) {
 		// releases its socket duplicate and file when it returns. Only more
 		// descriptors afterwards is a leak (another loop's idle pipe may
 		// be trimmed meanwhile).
-		require.Eventually(t, func() bool { return countFDs(t) <= before }, 10*time.Second, 5*time.Millisecond,
+		require.Eventually(t, func() bool { return backendtest.CountFDs(t) <= before }, 10*time.Second, 5*time.Millisecond,
 			"descriptors: %d before, %s after", before, listFDs())
 	})
-}
-
-func countFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	return len(ents)
 }
 
 func listFDs() string {

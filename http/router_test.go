@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	nethttp "net/http"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -159,6 +161,126 @@ func TestRouterServer(t *testing.T) {
 			if tc.method == "HEAD" {
 				require.Equal(t, int64(len("user id=9")), resp.ContentLength)
 			}
+		}
+	})
+}
+
+// FuzzRouterMatch builds a pattern from the fuzzed shape and words, and a
+// path that fills it in: literal segments as written, a value for each
+// {name}, any rest for a trailing slash or {name...}. The router with that
+// one pattern must serve the path with it and give back every wildcard's
+// value; the path with a literal segment changed must get 404, and a GET
+// pattern must answer POST with 405 and Allow.
+func FuzzRouterMatch(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 1}, "users,42,posts,7", uint8(0))
+	f.Add([]byte{0}, "files,a/b/c.txt", uint8(2))
+	f.Add([]byte{1, 1}, "a,..,%2F", uint8(5))
+	f.Add([]byte{}, "", uint8(3))
+	f.Add([]byte{0, 0}, "static,x,css/site.css", uint8(1))
+	f.Fuzz(func(t *testing.T, shape []byte, words string, end uint8) {
+		ws := strings.Split(words, ",")
+		word := func(i int) string {
+			if i < len(ws) {
+				return ws[i]
+			}
+			return ""
+		}
+		// Up to 7 segments, so that with {rest...} there are at most 8
+		// wildcards.
+		shape = shape[:min(len(shape), 7)]
+		var pattern, path strings.Builder
+		values := map[string]string{}
+		for i, b := range shape {
+			if b%2 == 0 { // a literal: no '/', braces or space, not empty
+				lit := strings.Map(func(r rune) rune {
+					if strings.ContainsRune("/{} ", r) {
+						return -1
+					}
+					return r
+				}, word(i))
+				if lit == "" {
+					lit = "x"
+				}
+				pattern.WriteString("/" + lit)
+				path.WriteString("/" + lit)
+				continue
+			}
+			name := "p" + strconv.Itoa(i)
+			v := strings.ReplaceAll(word(i), "/", "")
+			if v == "" {
+				v = "v"
+			}
+			values[name] = v
+			pattern.WriteString("/{" + name + "}")
+			path.WriteString("/" + v)
+		}
+		rest := word(len(shape))
+		switch end % 4 {
+		case 0: // the last segment is the end
+			if len(shape) == 0 {
+				pattern.WriteString("/{$}")
+				path.WriteString("/")
+			}
+		case 1: // a subtree
+			pattern.WriteString("/")
+			path.WriteString("/" + rest)
+		case 2:
+			pattern.WriteString("/{rest...}")
+			path.WriteString("/" + rest)
+			values["rest"] = rest
+		case 3:
+			pattern.WriteString("/{$}")
+			path.WriteString("/")
+		}
+		pat := pattern.String()
+		if end&4 != 0 {
+			pat = "GET " + pat
+		}
+
+		m := NewRouter()
+		served := false
+		m.HandleFunc(pat, func(w *ResponseWriter, r *Request) {
+			served = true
+			if r.pattern != pat {
+				t.Errorf("pattern %q, want %q", r.pattern, pat)
+			}
+			for name, want := range values {
+				if got := string(r.PathValue(name)); got != want {
+					t.Errorf("%s = %q, want %q (path %q, pattern %q)", name, got, want, r.Path, pat)
+				}
+			}
+		})
+		serve := func(method, path string) *ResponseWriter {
+			req := Request{Method: []byte(method), Path: []byte(path)}
+			var w ResponseWriter
+			w.reset(nil, nil)
+			m.ServeHTTP(&w, &req)
+			return &w
+		}
+
+		if w := serve("GET", path.String()); !served || w.Status() != StatusOK {
+			t.Fatalf("GET %q: status %d, not served by %q", path.String(), w.Status(), pat)
+		}
+		if end&4 != 0 {
+			served = false
+			if w := serve("POST", path.String()); served || w.Status() != StatusMethodNotAllowed || string(w.Header().Get("Allow")) != "GET, HEAD" {
+				t.Fatalf("POST %q to %q: status %d, Allow %q", path.String(), pat, w.Status(), w.Header().Get("Allow"))
+			}
+		}
+		for i, b := range shape {
+			if b%2 != 0 {
+				continue
+			}
+			// The path with literal segment i changed: append a byte no
+			// literal has.
+			segs := strings.SplitN(path.String(), "/", len(shape)+2)
+			segs[i+1] += "{"
+			bad := strings.Join(segs, "/")
+			served = false
+			if w := serve("GET", bad); served || w.Status() != StatusNotFound {
+				t.Fatalf("GET %q: status %d, served %v by %q", bad, w.Status(), served, pat)
+			}
+			break
 		}
 	})
 }

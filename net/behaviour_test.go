@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/veloq/veloq/internal/backendtest"
 )
 
 // The peer's FIN reaches an EOFHandler, which can still write; and a
@@ -198,7 +200,7 @@ func TestShortLivedConnsNoFDLeak(t *testing.T) {
 			n = 3000
 		}
 		runtime.GC()
-		base := countFDs(t)
+		base := backendtest.CountFDs(t)
 		var wg sync.WaitGroup
 		var fails atomic.Int64
 		work := make(chan int)
@@ -232,7 +234,7 @@ func TestShortLivedConnsNoFDLeak(t *testing.T) {
 			t.Fatalf("%d of %d connections failed", f, n)
 		}
 		waitConns(t, s, 0)
-		if after := countFDs(t); after > base {
+		if after := backendtest.CountFDs(t); after > base {
 			t.Fatalf("fd count %d after %d connections, baseline %d", after, n, base)
 		}
 		var accepted uint64
@@ -419,7 +421,7 @@ func TestTimers(t *testing.T) {
 func TestShutdownWithLiveConnections(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b Backend) {
 		runtime.GC()
-		base := countFDs(t)
+		base := backendtest.CountFDs(t)
 		s, err := Listen("tcp", "127.0.0.1:0", echoHandler(), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
 		if err != nil {
 			t.Fatal(err)
@@ -456,7 +458,7 @@ func TestShutdownWithLiveConnections(t *testing.T) {
 				t.Fatal("loop still running after Shutdown")
 			}
 		}
-		if after := countFDs(t); after > base {
+		if after := backendtest.CountFDs(t); after > base {
 			t.Fatalf("fds: %d after Shutdown, %d before the server", after, base)
 		}
 

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"testing"
 	"time"
 
@@ -48,15 +47,6 @@ func echoHandler() Handler {
 		b, _ := c.Next(-1)
 		c.Write(b)
 	}}
-}
-
-func countFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
 }
 
 func readFull(c io.Reader, n int) ([]byte, error) {

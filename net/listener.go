@@ -17,7 +17,6 @@ import (
 type listener struct {
 	fd       int
 	idx      uint32
-	gen      uint32
 	network  string
 	addr     net.Addr
 	h        Handler

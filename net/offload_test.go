@@ -29,8 +29,7 @@ func TestOffloadResumesOnOwnLoopInOrder(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b Backend) {
 		p := newPool(t)
 		wrongLoop := make(chan string, 1)
-		var h *HandlerFuncs
-		h = &HandlerFuncs{Data: func(c *Conn) {
+		h := &HandlerFuncs{Data: func(c *Conn) {
 			in, _ := c.Peek(-1)
 			i := indexByte(in, '\n')
 			if i < 0 {

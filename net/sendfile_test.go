@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/veloq/veloq/executor"
+	"github.com/veloq/veloq/internal/backendtest"
 )
 
 // fileOf writes data to a new file in the test's temporary directory and
@@ -141,7 +142,7 @@ func TestSendFileClientResetReleases(t *testing.T) {
 		pool := newTestPool(t)
 		name := filepath.Join(t.TempDir(), "big")
 		require.NoError(t, os.WriteFile(name, patterned(32<<20), 0o600))
-		before := countFDs(t)
+		before := backendtest.CountFDs(t)
 		done := make(chan error, 4)
 		s, err := Listen("tcp", "127.0.0.1:0", &HandlerFuncs{Open: func(c *Conn) {
 			f, err := os.Open(name)
@@ -174,7 +175,7 @@ func TestSendFileClientResetReleases(t *testing.T) {
 		// test's loop pooled may be trimmed meanwhile.
 		// A task still on the pool when the loops stopped releases its
 		// descriptor when it returns.
-		require.Eventually(t, func() bool { return countFDs(t) <= before }, 10*time.Second, 5*time.Millisecond)
+		require.Eventually(t, func() bool { return backendtest.CountFDs(t) <= before }, 10*time.Second, 5*time.Millisecond)
 	})
 }
 

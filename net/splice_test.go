@@ -351,7 +351,7 @@ func TestSpliceResetReleasesEverything(t *testing.T) {
 				}()
 			}
 		}()
-		before := countFDs(t)
+		before := backendtest.CountFDs(t)
 		s, err := vnet.Listen("tcp", "127.0.0.1:0", &spliceProxy{t: t, backend: ln.Addr().String(), mode: "connect", propagate: true},
 			vnet.WithBackend(b), vnet.WithLoops(2), vnet.WithLogger(quietLogger(t)))
 		if err != nil {
@@ -375,7 +375,7 @@ func TestSpliceResetReleasesEverything(t *testing.T) {
 		shutdown(t, s)
 		// More after is a leak. Fewer is not: an idle pipe another test's
 		// loop still pooled may be trimmed meanwhile (it failed that way).
-		if after := countFDs(t); after > before {
+		if after := backendtest.CountFDs(t); after > before {
 			t.Errorf("%d descriptors open after shutdown, %d before: %s", after, before, listFDs())
 		}
 	})
@@ -537,15 +537,6 @@ func listFDs() string {
 	return strings.Join(out, " ")
 }
 
-func countFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
 // starveFDs makes every new descriptor in the process fail with EMFILE
 // until release runs (at the latest when the test ends). It lowers the soft
 // RLIMIT_NOFILE to a little above the descriptors open now, so that filling
@@ -559,7 +550,7 @@ func starveFDs(t *testing.T) (release func()) {
 	var old syscall.Rlimit
 	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old))
 	low := old
-	low.Cur = min(old.Cur, uint64(countFDs(t)+16))
+	low.Cur = min(old.Cur, uint64(backendtest.CountFDs(t)+16))
 	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
 	var fillers []int
 	release = func() {
@@ -616,7 +607,7 @@ func TestSpliceToWithoutPipeChangesNothing(t *testing.T) {
 		for _, h := range []inputHold{paused, held} {
 			t.Run(h.name, func(t *testing.T) {
 				s, client, pair := startHeldPair(t, b, h)
-				err, spliced := spliceWhile(t, s, pair, starveFDs)
+				spliced, err := spliceWhile(t, s, pair, starveFDs)
 				require.ErrorIs(t, err, vnet.ErrCannotSplice)
 				require.ErrorIs(t, err, unix.EMFILE)
 				require.Zero(t, spliced, "SpliceTo passed buffered input on, though it failed")
@@ -632,7 +623,7 @@ func TestSpliceToWithoutPipeChangesNothing(t *testing.T) {
 func TestSpliceKeepsHalfTheDescriptorsForSockets(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		s, client, pair := startHeldPair(t, b, paused)
-		err, _ := spliceWhile(t, s, pair, halfFillFDs)
+		_, err := spliceWhile(t, s, pair, halfFillFDs)
 		require.ErrorIs(t, err, vnet.ErrCannotSplice)
 		require.ErrorContains(t, err, "kept for sockets")
 		finishByCopy(t, s, client)
@@ -704,8 +695,8 @@ func echoOne(t *testing.T) (addr string, accepted <-chan struct{}) {
 
 // spliceWhile asks the client of pair to splice into its backend while
 // starve is in effect, then takes a proxy's fallback (lift the holds, copy
-// in OnData), and returns SpliceTo's error and the client's SplicedBytes.
-func spliceWhile(t *testing.T, s *vnet.Server, pair [2]*vnet.Conn, starve func(*testing.T) func()) (error, int64) {
+// in OnData), and returns the client's SplicedBytes and SpliceTo's error.
+func spliceWhile(t *testing.T, s *vnet.Server, pair [2]*vnet.Conn, starve func(*testing.T) func()) (int64, error) {
 	t.Helper()
 	type result struct {
 		err     error
@@ -723,7 +714,7 @@ func spliceWhile(t *testing.T, s *vnet.Server, pair [2]*vnet.Conn, starve func(*
 	r := receive(t, done, "the posted SpliceTo never ran")
 	release()
 	require.NoError(t, err)
-	return r.err, r.spliced
+	return r.spliced, r.err
 }
 
 // finishByCopy checks that the client's input before and after a failed
@@ -791,7 +782,7 @@ func setFDLimit(t *testing.T, n uint64) {
 	if old.Max < n {
 		t.Skipf("needs a descriptor limit of %d; the hard limit is %d", n, old.Max)
 	}
-	require.Less(t, countFDs(t), int(n)/4, "too many descriptors open for the test's limit")
+	require.Less(t, backendtest.CountFDs(t), int(n)/4, "too many descriptors open for the test's limit")
 	lim := old
 	lim.Cur = n
 	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim))
@@ -808,7 +799,7 @@ func TestSplicePipePoolBoundedAndTrimmed(t *testing.T) {
 		setFDLimit(t, limit)
 		addr, backConns := stdEcho(t)
 		s := startSpliceProxy(t, b, &spliceProxy{backend: addr, mode: "connect", propagate: true}, 1)
-		before := countFDs(t)
+		before := backendtest.CountFDs(t)
 
 		// Every pair is spliced both ways (a pipe each) at once: each
 		// client gets a byte back before any of them ends.
@@ -830,9 +821,9 @@ func TestSplicePipePoolBoundedAndTrimmed(t *testing.T) {
 		waitConns(t, s, 0)
 		backConns.Wait()
 
-		kept := countFDs(t) - before
+		kept := backendtest.CountFDs(t) - before
 		require.LessOrEqual(t, kept, limit/32, "descriptors kept in idle pipes after %d splices ended: %s", 2*pairs, listFDs())
-		require.Eventually(t, func() bool { return countFDs(t) == before }, 20*time.Second, 10*time.Millisecond,
+		require.Eventually(t, func() bool { return backendtest.CountFDs(t) == before }, 20*time.Second, 10*time.Millisecond,
 			"idle pipes never closed: the descriptor count never returned to %d, its value before the splices", before)
 		t.Logf("descriptors in idle pipes: %d when the splices ended, 0 once trimmed", kept)
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/veloq/veloq/internal/backendtest"
 	"github.com/veloq/veloq/internal/sock"
 )
 
@@ -524,7 +525,7 @@ func TestUDPPanic(t *testing.T) {
 // descriptor, with datagrams in flight.
 func TestUDPShutdown(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b Backend) {
-		before := countFDs(t)
+		before := backendtest.CountFDs(t)
 		pl, err := ListenPacket("udp", "127.0.0.1:0", udpEcho(), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
 		require.NoError(t, err)
 		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(pl.Addr()))
@@ -538,7 +539,7 @@ func TestUDPShutdown(t *testing.T) {
 			await(t, pc.Done(), "a socket was not released")
 			require.ErrorIs(t, pc.AsyncWriteTo([]byte("late"), pl.Addr()), ErrClosed)
 		}
-		require.Equal(t, before, countFDs(t))
+		require.Equal(t, before, backendtest.CountFDs(t))
 
 		// Server.Shutdown closes the datagram sockets of a server that
 		// also serves TCP.
@@ -557,7 +558,7 @@ func TestUDPShutdown(t *testing.T) {
 			await(t, pc.Done(), "a socket outlived Shutdown")
 		}
 		require.NoError(t, pl.Close()) // already closed with the server: nothing left to do
-		require.Equal(t, before, countFDs(t))
+		require.Equal(t, before, backendtest.CountFDs(t))
 	})
 }
 
@@ -590,7 +591,7 @@ func TestUDPListenErrors(t *testing.T) {
 // loop's recvmmsg, as on epoll; echo and truncation still hold.
 func TestUDPUringReadiness(t *testing.T) {
 	if err := BackendUring.Available(); err != nil {
-		t.Skipf("io_uring unavailable here: %v", err)
+		backendtest.SkipUnavailable(t, string(BackendUring), err)
 	}
 	s, err := NewServer(packetOnly{}, WithBackend(BackendUring), WithLoops(1), WithLogger(testLogger(t)), WithPacketBuffer(1024))
 	require.NoError(t, err)

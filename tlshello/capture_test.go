@@ -114,15 +114,16 @@ func handshake(client *tls.Config, cert tls.Certificate) (handshakeResult, error
 	defer s.Close()
 	rec := &recorder{Conn: s}
 	var info *tls.ClientHelloInfo
-	server := tls.Server(rec, &tls.Config{
+	cfg := &tls.Config{
 		Certificates: []tls.Certificate{cert},
-		// A fixed key, so a session of one server resumes with the next.
-		SessionTicketKey: [32]byte{1},
 		GetConfigForClient: func(chi *tls.ClientHelloInfo) (*tls.Config, error) {
 			info = chi
 			return nil, nil
 		},
-	})
+	}
+	// A fixed key, so a session of one server resumes with the next.
+	cfg.SetSessionTicketKeys([][32]byte{{1}})
+	server := tls.Server(rec, cfg)
 	_ = s.SetDeadline(time.Now().Add(10 * time.Second))
 	errc := make(chan error, 1)
 	go func() {

@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/veloq/veloq/internal/backendtest"
 )
 
 // newRing sets up a ring or skips the test when io_uring is unavailable.
@@ -18,7 +20,7 @@ func newRing(t testing.TB, entries uint32, opts ...Option) *Ring {
 	r, err := Setup(entries, opts...)
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
-			t.Skip("io_uring unavailable: ", err)
+			backendtest.SkipUnavailable(t, "uring", err)
 		}
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
 // Package backendtest runs a test once per reactor backend, so every
 // behaviour test of net/ and http/ covers io_uring and epoll from one
 // table. The io_uring run skips, with the reason, where the kernel or a
-// seccomp filter refuses io_uring; the epoll run always runs.
+// seccomp filter refuses io_uring (it fails instead when
+// VELOQ_REQUIRE_URING=1); the epoll run always runs.
 //
 // It imports no veloq package: it is generic over the backend type (in
 // practice net.Backend), whose Available method says whether the backend
@@ -11,6 +12,7 @@ package backendtest
 
 import (
 	"bytes"
+	"os"
 	"sync"
 	"testing"
 )
@@ -41,11 +43,27 @@ func Run[B Backend](t *testing.T, f func(t *testing.T, b B)) {
 	for _, b := range All[B]() {
 		t.Run(string(b), func(t *testing.T) {
 			if err := b.Available(); err != nil {
-				t.Skipf("%s unavailable here: %v", string(b), err)
+				SkipUnavailable(t, string(b), err)
 			}
 			f(t, b)
 		})
 	}
+}
+
+// RequireUring is the environment variable that makes an unavailable
+// io_uring fail a test instead of skipping it. CI sets it to 1 where
+// io_uring works, so that a broken probe or ring setup cannot pass as
+// "the kernel refused" with only the epoll half of the table run.
+const RequireUring = "VELOQ_REQUIRE_URING"
+
+// SkipUnavailable skips t because backend cannot run here, for reason
+// why; for io_uring it fails t instead when RequireUring is set to 1.
+func SkipUnavailable(t testing.TB, backend string, why error) {
+	t.Helper()
+	if backend == "uring" && os.Getenv(RequireUring) == "1" {
+		t.Fatalf("%s unavailable here: %v (%s=1 requires it)", backend, why, RequireUring)
+	}
+	t.Skipf("%s unavailable here: %v", backend, why)
 }
 
 // Buffer collects what another goroutine writes (a server's log, a child

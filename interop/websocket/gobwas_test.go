@@ -3,6 +3,8 @@ package interop
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -24,6 +26,31 @@ func gobwasDial(t *testing.T, url string, d ws.Dialer) net.Conn {
 	t.Cleanup(func() { conn.Close() })
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
 	return conn
+}
+
+// maxFrame bounds the payload readFrame accepts: the largest frame these
+// tests expect is an 18 KB message.
+const maxFrame = 1 << 20
+
+// readFrame reads one frame as ws.ReadFrame does, but refuses a payload
+// longer than maxFrame instead of reading whatever length the peer
+// declares (the reason gobwas deprecates ReadFrame).
+func readFrame(r io.Reader) (ws.Frame, error) {
+	h, err := ws.ReadHeader(r)
+	if err != nil {
+		return ws.Frame{}, err
+	}
+	if h.Length > maxFrame {
+		return ws.Frame{}, fmt.Errorf("frame payload of %d bytes, more than %d", h.Length, maxFrame)
+	}
+	p := make([]byte, h.Length)
+	if _, err := io.ReadFull(r, p); err != nil {
+		return ws.Frame{}, err
+	}
+	if h.Masked {
+		ws.Cipher(p, h.Mask, 0)
+	}
+	return ws.Frame{Header: h, Payload: p}, nil
 }
 
 func TestGobwasEcho(t *testing.T) {
@@ -55,31 +82,31 @@ func TestGobwasFramesAndClose(t *testing.T) {
 		send(ws.NewFrame(ws.OpContinuation, false, []byte("lo, ")))
 		send(ws.NewFrame(ws.OpContinuation, true, []byte("world")))
 
-		f, err := ws.ReadFrame(conn)
+		f, err := readFrame(conn)
 		require.NoError(t, err)
 		require.Equal(t, ws.OpPong, f.Header.OpCode)
 		require.Equal(t, "ping!", string(f.Payload))
 		require.False(t, f.Header.Masked, "server frames are not masked")
 
-		f, err = ws.ReadFrame(conn)
+		f, err = readFrame(conn)
 		require.NoError(t, err)
 		require.Equal(t, ws.OpText, f.Header.OpCode)
 		require.True(t, f.Header.Fin)
 		require.Equal(t, "Hello, world", string(f.Payload))
 
 		send(ws.NewCloseFrame(ws.NewCloseFrameBody(ws.StatusNormalClosure, "bye")))
-		f, err = ws.ReadFrame(conn)
+		f, err = readFrame(conn)
 		require.NoError(t, err)
 		require.Equal(t, ws.OpClose, f.Header.OpCode)
 		code, _ := ws.ParseCloseFrameData(f.Payload)
 		require.Equal(t, ws.StatusNormalClosure, code)
-		_, err = ws.ReadFrame(conn)
+		_, err = readFrame(conn)
 		require.Error(t, err, "the server closes the TCP connection")
 
 		// An unmasked frame is a protocol error.
 		conn = gobwasDial(t, url, ws.Dialer{})
 		require.NoError(t, ws.WriteFrame(conn, ws.NewTextFrame([]byte("unmasked"))))
-		f, err = ws.ReadFrame(conn)
+		f, err = readFrame(conn)
 		require.NoError(t, err)
 		code, _ = ws.ParseCloseFrameData(f.Payload)
 		require.Equal(t, ws.StatusProtocolError, code)
@@ -106,7 +133,7 @@ func TestGobwasDeflate(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, ws.WriteFrame(conn, ws.MaskFrameInPlace(f)))
 
-		f, err = ws.ReadFrame(conn)
+		f, err = readFrame(conn)
 		require.NoError(t, err)
 		compressed, err := wsflate.IsCompressed(f.Header)
 		require.NoError(t, err)

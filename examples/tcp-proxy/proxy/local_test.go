@@ -109,7 +109,7 @@ func TestLocalEMFILEBlamesNoBackend(t *testing.T) {
 func TestSpliceAlwaysCopiesWithoutPipes(t *testing.T) {
 	const clients = 10
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
-		setFDLimit(t, uint64(countFDs(t)+256))
+		setFDLimit(t, uint64(backendtest.CountFDs(t)+256))
 		echo := echoServer(t, b)
 		p, s := startProxy(t, b, []string{echo.Addr().String()}, proxy.WithSplice(proxy.SpliceAlways))
 		fds := rawClients(t, clients)
@@ -151,12 +151,6 @@ func setFDLimit(t *testing.T, n uint64) {
 	lim.Cur = n
 	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &lim))
 	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_NOFILE, &old) })
-}
-
-func countFDs(t *testing.T) int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	return len(ents)
 }
 
 // fillFDTable opens /dev/null until the descriptor table is full, then

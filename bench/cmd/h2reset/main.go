@@ -21,7 +21,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"encoding/json"
 	"flag"
@@ -137,16 +136,16 @@ func run(cfg config) (map[string]any, error) {
 
 // newClient is the well-behaved client: one HTTP/2 connection.
 func newClient(cfg config) (*http.Client, error) {
-	tr := &http2.Transport{}
+	// net/http's own HTTP/2: h2 over TLS, or h2c with prior knowledge.
+	var protos http.Protocols
+	tr := &http.Transport{MaxConnsPerHost: 1}
 	if cfg.tls {
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+		protos.SetHTTP2(true)
 	} else {
-		tr.AllowHTTP = true
-		tr.DialTLSContext = func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
-		}
+		protos.SetUnencryptedHTTP2(true)
 	}
+	tr.Protocols = &protos
 	return &http.Client{Transport: tr, Timeout: 10 * time.Second}, nil
 }
 

@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -78,6 +79,7 @@ type config struct {
 	tlsCert, tlsKey                   string
 	routes                            routeFlag
 	helloTimeout                      time.Duration
+	cpuProfile                        string
 }
 
 // routeFlag collects the repeatable -sni flag.
@@ -122,6 +124,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.tlsKey, "tls-key", "", "the private key of -tls-cert (PEM file)")
 	fs.Var(&c.routes, "sni", "pass TLS through without terminating it, routed by the ClientHello's server name: NAME=HOST:PORT[,HOST:PORT...], NAME exact (any case) or *.DOMAIN for one label under DOMAIN; repeatable; clients that send no TLS ClientHello are closed")
 	fs.DurationVar(&c.helloTimeout, "hello-timeout", 5*time.Second, "with -sni, how long a client has to send its complete ClientHello")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the run, from the start to SIGTERM, to this file")
 	fs.BoolVar(&c.verbose, "v", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -153,8 +156,9 @@ func (c *config) check() error {
 
 // instance is a running proxy.
 type instance struct {
-	p *proxy.Proxy
-	s *vnet.Server
+	p       *proxy.Proxy
+	s       *vnet.Server
+	profile *os.File // -cpuprofile's file while the profile runs
 }
 
 // start listens as the flags say and prints the start line on stdout.
@@ -180,9 +184,29 @@ func start(args []string, stdout, stderr io.Writer) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
+	in := &instance{p: p, s: s}
+	if c.cpuProfile != "" {
+		if in.profile, err = startProfile(c.cpuProfile); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+	}
 	fmt.Fprintf(stdout, "tcp-proxy: listening on %s, backends %s, backend %s, %d loops, splice %s%s, pid %d\n",
 		s.Addr(), orNone(strings.Join(p.Backends(), ",")), s.Backend(), c.loops, mode, tlsMode(c, p), os.Getpid())
-	return &instance{p: p, s: s}, nil
+	return in, nil
+}
+
+// startProfile starts a CPU profile written to path.
+func startProfile(path string) (*os.File, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	return f, nil
 }
 
 func newProxy(c *config, logger *slog.Logger) (*proxy.Proxy, proxy.SpliceMode, error) {
@@ -255,6 +279,12 @@ func (in *instance) stop(stdout io.Writer) error {
 			st.Routed, st.NotTLS, st.BadHello, st.HelloTimeouts, st.NoRoute)
 	}
 	fmt.Fprintln(stdout)
+	if in.profile != nil {
+		pprof.StopCPUProfile()
+		if err := in.profile.Close(); err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := in.s.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {

@@ -73,7 +73,7 @@ func run(args []string) error {
 // config is what the flags ask for.
 type config struct {
 	listen, backends, backend, splice string
-	loops, recvBuf                    int
+	loops, recvBuf, recvBufs          int
 	pin, verbose                      bool
 	dialTimeout, cooldown, batchWait  time.Duration
 	tlsCert, tlsKey                   string
@@ -118,7 +118,12 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.dialTimeout, "dial-timeout", 5*time.Second, "timeout for each backend connect")
 	fs.DurationVar(&c.cooldown, "cooldown", 2*time.Second, "how long a backend whose connect failed is skipped")
 	fs.StringVar(&c.splice, "splice", "off", "zero-copy forwarding with splice(2): off, large (a direction switches after a large read) or always; TLS-terminated clients are always copied")
-	fs.IntVar(&c.recvBuf, "recv-buffer", 64<<10, "io_uring receive buffer size (bytes; 64 buffers per loop): larger ones mean fewer completions per large message")
+	fs.IntVar(&c.recvBuf, "recv-buffer", 64<<10, "io_uring receive buffer size (bytes; -recv-buffers of them per loop): larger ones mean fewer completions per large message")
+	// 128 buffers: with 64 (4 MiB), 64 connection pairs relaying 64 KiB
+	// messages ran the ring dry (ENOBUFS receives, 0.1-0.3 per request,
+	// each re-armed) and ForwardTo, at its bound of half the ring held,
+	// copied 8-18% of the bytes; with 128, none of either.
+	fs.IntVar(&c.recvBufs, "recv-buffers", 128, "io_uring receive buffers per loop (a power of two, 8 to 4096); each loop's ring takes -recv-buffers x -recv-buffer bytes")
 	fs.DurationVar(&c.batchWait, "batch-wait", 0, "how long a busy loop may hold a wake-up back to take events in a batch (0: the default, 20µs; negative: off)")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "terminate TLS: serve clients with this certificate chain (PEM file, with -tls-key) and forward plaintext to the backends; these clients are copied, never spliced, whatever -splice says")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "the private key of -tls-cert (PEM file)")
@@ -150,6 +155,8 @@ func (c *config) check() error {
 		return errors.New("-sni passes TLS through and -tls-cert terminates it: use one of them")
 	case c.recvBuf < 4096 || c.recvBuf > 1<<20:
 		return fmt.Errorf("-recv-buffer %d: want 4 KiB to 1 MiB", c.recvBuf)
+	case c.recvBufs < 8 || c.recvBufs > 4096 || c.recvBufs&(c.recvBufs-1) != 0:
+		return fmt.Errorf("-recv-buffers %d: want a power of two from 8 to 4096", c.recvBufs)
 	}
 	return nil
 }
@@ -233,7 +240,7 @@ func listenOptions(c *config, logger *slog.Logger) ([]vnet.Option, error) {
 		return nil, err
 	}
 	opts := []vnet.Option{vnet.WithBackend(b), vnet.WithLogger(logger),
-		vnet.WithLoopConfig(vnet.Config{RecvBufferSize: c.recvBuf, RecvBuffers: 64}),
+		vnet.WithLoopConfig(vnet.Config{RecvBufferSize: c.recvBuf, RecvBuffers: c.recvBufs}),
 		vnet.WithLoops(c.loops), vnet.WithPin(c.pin), vnet.WithBatchWait(c.batchWait)}
 	if c.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
@@ -278,6 +285,12 @@ func (in *instance) stop(stdout io.Writer) error {
 		fmt.Fprintf(stdout, ", %d routed by SNI, %d not TLS, %d bad hellos, %d hello timeouts, %d without route",
 			st.Routed, st.NotTLS, st.BadHello, st.HelloTimeouts, st.NoRoute)
 	}
+	var out, inPlace uint64
+	for _, ls := range in.s.Stats() {
+		out += ls.BytesOut
+		inPlace += ls.InPlace
+	}
+	fmt.Fprintf(stdout, ", %d bytes sent of which %d from receive buffers in place", out, inPlace)
 	fmt.Fprintln(stdout)
 	if in.profile != nil {
 		pprof.StopCPUProfile()

@@ -131,6 +131,43 @@ proxy_cmd() { # NAME -> PORT and command line
 	esac
 }
 
+# Per-request counts, robust where CPU seconds are noisy: perf stat
+# counts the proxy's system calls, io_uring submissions (SQEs) and context
+# switches (all threads) over the measured window, from 0.2 s after it
+# opens to 0.2 s before it closes, divided by req/s times that span.
+# PERFSTAT=0 (or no working perf) leaves the columns empty.
+PERF_EVENTS='raw_syscalls:sys_enter,io_uring:io_uring_submit_req,context-switches'
+PERFSTAT=${PERFSTAT:-1}
+if [ "$PERFSTAT" = 1 ] && ! perf stat -e "$PERF_EVENTS" -- true >/dev/null 2>&1; then
+	echo "proxy.sh: perf stat cannot count $PERF_EVENTS here: no per-request counts" >&2
+	PERFSTAT=0
+fi
+PERF_SPAN=$(awk -v d="$DUR" 'BEGIN { print (d > 0.6 ? d - 0.4 : d) }')
+PERF_PID=""
+perf_start() { # OUT: counts the proxy's events over the window into OUT
+	[ "$PERFSTAT" = 1 ] || return 0
+	(sleep 1.2 && exec perf stat -x, -o "$1" -e "$PERF_EVENTS" -p "$PROXY_PID" -- sleep "$PERF_SPAN") >/dev/null 2>&1 &
+	PERF_PID=$!
+}
+perf_wait() {
+	[ -n "$PERF_PID" ] || return 0
+	wait "$PERF_PID" 2>/dev/null || true
+	PERF_PID=""
+}
+per_request() { # JSON PERF-FILE: JSON with syscalls_per_req, sqes_per_req, cs_per_req
+	local sc=null sq=null cs=null
+	if [ -s "$2" ]; then
+		read -r sc sq cs < <(awk -F, '
+			$1 ~ /^[0-9]+$/ && $3 == "raw_syscalls:sys_enter" { sc = $1 }
+			$1 ~ /^[0-9]+$/ && $3 == "io_uring:io_uring_submit_req" { sq = $1 }
+			$1 ~ /^[0-9]+$/ && $3 == "context-switches" { cs = $1 }
+			END { printf "%s %s %s\n", (sc == "" ? "null" : sc), (sq == "" ? "null" : sq), (cs == "" ? "null" : cs) }' "$2")
+	fi
+	echo "$1" | jq -c --argjson sc "$sc" --argjson sq "$sq" --argjson cs "$cs" --argjson span "$PERF_SPAN" '
+		(.rps // 0) as $r | def per(x): if x == null or $r <= 0 then null else x / ($r * $span) end;
+		.syscalls_per_req = per($sc) | .sqes_per_req = per($sq) | .cs_per_req = per($cs)' 2>/dev/null || echo "$1"
+}
+
 PROXIES=${PROXIES:-"veloq-copy veloq-nobatch veloq-splice veloq-epoll haproxy nginx"}
 ROUNDS=${ROUNDS:-3}
 ROWS="$TMP/rows"
@@ -147,10 +184,12 @@ for round in $(seq "$ROUNDS"); do
 			port=$1; shift
 			start "$name" "$port" "$@"
 			echo "proxy.sh: round $round/$ROUNDS, $name, ${size} B, $CONNS conns, ${DUR}s" >&2
+			perf_start "$TMP/$name-$size-$round.perf"
 			json=$(timeout $((DUR + 60)) taskset -c 1 bin/tcpload -addr 127.0.0.1:$port -conns "$CONNS" -size "$size" \
 				-duration "${DUR}s" -warmup 1s -json -server-pid "$PROXY_PID") || json='{}'
+			perf_wait
 			stop
-			echo "$json" >"$TMP/$name-$size-$round.json"
+			per_request "$json" "$TMP/$name-$size-$round.perf" >"$TMP/$name-$size-$round.json"
 		done
 	done
 done
@@ -160,7 +199,8 @@ for size in $SIZES; do
 		jq -s -r --arg n "$name" --arg s "$size" '
 			sort_by(.req_per_server_cpu_s // 0) | ([.[] | .req_per_server_cpu_s // 0 | floor | tostring] | join(", ")) as $all |
 			.[(length - 1) / 2 | floor] |
-			"| \($n) | \($s) | \(.rps // 0 | floor) | \(.latency.p50_us // 0) | \(.latency.p99_us // 0) | \(.server_cpu_s // 0 | . * 100 | round / 100) | \(.req_per_server_cpu_s // 0 | floor) | \($all) | \((.server_rss_kib // 0) / 1024 | floor) | \(.errors // "run failed") |"' \
+			def r2: if . == null then "" else . * 100 | round / 100 | tostring end;
+			"| \($n) | \($s) | \(.rps // 0 | floor) | \(.latency.p50_us // 0) | \(.latency.p99_us // 0) | \(.server_cpu_s // 0 | . * 100 | round / 100) | \(.req_per_server_cpu_s // 0 | floor) | \($all) | \(.syscalls_per_req | r2) | \(.sqes_per_req | r2) | \(.cs_per_req | r2) | \((.server_rss_kib // 0) / 1024 | floor) | \(.errors // "run failed") |"' \
 			"$TMP/$name-$size-"*.json >>"$ROWS"
 	done
 done
@@ -175,9 +215,11 @@ done
 	echo "$CONNS connections, one message in flight each, ${DUR} s window after 1 s warmup."
 	echo "Proxy CPU = utime+stime of the proxy process (all threads) over the window."
 	echo "$ROUNDS interleaved rounds; each row is the round with the median req per proxy CPU-s."
+	echo "syscalls, io_uring SQEs and context switches per request: perf stat on the proxy (all threads) over the"
+	echo "window less 0.2 s at each end, divided by req/s times that span (io_uring_enter is a syscall; an SQE is not)."
 	echo
-	echo "| proxy | msg B | req/s | p50 µs | p99 µs | proxy CPU s | req per proxy CPU-s | every round, sorted | RSS MiB | errors |"
-	echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+	echo "| proxy | msg B | req/s | p50 µs | p99 µs | proxy CPU s | req per proxy CPU-s | every round, sorted | syscalls/req | io_uring SQEs/req | ctx switches/req | RSS MiB | errors |"
+	echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 	cat "$ROWS"
 	echo
 	echo "veloq-copy/-epoll: \`examples/tcp-proxy -loops 1 -backend uring|epoll\`; veloq-nobatch: veloq-copy with"

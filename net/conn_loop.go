@@ -104,13 +104,22 @@ func (l *Loop) register(fd int, peer net.Addr, ln *listener, counted bool) {
 	l.open(c)
 }
 
-// open starts a connection: reading, the idle timer, OnOpen.
+// open starts a connection: the idle timer, OnOpen, then reading.
+//
+// Reading starts after OnOpen, so that a handler that pauses the
+// connection in OnOpen (a proxy, while its backend connects) never has it
+// reading: a pause of a reading connection tells the backend it is paced
+// (syncReading), which on io_uring keeps it on one-shot receives for good,
+// a submission per message. A pause before any input holds nothing back.
+// tcp-proxy, 64 connections of 64-byte messages: 0.96 io_uring
+// submissions per request fewer (3.06 to 2.1; every client connection was
+// paced by its connect-time pause).
 func (l *Loop) open(c *Conn) {
-	l.syncReading(c)
 	if l.cfg.IdleTimeout > 0 {
 		c.idle = l.AfterFunc(l.cfg.IdleTimeout, func() { l.checkIdle(c) })
 	}
 	l.callOpen(c)
+	l.syncReading(c)
 }
 
 func (l *Loop) checkIdle(c *Conn) {

@@ -37,7 +37,7 @@ func TestProxyBinary(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	for _, args := range [][]string{{}, {"-backends", "127.0.0.1:1", "-splice", "sometimes"}, {"-backends", "nohost"}} {
+	for _, args := range [][]string{{}, {"-backends", "127.0.0.1:1", "-splice", "sometimes"}, {"-backends", "nohost"}, {"-backends", "127.0.0.1:1", "-recv-buffers", "100"}} {
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "tcp-proxy:") {
 			t.Errorf("%q: exit %v, output %q; want a failure with a message", args, err, out)

@@ -45,7 +45,7 @@ func TestDialNotTimedOutWhenLoopLate(t *testing.T) {
 				accepted <- fd // kept open: a close would end the dialed connection
 				c.Write([]byte(msg))
 			}
-		}}, WithLoops(1))
+		}}, WithLoops(1), WithLoopConfig(Config{BlockThreshold: -1})) // the hold is meant
 		t.Cleanup(func() { // before the server's shutdown, which waits for the dialed connection
 			select {
 			case fd := <-accepted:

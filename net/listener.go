@@ -220,13 +220,25 @@ func (l *Loop) Dial(network, address string, h Handler, timeout time.Duration) (
 		return nil, err
 	}
 	if timeout > 0 {
-		c.more().dialTimer = l.AfterFunc(timeout, func() {
-			if c.connecting && c.state == connOpen {
-				l.abort(c, ErrDialTimeout)
-			}
-		})
+		c.more().dialTimer = l.AfterFunc(timeout, func() { l.dialTimedOut(c) })
 	}
 	return c, nil
+}
+
+// dialTimedOut aborts c's connect when its timeout is due, unless the
+// kernel has finished it: then the completion is on its way and only the
+// loop is late to report it. A busy loop reads its events seconds behind
+// them (timers run first in each iteration), and a timeout bounds the
+// connect, not the loop: in the proxy's 1000-stream test at load 10 on 2
+// cores, backend connects that TCP_INFO showed established within
+// milliseconds were still unreported when their 5 s timer fired, up to
+// 352 of them per run were aborted as timed out, and their clients were
+// reset.
+func (l *Loop) dialTimedOut(c *Conn) {
+	if !c.connecting || c.state != connOpen || sock.Connected(c.fd) {
+		return
+	}
+	l.abort(c, ErrDialTimeout)
 }
 
 // onConnected finishes a dial.

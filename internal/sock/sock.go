@@ -267,6 +267,18 @@ func PeerAddr(fd int) (net.Addr, error) {
 	return nil, os.NewSyscallError("getpeername", unix.ENOTCONN)
 }
 
+// Connected reports whether fd's connect has completed: getpeername(2)
+// succeeds once the handshake is done, and fails with ENOTCONN while it
+// is in progress or after it failed (unlike PeerAddr, which reads the
+// peer of a connection in any state).
+func Connected(fd int) bool {
+	var raw unix.RawSockaddrAny
+	n := uint32(unsafe.Sizeof(raw))
+	// Sound: as in Accept.
+	_, _, e := unix.RawSyscall(unix.SYS_GETPEERNAME, uintptr(fd), uintptr(unsafe.Pointer(&raw)), uintptr(unsafe.Pointer(&n)))
+	return e == 0
+}
+
 // rawToNet converts an address of n bytes the kernel wrote into a
 // net.Addr: a TCP address in one allocation, a Unix one (an abstract name
 // shown with a leading '@', and an unnamed socket as "@", as the standard

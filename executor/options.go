@@ -36,11 +36,6 @@ func WithTaskBudget(n int) Option {
 	return func(c *config) { c.budget = n }
 }
 
-// WithBudget is WithTaskBudget.
-//
-// Deprecated: use WithTaskBudget; vnet's budget counts completions.
-func WithBudget(n int) Option { return WithTaskBudget(n) }
-
 // WithStealing turns work stealing on or off; it is on by default. With
 // stealing off, a task stays with the worker it was placed on: a Spawn from
 // outside the pool goes to the less loaded of two random workers (as with
@@ -104,12 +99,6 @@ func WithQueueSize(n int) BlockingOption {
 func WithThreadIdleTimeout(d time.Duration) BlockingOption {
 	return func(c *blockingConfig) { c.idleTimeout = d }
 }
-
-// WithIdleTimeout is WithThreadIdleTimeout.
-//
-// Deprecated: use WithThreadIdleTimeout, whose name says what it bounds
-// (vnet and http have idle timeouts for connections).
-func WithIdleTimeout(d time.Duration) BlockingOption { return WithThreadIdleTimeout(d) }
 
 // WithBlockingLogger sets the logger used to report recovered panics. The
 // default is slog.Default() at the time the pool is created.

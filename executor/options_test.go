@@ -19,7 +19,6 @@ func TestConfigDefaults(t *testing.T) {
 		{"defaults", nil, runtime.GOMAXPROCS(0), 64},
 		{"explicit", []Option{WithWorkers(3), WithTaskBudget(8)}, 3, 8},
 		{"invalid falls back", []Option{WithWorkers(0), WithTaskBudget(-1), nil}, runtime.GOMAXPROCS(0), 64},
-		{"deprecated WithBudget", []Option{WithWorkers(2), WithBudget(9)}, 2, 9},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,7 +50,6 @@ func TestBlockingConfigDefaults(t *testing.T) {
 		{"defaults", nil, 64, 1024, 10 * time.Second},
 		{"explicit", []BlockingOption{WithMaxThreads(4), WithQueueSize(0), WithThreadIdleTimeout(time.Second)}, 4, 0, time.Second},
 		{"invalid falls back", []BlockingOption{WithMaxThreads(-2), WithQueueSize(-1), WithThreadIdleTimeout(0)}, 64, 1024, 10 * time.Second},
-		{"deprecated WithIdleTimeout", []BlockingOption{WithIdleTimeout(3 * time.Second)}, 64, 1024, 3 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

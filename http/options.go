@@ -11,8 +11,8 @@ import (
 
 // Default server settings.
 const (
-	DefaultReadHeaderTimeout = 10 * time.Second
-	DefaultIdleTimeout       = 60 * time.Second
+	DefaultReadHeaderTimeout  = 10 * time.Second
+	DefaultNextRequestTimeout = 60 * time.Second
 	// DefaultReadBodyTimeout is the longest a request body may pause, as
 	// nginx's client_body_timeout.
 	DefaultReadBodyTimeout = 60 * time.Second
@@ -59,11 +59,6 @@ type Option func(*serverOptions)
 // WithRequestLimits sets the limits on a request (head size, target size,
 // number of fields, collected body size). Zero fields mean the defaults.
 func WithRequestLimits(l Limits) Option { return func(o *serverOptions) { o.limits = l } }
-
-// WithLimits is WithRequestLimits.
-//
-// Deprecated: use WithRequestLimits; websocket's limits bound messages.
-func WithLimits(l Limits) Option { return WithRequestLimits(l) }
 
 // WithReadHeaderTimeout bounds the time from a request's first byte to the
 // end of its head (default 10s); a client slower than that (slowloris) is
@@ -113,12 +108,6 @@ func WithMaxBufferedBodyBytes(n int64) Option {
 func WithNextRequestTimeout(d time.Duration) Option {
 	return func(o *serverOptions) { o.idleTimeout = d }
 }
-
-// WithIdleTimeout is WithNextRequestTimeout.
-//
-// Deprecated: use WithNextRequestTimeout, whose name says what it bounds
-// (vnet's idle timeout closes any connection without traffic).
-func WithIdleTimeout(d time.Duration) Option { return WithNextRequestTimeout(d) }
 
 // WithWriteTimeout closes a connection whose pending output makes no
 // progress for d: a peer that stopped reading. Default off.
@@ -209,7 +198,7 @@ func (o *serverOptions) setDefaults() {
 		o.maxBufferedBody = DefaultMaxBufferedBodyBytes
 	}
 	if o.idleTimeout == 0 {
-		o.idleTimeout = DefaultIdleTimeout
+		o.idleTimeout = DefaultNextRequestTimeout
 	}
 	if o.lingerTimeout <= 0 {
 		o.lingerTimeout = DefaultLingerTimeout

@@ -308,7 +308,7 @@ func TestServerExpectContinue(t *testing.T) {
 
 func TestServerProtocolErrors(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		s := startServer(t, b, HandlerFunc(testHandler), WithLimits(Limits{MaxBodyBytes: 1 << 10}))
+		s := startServer(t, b, HandlerFunc(testHandler), WithRequestLimits(Limits{MaxBodyBytes: 1 << 10}))
 		tests := []struct {
 			name, req string
 			status    int
@@ -346,7 +346,7 @@ func TestServerProtocolErrors(t *testing.T) {
 func TestServerTimeouts(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler),
-			WithReadHeaderTimeout(150*time.Millisecond), WithIdleTimeout(300*time.Millisecond))
+			WithReadHeaderTimeout(150*time.Millisecond), WithNextRequestTimeout(300*time.Millisecond))
 
 		// Slowloris: a head trickling in is cut after the read-header timeout.
 		c, br := rawConn(t, s)

@@ -55,7 +55,7 @@ func TestPipelinedLargeAnswersWaitForDrain(t *testing.T) {
 func TestSilentConnectionClosedAtHeadTimeout(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler),
-			WithReadHeaderTimeout(200*time.Millisecond), WithIdleTimeout(time.Minute))
+			WithReadHeaderTimeout(200*time.Millisecond), WithNextRequestTimeout(time.Minute))
 		c, br := rawConn(t, s)
 		expectClosed(t, c, br) // within its 5 s read deadline, far below the minute
 		require.Eventually(t, func() bool { return s.Stats().Timeouts == 1 }, 5*time.Second, 5*time.Millisecond)
@@ -78,7 +78,7 @@ func TestSilentConnectionsClosedTogether(t *testing.T) {
 	const silent = 2000
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1),
-			WithReadHeaderTimeout(300*time.Millisecond), WithIdleTimeout(time.Minute))
+			WithReadHeaderTimeout(300*time.Millisecond), WithNextRequestTimeout(time.Minute))
 		live, liveBr := rawConn(t, s)
 		get := func() {
 			live.SetDeadline(time.Now().Add(10 * time.Second))

@@ -163,7 +163,7 @@ print(data.split(b"\r\n\r\n", 1)[1].decode(), end="")
 func TestHTTPSTruncatedRecordThenSilence(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler), WithTLS(testCert().ServerConfig()),
-			WithReadHeaderTimeout(300*time.Millisecond), WithIdleTimeout(time.Minute))
+			WithReadHeaderTimeout(300*time.Millisecond), WithNextRequestTimeout(time.Minute))
 		raw, err := net.Dial("tcp", s.Addr().String())
 		require.NoError(t, err)
 		defer raw.Close()

@@ -100,12 +100,6 @@ func WithConnIdleTimeout(d time.Duration) Option {
 	return func(o *options) { o.cfg.IdleTimeout = d }
 }
 
-// WithIdleTimeout is WithConnIdleTimeout.
-//
-// Deprecated: use WithConnIdleTimeout, whose name says what it bounds
-// (http and executor have idle timeouts of their own).
-func WithIdleTimeout(d time.Duration) Option { return WithConnIdleTimeout(d) }
-
 // WithCloseTimeout bounds how long a graceful Close waits for output.
 func WithCloseTimeout(d time.Duration) Option { return func(o *options) { o.cfg.CloseTimeout = d } }
 
@@ -116,11 +110,6 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.cfg.Logger 
 // handlers per iteration (Config.Budget, default 64). An engine setting:
 // most servers never change it.
 func WithCompletionBudget(n int) Option { return func(o *options) { o.cfg.Budget = n } }
-
-// WithBudget is WithCompletionBudget.
-//
-// Deprecated: use WithCompletionBudget; executor's budget counts tasks.
-func WithBudget(n int) Option { return WithCompletionBudget(n) }
 
 // WithPortSharing lets the server's listeners share their port with other
 // sockets that set SO_REUSEPORT, such as another process serving the same

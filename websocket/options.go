@@ -70,11 +70,6 @@ func WithCompression(on bool, minSize int) Option {
 	}
 }
 
-// WithLimits is WithMessageLimits.
-//
-// Deprecated: use WithMessageLimits; http's WithLimits bounds requests.
-func WithLimits(maxFrame, maxMessage int64) Option { return WithMessageLimits(maxFrame, maxMessage) }
-
 // WithMessageLimits bounds a data frame's payload and a whole message
 // (after inflating, for compressed messages), in bytes. A peer that goes
 // over is failed with close code 1009. Defaults 1 MiB and 4 MiB; values
@@ -90,11 +85,6 @@ func WithMessageLimits(maxFrame, maxMessage int64) Option {
 	}
 }
 
-// WithKeepAlive is WithPing.
-//
-// Deprecated: use WithPing; vnet's WithKeepAlive is TCP keep-alive.
-func WithKeepAlive(interval, timeout time.Duration) Option { return WithPing(interval, timeout) }
-
 // WithPing sends a ping every interval and closes the connection (with
 // [ErrPongTimeout]) when no pong arrives within pongTimeout of a ping.
 // Off by default (interval 0); pongTimeout <= 0 means interval.
@@ -107,12 +97,6 @@ func WithPing(interval, pongTimeout time.Duration) Option {
 		c.pongTimeout = pongTimeout
 	}
 }
-
-// WithCloseTimeout is WithCloseHandshakeTimeout.
-//
-// Deprecated: use WithCloseHandshakeTimeout; vnet's WithCloseTimeout
-// bounds the sending of pending output.
-func WithCloseTimeout(d time.Duration) Option { return WithCloseHandshakeTimeout(d) }
 
 // WithCloseHandshakeTimeout bounds how long a connection waits for the
 // peer's close frame after sending its own, before closing the TCP

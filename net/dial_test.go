@@ -3,11 +3,12 @@ package net
 import (
 	"errors"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/veloq/veloq/internal/backendtest"
 )
 
 // A connect the kernel completed is not aborted as timed out because the
@@ -19,7 +20,7 @@ import (
 // completes the connect while the handler waits for it in accept.
 func TestDialNotTimedOutWhenLoopLate(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b Backend) {
-		ln, addr := fullAcceptQueue(t)
+		ln, addr := backendtest.FullAcceptQueue(t)
 		const timeout = 500 * time.Millisecond // under the SYN's 1 s retransmission timeout
 		var dialed time.Time
 		opened := make(chan struct{})
@@ -75,7 +76,7 @@ func TestDialNotTimedOutWhenLoopLate(t *testing.T) {
 // retransmission, 1 s later, comes after the timeout.
 func TestDialTimesOutWhileConnecting(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b Backend) {
-		_, addr := fullAcceptQueue(t)
+		_, addr := backendtest.FullAcceptQueue(t)
 		s := startServer(t, b, &HandlerFuncs{}, WithLoops(1))
 		failed := make(chan error, 1)
 		if err := s.Loops()[0].Post(func() {
@@ -119,41 +120,4 @@ func holdUntilConnected(ln int, dialed time.Time, timeout time.Duration) (int, s
 		return fd, fmt.Sprintf("connected after %v, within the timeout", d)
 	}
 	return fd, "held"
-}
-
-// fullAcceptQueue returns a blocking listening socket (accepts time out
-// after 10 s) and its address; its queue holds one connection (backlog
-// 0), which is made, so the kernel drops further SYNs until it is taken.
-func fullAcceptQueue(t *testing.T) (int, string) {
-	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	tv := unix.NsecToTimeval(int64(10 * time.Second))
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port)
-	filler, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { filler.Close() })
-	if c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond); err == nil {
-		c.Close()
-		t.Skip("this kernel completes connects to a listener with a full accept queue")
-	}
-	return fd, addr
 }

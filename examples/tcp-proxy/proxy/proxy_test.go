@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/veloq/veloq/examples/tcp-proxy/proxy"
 	"github.com/veloq/veloq/internal/backendtest"
@@ -353,7 +352,7 @@ func TestBackendDown(t *testing.T) {
 // out; the client is closed and the timeout logged.
 func TestBackendConnectTimeout(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
-		addr := fullBacklog(t)
+		_, addr := backendtest.FullAcceptQueue(t)
 		var logs logBuffer
 		p, err := proxy.New([]string{addr}, proxy.WithDialTimeout(200*time.Millisecond),
 			proxy.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
@@ -370,39 +369,6 @@ func TestBackendConnectTimeout(t *testing.T) {
 			t.Errorf("log does not mention the timeout:\n%s", logs.String())
 		}
 	})
-}
-
-// fullBacklog returns the address of a listener that accepts nothing and
-// whose accept queue is full: the kernel drops further SYNs, so connects
-// hang (the backlog is 0, which holds one connection; one is made).
-func fullBacklog(t *testing.T) string {
-	t.Helper()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(fd) })
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port)
-	filler, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { filler.Close() })
-	if c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond); err == nil {
-		c.Close()
-		t.Skip("this kernel completes connects to a listener with a full accept queue")
-	}
-	return addr
 }
 
 // A backend that reads nothing stalls the client: the proxy buffers at

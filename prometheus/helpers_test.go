@@ -66,11 +66,10 @@ func sum(t *testing.T, reg prometheus.Gatherer, name string) (float64, int) {
 // eventually waits until name's samples sum to want.
 func eventually(t *testing.T, reg prometheus.Gatherer, name string, cond func(v float64) bool, what string) {
 	t.Helper()
-	var last float64
 	require.Eventuallyf(t, func() bool {
-		last, _ = sum(t, reg, name)
-		return cond(last)
-	}, 5*time.Second, 2*time.Millisecond, "%s: %s, last %v", name, what, &last)
+		v, _ := sum(t, reg, name)
+		return cond(v)
+	}, 5*time.Second, 2*time.Millisecond, "%s: %s", name, what)
 }
 
 func equals(want float64) func(float64) bool { return func(v float64) bool { return v == want } }

@@ -22,7 +22,11 @@ var echoOrBlock = &vnet.HandlerFuncs{Data: func(c *vnet.Conn) {
 	b, _ := c.Peek(0)
 	switch string(b) {
 	case "block":
-		time.Sleep(60 * time.Millisecond) // the behaviour under test: a callback that blocks the loop
+		// The behaviour under test: a callback that blocks the loop, for ten
+		// of the 20 ms thresholds, so that the watchdog (two ticks in a row
+		// that see the same callback) flags it even when its goroutine is
+		// scheduled late on a loaded machine (60 ms missed once in CI).
+		time.Sleep(200 * time.Millisecond)
 	case "flood":
 		c.Write(make([]byte, 8<<20))
 		c.Discard(len(b))

@@ -415,7 +415,7 @@ func (hc *h2Conn) onWindowUpdate(h h2.Header, p []byte) error {
 	inc, err := h2.ParseWindowUpdate(h, p)
 	if err != nil {
 		var e *h2.Error
-		if errors.As(err, &e) && e.Stream != 0 && h.Stream > hc.lastID {
+		if errors.As(err, &e) && e.Stream != 0 && hc.idle(h.Stream) {
 			return h2.ConnError(h2.ProtocolError, "WINDOW_UPDATE on an idle stream")
 		}
 		return err
@@ -430,7 +430,7 @@ func (hc *h2Conn) onWindowUpdate(h h2.Header, p []byte) error {
 	}
 	st := hc.streams.get(h.Stream)
 	if st == nil {
-		if h.Stream > hc.lastID {
+		if hc.idle(h.Stream) {
 			return h2.ConnError(h2.ProtocolError, "WINDOW_UPDATE on an idle stream")
 		}
 		return nil // a closed stream: the update crossed our end of it
@@ -463,7 +463,7 @@ func (hc *h2Conn) onRST(h h2.Header, p []byte) error {
 	if _, err := h2.ParseRSTStream(h, p); err != nil {
 		return err
 	}
-	if h.Stream > hc.lastID {
+	if hc.idle(h.Stream) {
 		return h2.ConnError(h2.ProtocolError, "RST_STREAM on an idle stream")
 	}
 	if err := hc.cheapFrame(); err != nil {
@@ -582,7 +582,7 @@ func (hc *h2Conn) onDataFrame(h h2.Header, p []byte) error {
 	hc.giveBack(len(p))
 	st := hc.streams.get(h.Stream)
 	if st == nil {
-		if h.Stream > hc.lastID {
+		if hc.idle(h.Stream) {
 			return h2.ConnError(h2.ProtocolError, "DATA on an idle stream")
 		}
 		if hc.wasReset(h.Stream) {
@@ -636,6 +636,15 @@ func (hc *h2Conn) markReset(id uint32) {
 	if k := (hc.lastID - id) / 2; id%2 == 1 && id <= hc.lastID && k < 32 {
 		hc.resets |= 1 << k
 	}
+}
+
+// idle reports whether stream id is idle (RFC 9113 §5.1): a client
+// stream above the highest the client opened, or any server stream, as
+// the server pushes none. A frame on it other than HEADERS or PRIORITY
+// is a connection error PROTOCOL_ERROR; an even ID used to fall through
+// to the closed streams below lastID and got RST_STREAM STREAM_CLOSED.
+func (hc *h2Conn) idle(id uint32) bool {
+	return id%2 == 0 || id > hc.lastID
 }
 
 // opened records id as the highest stream the client opened.

@@ -173,6 +173,11 @@ func (cs *conn) onTimer() {
 		deadline = cs.phaseStart + int64(o.lingerTimeout)
 	case phaseH2:
 		deadline = cs.h2.deadline()
+		if deadline != 0 && now >= deadline {
+			cs.ls.st.timeouts.Add(1)
+			cs.h2.timedOut()
+			return
+		}
 	}
 	if deadline != 0 {
 		if now >= deadline {

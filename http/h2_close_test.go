@@ -54,3 +54,29 @@ func TestHTTP2FrameOnIdleEvenStream(t *testing.T) {
 		})
 	})
 }
+
+// The read-body timeout says GOAWAY NO_ERROR, with the last stream the
+// client opened, before it closes the connection; it used to close
+// without one.
+func TestHTTP2BodyTimeoutGoAway(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1), WithReadBodyTimeout(200*time.Millisecond))
+		r := dialH2(t, s.Addr().String())
+		r.dead = time.Now().Add(5 * time.Second)
+		require.NoError(t, r.write(h2.AppendHeaders(nil, 3, false, r.block("POST", "/echo"), h2.MinMaxFrameSize)))
+		for {
+			h, p, ok := r.next()
+			require.True(t, ok, "connection closed without GOAWAY")
+			if h.Type == h2.TypeGoAway {
+				last, code, _, err := h2.ParseGoAway(h, p)
+				require.NoError(t, err)
+				require.Equal(t, h2.NoError, code)
+				require.Equal(t, uint32(3), last)
+				break
+			}
+		}
+		_, _, ok := r.next()
+		require.False(t, ok, "the connection closes after the GOAWAY")
+		require.Equal(t, uint64(1), s.Stats().Timeouts)
+	})
+}

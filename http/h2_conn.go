@@ -711,6 +711,19 @@ func (hc *h2Conn) closeIfDone() {
 	}
 }
 
+// timedOut ends the connection at its deadline (the idle or the
+// read-body timeout) with GOAWAY NO_ERROR first, its last stream ID
+// telling the client which of its streams may have been processed (RFC
+// 9113 §6.8); it used to close without one.
+func (hc *h2Conn) timedOut() {
+	if !hc.goingAway {
+		hc.goingAway = true
+		hc.ls.scratch = h2.AppendGoAway(hc.ls.scratch[:0], hc.lastID, h2.NoError, []byte("timeout"))
+		hc.cs.c.Write(hc.ls.scratch)
+	}
+	hc.cs.c.Close()
+}
+
 // closeAll ends every stream: the connection is going.
 func (hc *h2Conn) closeAll() {
 	hc.streams.each(func(st *h2Stream) { hc.closeStream(st, 0, false) })

@@ -251,6 +251,9 @@ func (hc *h2Conn) onData() {
 			return
 		}
 		if n == 0 {
+			if hc.cs.eof {
+				hc.peerClosed() // the frames held back by Backlogged are read
+			}
 			return
 		}
 		err = hc.frame(h, p)
@@ -709,6 +712,30 @@ func (hc *h2Conn) closeIfDone() {
 		}
 		hc.cs.linger()
 	}
+}
+
+// peerClosed handles the client's FIN once the frames before it are
+// read: a stream still waiting for the client (its body, or its
+// END_STREAM) can never complete, and the read-body timeout used to hold
+// the connection until it fired (60 s by default). Each such stream is
+// abandoned (h2Stream.peerClosed); the answers in progress still go out,
+// and the connection closes after the last (closeIfDone). An answer
+// waiting for the client's flow-control window is reset (h2Stream.flush):
+// the WINDOW_UPDATE it needs cannot come any more.
+func (hc *h2Conn) peerClosed() {
+	if hc.cs.c.Backlogged() || hc.cs.c.Closed() || hc.cs.phase != phaseH2 {
+		return // frames still wait in the input: onData comes back here after them
+	}
+	hc.streams.each(func(st *h2Stream) {
+		if !st.closed && !st.remoteDone {
+			st.peerClosed()
+		}
+		if !st.closed && len(st.pending) > 0 {
+			st.flush() // it waits for a window that cannot open now: reset
+		}
+	})
+	hc.closeIfDone()
+	hc.arm()
 }
 
 // timedOut ends the connection at its deadline (the idle or the

@@ -173,6 +173,11 @@ func (cs *conn) onTimer() {
 		deadline = cs.phaseStart + int64(o.lingerTimeout)
 	case phaseH2:
 		deadline = cs.h2.deadline()
+		if deadline != 0 && now >= deadline {
+			cs.ls.st.timeouts.Add(1)
+			cs.h2.timedOut()
+			return
+		}
 	}
 	if deadline != 0 {
 		if now >= deadline {
@@ -821,8 +826,9 @@ func (cs *conn) onEOF() {
 	cs.eof = true
 	switch cs.phase {
 	case phaseH2:
-		// The answers in progress still go out; then the connection closes.
-		cs.h2.closeIfDone()
+		// The answers in progress still go out; then the connection
+		// closes. Streams still waiting for the client end (peerClosed).
+		cs.h2.peerClosed()
 	case phaseBusy, phaseStdBody:
 		// The response in progress still goes out; then the connection
 		// closes. A FromStd request sees its context canceled.

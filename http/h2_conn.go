@@ -251,6 +251,9 @@ func (hc *h2Conn) onData() {
 			return
 		}
 		if n == 0 {
+			if hc.cs.eof {
+				hc.peerClosed() // the frames held back by Backlogged are read
+			}
 			return
 		}
 		err = hc.frame(h, p)
@@ -415,7 +418,7 @@ func (hc *h2Conn) onWindowUpdate(h h2.Header, p []byte) error {
 	inc, err := h2.ParseWindowUpdate(h, p)
 	if err != nil {
 		var e *h2.Error
-		if errors.As(err, &e) && e.Stream != 0 && h.Stream > hc.lastID {
+		if errors.As(err, &e) && e.Stream != 0 && hc.idle(h.Stream) {
 			return h2.ConnError(h2.ProtocolError, "WINDOW_UPDATE on an idle stream")
 		}
 		return err
@@ -430,7 +433,7 @@ func (hc *h2Conn) onWindowUpdate(h h2.Header, p []byte) error {
 	}
 	st := hc.streams.get(h.Stream)
 	if st == nil {
-		if h.Stream > hc.lastID {
+		if hc.idle(h.Stream) {
 			return h2.ConnError(h2.ProtocolError, "WINDOW_UPDATE on an idle stream")
 		}
 		return nil // a closed stream: the update crossed our end of it
@@ -463,7 +466,7 @@ func (hc *h2Conn) onRST(h h2.Header, p []byte) error {
 	if _, err := h2.ParseRSTStream(h, p); err != nil {
 		return err
 	}
-	if h.Stream > hc.lastID {
+	if hc.idle(h.Stream) {
 		return h2.ConnError(h2.ProtocolError, "RST_STREAM on an idle stream")
 	}
 	if err := hc.cheapFrame(); err != nil {
@@ -582,7 +585,7 @@ func (hc *h2Conn) onDataFrame(h h2.Header, p []byte) error {
 	hc.giveBack(len(p))
 	st := hc.streams.get(h.Stream)
 	if st == nil {
-		if h.Stream > hc.lastID {
+		if hc.idle(h.Stream) {
 			return h2.ConnError(h2.ProtocolError, "DATA on an idle stream")
 		}
 		if hc.wasReset(h.Stream) {
@@ -636,6 +639,15 @@ func (hc *h2Conn) markReset(id uint32) {
 	if k := (hc.lastID - id) / 2; id%2 == 1 && id <= hc.lastID && k < 32 {
 		hc.resets |= 1 << k
 	}
+}
+
+// idle reports whether stream id is idle (RFC 9113 §5.1): a client
+// stream above the highest the client opened, or any server stream, as
+// the server pushes none. A frame on it other than HEADERS or PRIORITY
+// is a connection error PROTOCOL_ERROR; an even ID used to fall through
+// to the closed streams below lastID and got RST_STREAM STREAM_CLOSED.
+func (hc *h2Conn) idle(id uint32) bool {
+	return id%2 == 0 || id > hc.lastID
 }
 
 // opened records id as the highest stream the client opened.
@@ -700,6 +712,43 @@ func (hc *h2Conn) closeIfDone() {
 		}
 		hc.cs.linger()
 	}
+}
+
+// peerClosed handles the client's FIN once the frames before it are
+// read: a stream still waiting for the client (its body, or its
+// END_STREAM) can never complete, and the read-body timeout used to hold
+// the connection until it fired (60 s by default). Each such stream is
+// abandoned (h2Stream.peerClosed); the answers in progress still go out,
+// and the connection closes after the last (closeIfDone). An answer
+// waiting for the client's flow-control window is reset (h2Stream.flush):
+// the WINDOW_UPDATE it needs cannot come any more.
+func (hc *h2Conn) peerClosed() {
+	if hc.cs.c.Backlogged() || hc.cs.c.Closed() || hc.cs.phase != phaseH2 {
+		return // frames still wait in the input: onData comes back here after them
+	}
+	hc.streams.each(func(st *h2Stream) {
+		if !st.closed && !st.remoteDone {
+			st.peerClosed()
+		}
+		if !st.closed && len(st.pending) > 0 {
+			st.flush() // it waits for a window that cannot open now: reset
+		}
+	})
+	hc.closeIfDone()
+	hc.arm()
+}
+
+// timedOut ends the connection at its deadline (the idle or the
+// read-body timeout) with GOAWAY NO_ERROR first, its last stream ID
+// telling the client which of its streams may have been processed (RFC
+// 9113 §6.8); it used to close without one.
+func (hc *h2Conn) timedOut() {
+	if !hc.goingAway {
+		hc.goingAway = true
+		hc.ls.scratch = h2.AppendGoAway(hc.ls.scratch[:0], hc.lastID, h2.NoError, []byte("timeout"))
+		hc.cs.c.Write(hc.ls.scratch)
+	}
+	hc.cs.c.Close()
 }
 
 // closeAll ends every stream: the connection is going.

@@ -287,6 +287,25 @@ func (st *h2Stream) bodyEnded() error {
 	return nil
 }
 
+// peerClosed: the client's FIN came before its END_STREAM, so the body
+// can never end. A FromStd handler sees its body read fail and its
+// context canceled, as over HTTP/1 (stdExchange.peerGone), and its answer
+// still goes out; a request no handler has yet is reset (CANCEL); an
+// answer given before the body ended completes. Nothing more comes from
+// the client, so the stream counts as ended on its side: it closes with
+// its answer.
+func (st *h2Stream) peerClosed() {
+	if x := st.stdx; x != nil {
+		x.peerGone()
+		x.bodyDone = true
+	} else if !st.started {
+		st.hc.closeStream(st, h2.Cancel, true)
+		return
+	}
+	st.remoteDone = true
+	st.maybeClosed()
+}
+
 // respondError answers with an error status before any handler ran.
 func (st *h2Stream) respondError(status int) {
 	st.started = true
@@ -416,6 +435,12 @@ func (st *h2Stream) flush() {
 		hc.pendingOut -= len(st.pending) - len(rest)
 		if len(rest) > 0 {
 			st.pending = rest
+			if hc.cs.eof {
+				// The client's FIN: no WINDOW_UPDATE can come to
+				// send the rest, and the stream would hold the
+				// connection open for good.
+				hc.closeStream(st, h2.Cancel, true)
+			}
 			return
 		}
 		st.pending = nil

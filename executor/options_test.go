@@ -89,7 +89,7 @@ func TestSubmitContextValues(t *testing.T) {
 	defer shutdown(t, p)
 	type key struct{}
 	ctx := context.WithValue(context.Background(), key{}, "v")
-	f := Submit(p, ctx, func(ctx context.Context) (any, error) { return ctx.Value(key{}), nil })
+	f := Submit(ctx, p, func(ctx context.Context) (any, error) { return ctx.Value(key{}), nil })
 	if v, err := f.Wait(context.Background()); v != "v" || err != nil {
 		t.Fatalf("value through the worker context = %v, %v", v, err)
 	}

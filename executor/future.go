@@ -224,12 +224,12 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 }
 
 // TryGet returns the result without blocking; ok is false while f is
-// pending.
-func (f *Future[T]) TryGet() (v T, err error, ok bool) {
+// pending, and then v and err are zero.
+func (f *Future[T]) TryGet() (v T, ok bool, err error) {
 	if f.isDone() {
-		return f.val, f.err, true
+		return f.val, true, f.err
 	}
-	return v, nil, false
+	return v, false, nil
 }
 
 // Done returns a channel that is closed when f is complete. The channel is

@@ -32,7 +32,7 @@ func TestFutureWaitTryGetDone(t *testing.T) {
 	ctx := context.Background()
 	f := Submit(ctx, p, func(context.Context) (string, error) { return "ok", nil })
 
-	if _, _, ok := f.TryGet(); ok {
+	if _, ok, _ := f.TryGet(); ok {
 		t.Fatal("TryGet reports a result while the task is queued")
 	}
 	done := f.Done() // made before completion
@@ -52,8 +52,8 @@ func TestFutureWaitTryGetDone(t *testing.T) {
 		t.Fatalf("Wait = %q, %v", v, err)
 	}
 	<-done
-	if v, err, ok := f.TryGet(); !ok || v != "ok" || err != nil {
-		t.Fatalf("TryGet = %q, %v, %v", v, err, ok)
+	if v, ok, err := f.TryGet(); !ok || v != "ok" || err != nil {
+		t.Fatalf("TryGet = %q, %v, %v", v, ok, err)
 	}
 	// Done made after completion is already closed.
 	g := Submit(ctx, p, func(context.Context) (int, error) { return 0, errors.New("bad") })
@@ -94,8 +94,8 @@ func TestFutureCancelledBeforeSubmit(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	f := Submit(ctx, p, func(context.Context) (int, error) { return 1, nil })
-	if _, err, ok := f.TryGet(); !ok || !errors.Is(err, context.Canceled) {
-		t.Fatalf("TryGet = %v, %v; want immediate Canceled", err, ok)
+	if _, ok, err := f.TryGet(); !ok || !errors.Is(err, context.Canceled) {
+		t.Fatalf("TryGet = %v, %v; want immediate Canceled", ok, err)
 	}
 }
 
@@ -194,7 +194,7 @@ func TestFutureConcurrentObservers(t *testing.T) {
 				if v, err := f.Wait(ctx); v != i || err != nil {
 					t.Errorf("Wait = %d, %v; want %d", v, err, i)
 				}
-				if v, _, ok := f.TryGet(); !ok || v != i {
+				if v, ok, _ := f.TryGet(); !ok || v != i {
 					t.Errorf("TryGet = %d, %v", v, ok)
 				}
 			}()

@@ -55,9 +55,10 @@ func NewBlockingPool(opts ...BlockingOption) *BlockingPool {
 }
 
 // Go runs task on one of the pool's goroutines. It returns ErrOverloaded
-// if all MaxThreads goroutines are busy and the queue is full, and ErrClosed
-// after Shutdown has begun. Once it returns nil the task will run. To get a
-// result back as a *Future, use SubmitBlocking instead.
+// if as many goroutines as WithMaxGoroutines allows are busy and the queue
+// is full, and ErrClosed after Shutdown has begun. Once it returns nil the
+// task will run. To get a result back as a *Future, use SubmitBlocking
+// instead.
 func (b *BlockingPool) Go(task func()) error {
 	if task == nil {
 		return ErrNilTask
@@ -76,7 +77,7 @@ func (b *BlockingPool) Go(task func()) error {
 		t.ch <- task
 		return nil
 	}
-	if b.threads < b.cfg.maxThreads {
+	if b.threads < b.cfg.maxGoroutines {
 		b.threads++
 		b.wg.Add(1)
 		if int64(b.threads) > b.peak.Load() {

@@ -22,7 +22,7 @@ func blockingShutdown(t testing.TB, b *BlockingPool) {
 }
 
 func TestBlockingOverloadAndRecovery(t *testing.T) {
-	b := NewBlockingPool(WithMaxThreads(2), WithQueueSize(3))
+	b := NewBlockingPool(WithMaxGoroutines(2), WithQueueSize(3))
 	defer blockingShutdown(t, b)
 	gate := make(chan struct{})
 	var ran atomic.Int64
@@ -59,7 +59,7 @@ func TestBlockingOverloadAndRecovery(t *testing.T) {
 func TestBlockingElastic(t *testing.T) {
 	// All n tasks must be in flight at once to finish: the pool has to grow.
 	const n = 20
-	b := NewBlockingPool(WithMaxThreads(n), WithQueueSize(0))
+	b := NewBlockingPool(WithMaxGoroutines(n), WithQueueSize(0))
 	defer blockingShutdown(t, b)
 	var arrived sync.WaitGroup
 	arrived.Add(n)
@@ -77,7 +77,7 @@ func TestBlockingElastic(t *testing.T) {
 }
 
 func TestBlockingIdleExit(t *testing.T) {
-	b := NewBlockingPool(WithMaxThreads(8), WithThreadIdleTimeout(20*time.Millisecond))
+	b := NewBlockingPool(WithMaxGoroutines(8), WithThreadIdleTimeout(20*time.Millisecond))
 	defer blockingShutdown(t, b)
 	var wg sync.WaitGroup
 	var arrived sync.WaitGroup
@@ -104,7 +104,7 @@ func TestBlockingIdleExit(t *testing.T) {
 // TestBlockingIdleRace submits right around the idle timeout, where a
 // goroutine may be timing out as a submitter picks it.
 func TestBlockingIdleRace(t *testing.T) {
-	b := NewBlockingPool(WithMaxThreads(4), WithThreadIdleTimeout(time.Millisecond), WithQueueSize(100))
+	b := NewBlockingPool(WithMaxGoroutines(4), WithThreadIdleTimeout(time.Millisecond), WithQueueSize(100))
 	defer blockingShutdown(t, b)
 	var wg sync.WaitGroup
 	n := 300
@@ -122,7 +122,7 @@ func TestBlockingIdleRace(t *testing.T) {
 }
 
 func TestBlockingShutdown(t *testing.T) {
-	b := NewBlockingPool(WithMaxThreads(1), WithQueueSize(10))
+	b := NewBlockingPool(WithMaxGoroutines(1), WithQueueSize(10))
 	gate := make(chan struct{})
 	var ran atomic.Int64
 	for range 5 {
@@ -158,7 +158,7 @@ func TestBlockingShutdown(t *testing.T) {
 
 func TestBlockingPanic(t *testing.T) {
 	var logs syncBuffer
-	b := NewBlockingPool(WithMaxThreads(1), WithBlockingLogger(testLogger(&logs)))
+	b := NewBlockingPool(WithMaxGoroutines(1), WithBlockingLogger(testLogger(&logs)))
 	defer blockingShutdown(t, b)
 	var wg sync.WaitGroup
 	wg.Add(2)

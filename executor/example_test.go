@@ -105,7 +105,7 @@ func ExampleFuture_OnLoop() {
 }
 
 func ExampleBlockingPool() {
-	b := executor.NewBlockingPool(executor.WithMaxThreads(8), executor.WithQueueSize(16))
+	b := executor.NewBlockingPool(executor.WithMaxGoroutines(8), executor.WithQueueSize(16))
 	defer b.Shutdown(context.Background())
 
 	f := executor.SubmitBlocking(context.Background(), b, func(context.Context) (int, error) {

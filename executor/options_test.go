@@ -48,13 +48,13 @@ func TestBlockingConfigDefaults(t *testing.T) {
 		idle    time.Duration
 	}{
 		{"defaults", nil, 64, 1024, 10 * time.Second},
-		{"explicit", []BlockingOption{WithMaxThreads(4), WithQueueSize(0), WithThreadIdleTimeout(time.Second)}, 4, 0, time.Second},
-		{"invalid falls back", []BlockingOption{WithMaxThreads(-2), WithQueueSize(-1), WithThreadIdleTimeout(0)}, 64, 1024, 10 * time.Second},
+		{"explicit", []BlockingOption{WithMaxGoroutines(4), WithQueueSize(0), WithThreadIdleTimeout(time.Second)}, 4, 0, time.Second},
+		{"invalid falls back", []BlockingOption{WithMaxGoroutines(-2), WithQueueSize(-1), WithThreadIdleTimeout(0)}, 64, 1024, 10 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newBlockingConfig(tt.opts)
-			if c.maxThreads != tt.threads || c.queueSize != tt.queue || c.idleTimeout != tt.idle || c.logger == nil {
+			if c.maxGoroutines != tt.threads || c.queueSize != tt.queue || c.idleTimeout != tt.idle || c.logger == nil {
 				t.Fatalf("config = %+v", c)
 			}
 		})

@@ -121,7 +121,7 @@ func TestOffloadAfterClose(t *testing.T) {
 // The blocking pool's overload reaches the continuation as ErrOverloaded.
 func TestOffloadBlockingOverload(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b Backend) {
-		bp := executor.NewBlockingPool(executor.WithMaxThreads(1), executor.WithQueueSize(1))
+		bp := executor.NewBlockingPool(executor.WithMaxGoroutines(1), executor.WithQueueSize(1))
 		defer bp.Shutdown(context.Background())
 		hold := make(chan struct{})
 		defer close(hold)

@@ -201,7 +201,7 @@ func BenchmarkSubmitWait(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if _, err := Submit(p, ctx, fn).Wait(ctx); err != nil {
+		if _, err := Submit(ctx, p, fn).Wait(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -219,7 +219,7 @@ func BenchmarkSubmitBatch(b *testing.B) {
 	for i := 0; i < b.N; {
 		fs = fs[:0]
 		for ; i < b.N && len(fs) < cap(fs); i++ {
-			fs = append(fs, Submit(p, ctx, fn))
+			fs = append(fs, Submit(ctx, p, fn))
 		}
 		for _, f := range fs {
 			if _, err := f.Wait(ctx); err != nil {
@@ -232,7 +232,7 @@ func BenchmarkSubmitBatch(b *testing.B) {
 func BenchmarkBlockingSubmit(b *testing.B) {
 	bp := NewBlockingPool(WithQueueSize(1 << 20))
 	defer func() { _ = bp.Shutdown(context.Background()) }()
-	benchSpawnAll(b, func(_ int, done func()) error { return bp.Submit(done) })
+	benchSpawnAll(b, func(_ int, done func()) error { return bp.Go(done) })
 }
 
 func BenchmarkDequePushPop(b *testing.B) {

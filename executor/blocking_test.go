@@ -22,7 +22,7 @@ func blockingShutdown(t testing.TB, b *BlockingPool) {
 }
 
 func TestBlockingOverloadAndRecovery(t *testing.T) {
-	b := NewBlockingPool(WithMaxThreads(2), WithQueueSize(3))
+	b := NewBlockingPool(WithMaxGoroutines(2), WithQueueSize(3))
 	defer blockingShutdown(t, b)
 	gate := make(chan struct{})
 	var ran atomic.Int64
@@ -31,13 +31,13 @@ func TestBlockingOverloadAndRecovery(t *testing.T) {
 	// 2 running + 3 queued are accepted...
 	for i := range 5 {
 		wg.Add(1)
-		if err := b.Submit(blocker); err != nil {
+		if err := b.Go(blocker); err != nil {
 			t.Fatalf("submit %d: %v", i, err)
 		}
 	}
 	// ...the next is shed.
-	if err := b.Submit(func() {}); !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("Submit when full = %v, want ErrOverloaded", err)
+	if err := b.Go(func() {}); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("Go when full = %v, want ErrOverloaded", err)
 	}
 	s := b.Stats()
 	if s.Threads != 2 || s.Queued != 3 || s.Rejected != 1 {
@@ -50,8 +50,8 @@ func TestBlockingOverloadAndRecovery(t *testing.T) {
 	}
 	// Recovered: accepting again.
 	wg.Add(1)
-	if err := b.Submit(wg.Done); err != nil {
-		t.Fatalf("Submit after draining = %v", err)
+	if err := b.Go(wg.Done); err != nil {
+		t.Fatalf("Go after draining = %v", err)
 	}
 	waitGroup(t, &wg, "task after recovery")
 }
@@ -59,14 +59,14 @@ func TestBlockingOverloadAndRecovery(t *testing.T) {
 func TestBlockingElastic(t *testing.T) {
 	// All n tasks must be in flight at once to finish: the pool has to grow.
 	const n = 20
-	b := NewBlockingPool(WithMaxThreads(n), WithQueueSize(0))
+	b := NewBlockingPool(WithMaxGoroutines(n), WithQueueSize(0))
 	defer blockingShutdown(t, b)
 	var arrived sync.WaitGroup
 	arrived.Add(n)
 	var done sync.WaitGroup
 	done.Add(n)
 	for range n {
-		if err := b.Submit(func() { arrived.Done(); arrived.Wait(); done.Done() }); err != nil {
+		if err := b.Go(func() { arrived.Done(); arrived.Wait(); done.Done() }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -77,14 +77,14 @@ func TestBlockingElastic(t *testing.T) {
 }
 
 func TestBlockingIdleExit(t *testing.T) {
-	b := NewBlockingPool(WithMaxThreads(8), WithThreadIdleTimeout(20*time.Millisecond))
+	b := NewBlockingPool(WithMaxGoroutines(8), WithThreadIdleTimeout(20*time.Millisecond))
 	defer blockingShutdown(t, b)
 	var wg sync.WaitGroup
 	var arrived sync.WaitGroup
 	arrived.Add(4)
 	for range 4 {
 		wg.Add(1)
-		if err := b.Submit(func() { arrived.Done(); arrived.Wait(); wg.Done() }); err != nil {
+		if err := b.Go(func() { arrived.Done(); arrived.Wait(); wg.Done() }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -95,7 +95,7 @@ func TestBlockingIdleExit(t *testing.T) {
 	}
 	// And the pool grows again from zero.
 	wg.Add(1)
-	if err := b.Submit(wg.Done); err != nil {
+	if err := b.Go(wg.Done); err != nil {
 		t.Fatal(err)
 	}
 	waitGroup(t, &wg, "task after idle exit")
@@ -104,7 +104,7 @@ func TestBlockingIdleExit(t *testing.T) {
 // TestBlockingIdleRace submits right around the idle timeout, where a
 // goroutine may be timing out as a submitter picks it.
 func TestBlockingIdleRace(t *testing.T) {
-	b := NewBlockingPool(WithMaxThreads(4), WithThreadIdleTimeout(time.Millisecond), WithQueueSize(100))
+	b := NewBlockingPool(WithMaxGoroutines(4), WithThreadIdleTimeout(time.Millisecond), WithQueueSize(100))
 	defer blockingShutdown(t, b)
 	var wg sync.WaitGroup
 	n := 300
@@ -113,7 +113,7 @@ func TestBlockingIdleRace(t *testing.T) {
 	}
 	for i := range n {
 		wg.Add(1)
-		if err := b.Submit(wg.Done); err != nil {
+		if err := b.Go(wg.Done); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Duration(i%3) * 500 * time.Microsecond)
@@ -122,11 +122,11 @@ func TestBlockingIdleRace(t *testing.T) {
 }
 
 func TestBlockingShutdown(t *testing.T) {
-	b := NewBlockingPool(WithMaxThreads(1), WithQueueSize(10))
+	b := NewBlockingPool(WithMaxGoroutines(1), WithQueueSize(10))
 	gate := make(chan struct{})
 	var ran atomic.Int64
 	for range 5 {
-		if err := b.Submit(func() { <-gate; ran.Add(1) }); err != nil {
+		if err := b.Go(func() { <-gate; ran.Add(1) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -135,8 +135,8 @@ func TestBlockingShutdown(t *testing.T) {
 	if err := b.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Shutdown with a blocked task = %v, want DeadlineExceeded", err)
 	}
-	if err := b.Submit(func() {}); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Submit after Shutdown = %v, want ErrClosed", err)
+	if err := b.Go(func() {}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Go after Shutdown = %v, want ErrClosed", err)
 	}
 	close(gate)
 	blockingShutdown(t, b)
@@ -150,7 +150,7 @@ func TestBlockingShutdown(t *testing.T) {
 	b2 := NewBlockingPool()
 	var wg sync.WaitGroup
 	wg.Add(1)
-	_ = b2.Submit(wg.Done)
+	_ = b2.Go(wg.Done)
 	wg.Wait()
 	require.Eventually(t, func() bool { return b2.Stats().Idle == 1 }, liveness, time.Millisecond, "goroutine idle")
 	blockingShutdown(t, b2)
@@ -158,12 +158,12 @@ func TestBlockingShutdown(t *testing.T) {
 
 func TestBlockingPanic(t *testing.T) {
 	var logs syncBuffer
-	b := NewBlockingPool(WithMaxThreads(1), WithBlockingLogger(testLogger(&logs)))
+	b := NewBlockingPool(WithMaxGoroutines(1), WithBlockingLogger(testLogger(&logs)))
 	defer blockingShutdown(t, b)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	_ = b.Submit(func() { defer wg.Done(); panic("blocking boom") })
-	_ = b.Submit(wg.Done)
+	_ = b.Go(func() { defer wg.Done(); panic("blocking boom") })
+	_ = b.Go(wg.Done)
 	waitGroup(t, &wg, "tasks")
 	// Completed is counted after the task returns.
 	require.Eventually(t, func() bool { return b.Stats().Completed == 2 }, liveness, time.Millisecond, "completed count")
@@ -173,7 +173,7 @@ func TestBlockingPanic(t *testing.T) {
 	if !strings.Contains(logs.String(), "blocking boom") || !strings.Contains(logs.String(), "stack.0=\"github.com/veloq/veloq/executor.TestBlockingPanic") {
 		t.Fatalf("panic not logged: %q", logs.String())
 	}
-	if err := b.Submit(nil); !errors.Is(err, ErrNilTask) {
-		t.Fatalf("Submit(nil) = %v", err)
+	if err := b.Go(nil); !errors.Is(err, ErrNilTask) {
+		t.Fatalf("Go(nil) = %v", err)
 	}
 }

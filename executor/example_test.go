@@ -65,13 +65,13 @@ func ExampleSubmit() {
 	defer p.Shutdown(context.Background())
 
 	ctx := context.Background()
-	f := executor.Submit(p, ctx, func(ctx context.Context) (string, error) {
+	f := executor.Submit(ctx, p, func(ctx context.Context) (string, error) {
 		return "computed", nil
 	})
 	v, err := f.Wait(ctx)
 	fmt.Println(v, err)
 
-	bad := executor.Submit(p, ctx, func(ctx context.Context) (int, error) {
+	bad := executor.Submit(ctx, p, func(ctx context.Context) (int, error) {
 		var m map[string]int
 		//lint:ignore SA5000 the example shows a bug in the function, a runtime panic, coming back as ErrPanicked
 		m["x"] = 1 // panics: assignment to nil map
@@ -94,7 +94,7 @@ func ExampleFuture_OnLoop() {
 	defer p.Shutdown(context.Background())
 
 	l := make(loop, 1)
-	f := executor.Submit(p, context.Background(), func(context.Context) (int, error) {
+	f := executor.Submit(context.Background(), p, func(context.Context) (int, error) {
 		return 6 * 7, nil
 	})
 	// Code pinned to a reactor never blocks on Wait: it asks for the result
@@ -105,10 +105,10 @@ func ExampleFuture_OnLoop() {
 }
 
 func ExampleBlockingPool() {
-	b := executor.NewBlockingPool(executor.WithMaxThreads(8), executor.WithQueueSize(16))
+	b := executor.NewBlockingPool(executor.WithMaxGoroutines(8), executor.WithQueueSize(16))
 	defer b.Shutdown(context.Background())
 
-	f := executor.SubmitBlocking(b, context.Background(), func(context.Context) (int, error) {
+	f := executor.SubmitBlocking(context.Background(), b, func(context.Context) (int, error) {
 		fi, err := os.Stat(os.DevNull) // a blocking system call
 		if err != nil {
 			return 0, err
@@ -118,7 +118,7 @@ func ExampleBlockingPool() {
 	size, err := f.Wait(context.Background())
 	fmt.Println(size, err)
 
-	if err := b.Submit(func() {}); errors.Is(err, executor.ErrOverloaded) {
+	if err := b.Go(func() {}); errors.Is(err, executor.ErrOverloaded) {
 		fmt.Println("shed the request") // every goroutine busy and the queue full
 	}
 	// Output: 0 <nil>

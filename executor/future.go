@@ -71,7 +71,7 @@ type cont[T any] struct {
 // If ctx is done before fn starts, fn is not run and the future completes
 // with ctx.Err() at once. If p is shut down, the future completes with
 // ErrClosed. A panic in fn becomes a *PanicError.
-func Submit[T any](p *Pool, ctx context.Context, fn func(context.Context) (T, error)) *Future[T] {
+func Submit[T any](ctx context.Context, p *Pool, fn func(context.Context) (T, error)) *Future[T] {
 	f := newFuture(ctx, fn, p.log)
 	if f.isDone() {
 		return f
@@ -85,12 +85,12 @@ func Submit[T any](p *Pool, ctx context.Context, fn func(context.Context) (T, er
 // SubmitBlocking runs fn on the blocking pool b and returns its future. If b
 // is full the future completes with ErrOverloaded; if b is shut down, with
 // ErrClosed. Otherwise it behaves as Submit.
-func SubmitBlocking[T any](b *BlockingPool, ctx context.Context, fn func(context.Context) (T, error)) *Future[T] {
+func SubmitBlocking[T any](ctx context.Context, b *BlockingPool, fn func(context.Context) (T, error)) *Future[T] {
 	f := newFuture(ctx, fn, b.log)
 	if f.isDone() {
 		return f
 	}
-	if err := b.Submit(f.run); err != nil {
+	if err := b.Go(f.run); err != nil {
 		f.fail(err)
 	}
 	return f
@@ -224,12 +224,12 @@ func (f *Future[T]) Wait(ctx context.Context) (T, error) {
 }
 
 // TryGet returns the result without blocking; ok is false while f is
-// pending.
-func (f *Future[T]) TryGet() (v T, err error, ok bool) {
+// pending, and then v and err are zero.
+func (f *Future[T]) TryGet() (v T, ok bool, err error) {
 	if f.isDone() {
-		return f.val, f.err, true
+		return f.val, true, f.err
 	}
-	return v, nil, false
+	return v, false, nil
 }
 
 // Done returns a channel that is closed when f is complete. The channel is

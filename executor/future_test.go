@@ -30,9 +30,9 @@ func gatedPool(t *testing.T) (*Pool, func()) {
 func TestFutureWaitTryGetDone(t *testing.T) {
 	p, release := gatedPool(t)
 	ctx := context.Background()
-	f := Submit(p, ctx, func(context.Context) (string, error) { return "ok", nil })
+	f := Submit(ctx, p, func(context.Context) (string, error) { return "ok", nil })
 
-	if _, _, ok := f.TryGet(); ok {
+	if _, ok, _ := f.TryGet(); ok {
 		t.Fatal("TryGet reports a result while the task is queued")
 	}
 	done := f.Done() // made before completion
@@ -52,11 +52,11 @@ func TestFutureWaitTryGetDone(t *testing.T) {
 		t.Fatalf("Wait = %q, %v", v, err)
 	}
 	<-done
-	if v, err, ok := f.TryGet(); !ok || v != "ok" || err != nil {
-		t.Fatalf("TryGet = %q, %v, %v", v, err, ok)
+	if v, ok, err := f.TryGet(); !ok || v != "ok" || err != nil {
+		t.Fatalf("TryGet = %q, %v, %v", v, ok, err)
 	}
 	// Done made after completion is already closed.
-	g := Submit(p, ctx, func(context.Context) (int, error) { return 0, errors.New("bad") })
+	g := Submit(ctx, p, func(context.Context) (int, error) { return 0, errors.New("bad") })
 	if _, err := g.Wait(ctx); err == nil || err.Error() != "bad" {
 		t.Fatalf("error result = %v", err)
 	}
@@ -71,7 +71,7 @@ func TestFutureCancelWhileQueued(t *testing.T) {
 	p, release := gatedPool(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var ran atomic.Bool
-	f := Submit(p, ctx, func(context.Context) (int, error) { ran.Store(true); return 1, nil })
+	f := Submit(ctx, p, func(context.Context) (int, error) { ran.Store(true); return 1, nil })
 	cancel()
 	// Completes on cancellation, without waiting for the blocked worker.
 	if _, err := f.Wait(context.Background()); !errors.Is(err, context.Canceled) {
@@ -79,7 +79,7 @@ func TestFutureCancelWhileQueued(t *testing.T) {
 	}
 	release()
 	// The queued task must notice and not run fn.
-	g := Submit(p, context.Background(), func(context.Context) (int, error) { return 2, nil })
+	g := Submit(context.Background(), p, func(context.Context) (int, error) { return 2, nil })
 	if v, err := g.Wait(context.Background()); v != 2 || err != nil {
 		t.Fatalf("later future = %d, %v", v, err)
 	}
@@ -93,9 +93,9 @@ func TestFutureCancelledBeforeSubmit(t *testing.T) {
 	defer shutdown(t, p)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	f := Submit(p, ctx, func(context.Context) (int, error) { return 1, nil })
-	if _, err, ok := f.TryGet(); !ok || !errors.Is(err, context.Canceled) {
-		t.Fatalf("TryGet = %v, %v; want immediate Canceled", err, ok)
+	f := Submit(ctx, p, func(context.Context) (int, error) { return 1, nil })
+	if _, ok, err := f.TryGet(); !ok || !errors.Is(err, context.Canceled) {
+		t.Fatalf("TryGet = %v, %v; want immediate Canceled", ok, err)
 	}
 }
 
@@ -104,7 +104,7 @@ func TestFutureSeesCancellationWhileRunning(t *testing.T) {
 	defer shutdown(t, p)
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan struct{})
-	f := Submit(p, ctx, func(ctx context.Context) (int, error) {
+	f := Submit(ctx, p, func(ctx context.Context) (int, error) {
 		close(started)
 		<-ctx.Done()
 		return 7, ctx.Err()
@@ -121,7 +121,7 @@ func TestFutureOnLoop(t *testing.T) {
 	p, release := gatedPool(t)
 	l := newTestLoop(t)
 	ctx := context.Background()
-	f := Submit(p, ctx, func(context.Context) (int, error) { return 5, nil })
+	f := Submit(ctx, p, func(context.Context) (int, error) { return 5, nil })
 
 	type call struct {
 		order  int
@@ -155,7 +155,7 @@ func TestFutureOnClosedLoop(t *testing.T) {
 	defer shutdown(t, p)
 	l := newTestLoop(t)
 	l.close()
-	f := Submit(p, context.Background(), func(context.Context) (int, error) { return 1, nil })
+	f := Submit(context.Background(), p, func(context.Context) (int, error) { return 1, nil })
 	_, _ = f.Wait(context.Background())
 	f.OnLoop(l, func(int, error) { t.Error("continuation ran on a closed loop") })
 	// The completer may still be posting, so the log line can come later.
@@ -177,7 +177,7 @@ func TestFutureConcurrentObservers(t *testing.T) {
 	}
 	var conts sync.WaitGroup
 	for i := range n {
-		f := Submit(p, ctx, func(context.Context) (int, error) { return i, nil })
+		f := Submit(ctx, p, func(context.Context) (int, error) { return i, nil })
 		var obs sync.WaitGroup
 		for range 3 {
 			obs.Add(1)
@@ -194,7 +194,7 @@ func TestFutureConcurrentObservers(t *testing.T) {
 				if v, err := f.Wait(ctx); v != i || err != nil {
 					t.Errorf("Wait = %d, %v; want %d", v, err, i)
 				}
-				if v, _, ok := f.TryGet(); !ok || v != i {
+				if v, ok, _ := f.TryGet(); !ok || v != i {
 					t.Errorf("TryGet = %d, %v", v, ok)
 				}
 			}()
@@ -205,13 +205,13 @@ func TestFutureConcurrentObservers(t *testing.T) {
 }
 
 func TestSubmitBlocking(t *testing.T) {
-	b := NewBlockingPool(WithMaxThreads(1), WithQueueSize(0))
+	b := NewBlockingPool(WithMaxGoroutines(1), WithQueueSize(0))
 	defer func() { _ = b.Shutdown(context.Background()) }()
 	ctx := context.Background()
 	gate := make(chan struct{})
-	f := SubmitBlocking(b, ctx, func(context.Context) (int, error) { <-gate; return 3, nil })
+	f := SubmitBlocking(ctx, b, func(context.Context) (int, error) { <-gate; return 3, nil })
 	// The only goroutine is busy and there is no queue: shed.
-	g := SubmitBlocking(b, ctx, func(context.Context) (int, error) { return 4, nil })
+	g := SubmitBlocking(ctx, b, func(context.Context) (int, error) { return 4, nil })
 	if _, err := g.Wait(ctx); !errors.Is(err, ErrOverloaded) {
 		t.Fatalf("overloaded SubmitBlocking = %v, want ErrOverloaded", err)
 	}
@@ -221,14 +221,14 @@ func TestSubmitBlocking(t *testing.T) {
 	}
 	// The future completes a moment before its goroutine is idle again.
 	require.Eventually(t, func() bool { return b.Stats().Idle == 1 }, liveness, time.Millisecond, "goroutine idle")
-	h := SubmitBlocking(b, ctx, func(context.Context) (int, error) { panic("blocking boom") })
+	h := SubmitBlocking(ctx, b, func(context.Context) (int, error) { panic("blocking boom") })
 	if _, err := h.Wait(ctx); !errors.Is(err, ErrPanicked) {
 		t.Fatalf("panicking SubmitBlocking = %v, want ErrPanicked", err)
 	}
 	if err := b.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	k := SubmitBlocking(b, ctx, func(context.Context) (int, error) { return 5, nil })
+	k := SubmitBlocking(ctx, b, func(context.Context) (int, error) { return 5, nil })
 	if _, err := k.Wait(ctx); !errors.Is(err, ErrClosed) {
 		t.Fatalf("SubmitBlocking after Shutdown = %v, want ErrClosed", err)
 	}
@@ -241,10 +241,10 @@ func TestWorkerFromScope(t *testing.T) {
 	defer blockingShutdown(t, b)
 	ctx := context.Background()
 	var kept context.Context
-	f := Submit(p, ctx, func(ctx context.Context) (bool, error) {
+	f := Submit(ctx, p, func(ctx context.Context) (bool, error) {
 		kept = ctx
 		// A blocking function given this context must not see the worker.
-		g := SubmitBlocking(b, ctx, func(ctx context.Context) (bool, error) {
+		g := SubmitBlocking(ctx, b, func(ctx context.Context) (bool, error) {
 			return WorkerFrom(ctx) == nil, nil
 		})
 		hidden, err := g.Wait(ctx)

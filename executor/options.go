@@ -71,19 +71,21 @@ func newConfig(opts []Option) config {
 
 // blockingConfig holds the settings of a BlockingPool.
 type blockingConfig struct {
-	maxThreads  int
-	queueSize   int
-	idleTimeout time.Duration
-	logger      *slog.Logger
+	maxGoroutines int
+	queueSize     int
+	idleTimeout   time.Duration
+	logger        *slog.Logger
 }
 
 // BlockingOption configures a BlockingPool.
 type BlockingOption func(*blockingConfig)
 
-// WithMaxThreads bounds the number of goroutines of a BlockingPool. Values
-// below 1 select the default, 64.
-func WithMaxThreads(n int) BlockingOption {
-	return func(c *blockingConfig) { c.maxThreads = n }
+// WithMaxGoroutines bounds the number of goroutines of a BlockingPool. They
+// are plain goroutines, not locked to OS threads; a task that blocks in a
+// system call still holds a thread, so the bound also caps the threads the
+// pool can pin. Values below 1 select the default, 64.
+func WithMaxGoroutines(n int) BlockingOption {
+	return func(c *blockingConfig) { c.maxGoroutines = n }
 }
 
 // WithQueueSize bounds the number of tasks that wait for a goroutine when all
@@ -113,8 +115,8 @@ func newBlockingConfig(opts []BlockingOption) blockingConfig {
 			o(&c)
 		}
 	}
-	if c.maxThreads < 1 {
-		c.maxThreads = 64
+	if c.maxGoroutines < 1 {
+		c.maxGoroutines = 64
 	}
 	if c.queueSize < 0 {
 		c.queueSize = 1024

@@ -48,13 +48,13 @@ func TestBlockingConfigDefaults(t *testing.T) {
 		idle    time.Duration
 	}{
 		{"defaults", nil, 64, 1024, 10 * time.Second},
-		{"explicit", []BlockingOption{WithMaxThreads(4), WithQueueSize(0), WithThreadIdleTimeout(time.Second)}, 4, 0, time.Second},
-		{"invalid falls back", []BlockingOption{WithMaxThreads(-2), WithQueueSize(-1), WithThreadIdleTimeout(0)}, 64, 1024, 10 * time.Second},
+		{"explicit", []BlockingOption{WithMaxGoroutines(4), WithQueueSize(0), WithThreadIdleTimeout(time.Second)}, 4, 0, time.Second},
+		{"invalid falls back", []BlockingOption{WithMaxGoroutines(-2), WithQueueSize(-1), WithThreadIdleTimeout(0)}, 64, 1024, 10 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newBlockingConfig(tt.opts)
-			if c.maxThreads != tt.threads || c.queueSize != tt.queue || c.idleTimeout != tt.idle || c.logger == nil {
+			if c.maxGoroutines != tt.threads || c.queueSize != tt.queue || c.idleTimeout != tt.idle || c.logger == nil {
 				t.Fatalf("config = %+v", c)
 			}
 		})
@@ -89,7 +89,7 @@ func TestSubmitContextValues(t *testing.T) {
 	defer shutdown(t, p)
 	type key struct{}
 	ctx := context.WithValue(context.Background(), key{}, "v")
-	f := Submit(p, ctx, func(ctx context.Context) (any, error) { return ctx.Value(key{}), nil })
+	f := Submit(ctx, p, func(ctx context.Context) (any, error) { return ctx.Value(key{}), nil })
 	if v, err := f.Wait(context.Background()); v != "v" || err != nil {
 		t.Fatalf("value through the worker context = %v, %v", v, err)
 	}

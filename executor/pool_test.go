@@ -314,7 +314,7 @@ func TestNilTasks(t *testing.T) {
 		{"Go", p.Go(nil)},
 		{"SpawnTo", p.SpawnTo(0, nil)},
 		{"Submit", func() error {
-			_, err := Submit[int](p, context.Background(), nil).Wait(context.Background())
+			_, err := Submit[int](context.Background(), p, nil).Wait(context.Background())
 			return err
 		}()},
 	}
@@ -369,7 +369,7 @@ func TestPanicIsolation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := Submit(p, context.Background(), func(context.Context) (int, error) { panic(tt.value) })
+			f := Submit(context.Background(), p, func(context.Context) (int, error) { panic(tt.value) })
 			_, err := f.Wait(context.Background())
 			if !errors.Is(err, ErrPanicked) {
 				t.Fatalf("err = %v, want ErrPanicked", err)
@@ -418,7 +418,7 @@ func TestShutdown(t *testing.T) {
 		"Go":      p.Go(func(*Worker) {}),
 		"SpawnTo": p.SpawnTo(0, func() {}),
 		"Submit": func() error {
-			_, err := Submit(p, context.Background(), func(context.Context) (int, error) { return 1, nil }).Wait(context.Background())
+			_, err := Submit(context.Background(), p, func(context.Context) (int, error) { return 1, nil }).Wait(context.Background())
 			return err
 		}(),
 	} {
@@ -476,7 +476,7 @@ func TestWorkerHandle(t *testing.T) {
 	if id := <-got; id < 0 || id >= 3 {
 		t.Fatalf("worker ID %d out of range", id)
 	}
-	f := Submit(p, context.Background(), func(ctx context.Context) (int, error) {
+	f := Submit(context.Background(), p, func(ctx context.Context) (int, error) {
 		w := WorkerFrom(ctx)
 		if w == nil {
 			return -1, errors.New("no worker in context")

@@ -113,9 +113,9 @@ func offload(ex exchange, j *offloadJob) {
 	c := ex.transport()
 	var f *executor.Future[struct{}]
 	if j.o.b != nil {
-		f = executor.SubmitBlocking(j.o.b, ctx, j.run)
+		f = executor.SubmitBlocking(ctx, j.o.b, j.run)
 	} else {
-		f = executor.Submit(j.o.p, ctx, j.run)
+		f = executor.Submit(ctx, j.o.p, j.run)
 	}
 	f.OnLoop(c.Loop(), func(_ struct{}, err error) {
 		defer j.release()

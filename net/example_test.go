@@ -55,7 +55,7 @@ func ExampleOffload() {
 				c.WriteString("echo " + line) // cheap: answered on the loop
 				continue
 			}
-			vnet.Offload(pool, context.Background(), c, func(context.Context) (string, error) {
+			vnet.Offload(context.Background(), pool, c, func(context.Context) (string, error) {
 				sum := sha256.Sum256(bytes.Repeat([]byte("veloq"), 1<<16)) // CPU-heavy: off the loop
 				return fmt.Sprintf("hash %x\n", sum[:4]), nil
 			}, func(c *vnet.Conn, answer string, err error) {

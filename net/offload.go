@@ -9,7 +9,7 @@ import (
 
 // Offload runs work on the stealable pool p, off the loop, and then runs
 // then on c's loop with the result. Its arguments come in the order of
-// executor.Submit (pool, context, work), with the connection before the
+// executor.Submit (context, pool, work), with the connection before the
 // work. If c closed in the meantime, then still runs (so the handler can
 // release what it holds) with an error wrapping ErrClosed (the standard
 // library's net.ErrClosed), and must not expect writes to reach anyone.
@@ -21,17 +21,17 @@ import (
 // before this one; the rest is presented after then has run. Reading goes
 // on meanwhile, so a reset is noticed. work must not touch c: it runs on
 // another goroutine.
-func Offload[T any](p *executor.Pool, ctx context.Context, c *Conn, work func(context.Context) (T, error), then func(c *Conn, v T, err error)) {
+func Offload[T any](ctx context.Context, p *executor.Pool, c *Conn, work func(context.Context) (T, error), then func(c *Conn, v T, err error)) {
 	c.HoldData()
-	f := executor.Submit(p, ctx, work)
+	f := executor.Submit(ctx, p, work)
 	f.OnLoop(c.Loop(), resume(c, then))
 }
 
 // OffloadBlocking is Offload on the blocking pool, for work that blocks in
 // system calls. A full blocking pool makes then see executor.ErrOverloaded.
-func OffloadBlocking[T any](p *executor.BlockingPool, ctx context.Context, c *Conn, work func(context.Context) (T, error), then func(c *Conn, v T, err error)) {
+func OffloadBlocking[T any](ctx context.Context, p *executor.BlockingPool, c *Conn, work func(context.Context) (T, error), then func(c *Conn, v T, err error)) {
 	c.HoldData()
-	f := executor.SubmitBlocking(p, ctx, work)
+	f := executor.SubmitBlocking(ctx, p, work)
 	f.OnLoop(c.Loop(), resume(c, then))
 }
 

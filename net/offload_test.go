@@ -38,7 +38,7 @@ func TestOffloadResumesOnOwnLoopInOrder(t *testing.T) {
 			line := string(in[:i])
 			c.Discard(i + 1)
 			openLoop := c.Context().(int)
-			Offload(p, context.Background(), c, func(context.Context) (int, error) {
+			Offload(context.Background(), p, c, func(context.Context) (int, error) {
 				n, err := strconv.Atoi(line)
 				return n * 2, err
 			}, func(c *Conn, v int, err error) {
@@ -92,7 +92,7 @@ func TestOffloadAfterClose(t *testing.T) {
 		result := make(chan error, 1)
 		h := &HandlerFuncs{Data: func(c *Conn) {
 			c.Discard(c.Buffered())
-			Offload(p, context.Background(), c, func(context.Context) (string, error) {
+			Offload(context.Background(), p, c, func(context.Context) (string, error) {
 				<-release
 				return "late", nil
 			}, func(c *Conn, v string, err error) {
@@ -121,14 +121,14 @@ func TestOffloadAfterClose(t *testing.T) {
 // The blocking pool's overload reaches the continuation as ErrOverloaded.
 func TestOffloadBlockingOverload(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b Backend) {
-		bp := executor.NewBlockingPool(executor.WithMaxThreads(1), executor.WithQueueSize(1))
+		bp := executor.NewBlockingPool(executor.WithMaxGoroutines(1), executor.WithQueueSize(1))
 		defer bp.Shutdown(context.Background())
 		hold := make(chan struct{})
 		defer close(hold)
 		errs := make(chan error, 8)
 		h := &HandlerFuncs{Data: func(c *Conn) {
 			c.Discard(c.Buffered())
-			OffloadBlocking(bp, context.Background(), c, func(context.Context) (int, error) {
+			OffloadBlocking(context.Background(), bp, c, func(context.Context) (int, error) {
 				<-hold
 				return 1, nil
 			}, func(c *Conn, _ int, err error) {

@@ -264,7 +264,7 @@ func TestOffloadHidesTheRest(t *testing.T) {
 				line := string(in[:i+1])
 				c.Discard(i + 1)
 				if strings.HasPrefix(line, "slow") {
-					Offload(p, context.Background(), c, func(context.Context) (string, error) {
+					Offload(context.Background(), p, c, func(context.Context) (string, error) {
 						time.Sleep(20 * time.Millisecond) // the work being slow is the point
 						return line, nil
 					}, func(c *Conn, v string, err error) {
@@ -369,7 +369,7 @@ func TestErrClosedIsStd(t *testing.T) {
 			c.Discard(-1)
 			c.Close()
 			_, werr := c.Write([]byte("late"))
-			Offload(p, context.Background(), c, func(context.Context) (int, error) { return 0, nil },
+			Offload(context.Background(), p, c, func(context.Context) (int, error) { return 0, nil },
 				func(c *Conn, _ int, err error) { res <- [2]error{werr, err} })
 		}})
 		c := dial(t, s)

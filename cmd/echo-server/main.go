@@ -286,7 +286,7 @@ func offloadEcho(pool *executor.Pool, costs *costModel) vnet.Handler {
 		in, _ := c.Next(-1)
 		msg := append([]byte(nil), in...) // the view dies with the callback
 		r := rounds(c)
-		vnet.Offload(pool, context.Background(), c, func(context.Context) (uint64, error) {
+		vnet.Offload(context.Background(), pool, c, func(context.Context) (uint64, error) {
 			return burn(msg, r), nil
 		}, func(c *vnet.Conn, _ uint64, err error) {
 			if err == nil {

@@ -232,7 +232,7 @@ func BenchmarkSubmitBatch(b *testing.B) {
 func BenchmarkBlockingSubmit(b *testing.B) {
 	bp := NewBlockingPool(WithQueueSize(1 << 20))
 	defer func() { _ = bp.Shutdown(context.Background()) }()
-	benchSpawnAll(b, func(_ int, done func()) error { return bp.Go(done) })
+	benchSpawnAll(b, func(_ int, done func()) error { return bp.Spawn(done) })
 }
 
 func BenchmarkDequePushPop(b *testing.B) {

@@ -16,7 +16,7 @@ import (
 // without a non-blocking form) so that they never stall a reactor or a Pool
 // worker. It grows from zero up to a bound of goroutines; a goroutine that
 // has been idle for the idle timeout exits. When every goroutine is busy,
-// tasks wait in a bounded queue; when that is full too, Go fails with
+// tasks wait in a bounded queue; when that is full too, Spawn fails with
 // ErrOverloaded instead of queueing for ever.
 //
 // A task is handed straight to an idle goroutine when there is one (the most
@@ -54,12 +54,12 @@ func NewBlockingPool(opts ...BlockingOption) *BlockingPool {
 	return &BlockingPool{cfg: cfg, log: cfg.logger, done: make(chan struct{})}
 }
 
-// Go runs task on one of the pool's goroutines. It returns ErrOverloaded
+// Spawn runs task on one of the pool's goroutines. It returns ErrOverloaded
 // if as many goroutines as WithMaxGoroutines allows are busy and the queue
 // is full, and ErrClosed after Shutdown has begun. Once it returns nil the
 // task will run. To get a result back as a *Future, use SubmitBlocking
 // instead.
-func (b *BlockingPool) Go(task func()) error {
+func (b *BlockingPool) Spawn(task func()) error {
 	if task == nil {
 		return ErrNilTask
 	}

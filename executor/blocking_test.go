@@ -31,13 +31,13 @@ func TestBlockingOverloadAndRecovery(t *testing.T) {
 	// 2 running + 3 queued are accepted...
 	for i := range 5 {
 		wg.Add(1)
-		if err := b.Go(blocker); err != nil {
+		if err := b.Spawn(blocker); err != nil {
 			t.Fatalf("submit %d: %v", i, err)
 		}
 	}
 	// ...the next is shed.
-	if err := b.Go(func() {}); !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("Go when full = %v, want ErrOverloaded", err)
+	if err := b.Spawn(func() {}); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("Spawn when full = %v, want ErrOverloaded", err)
 	}
 	s := b.Stats()
 	if s.Threads != 2 || s.Queued != 3 || s.Rejected != 1 {
@@ -50,8 +50,8 @@ func TestBlockingOverloadAndRecovery(t *testing.T) {
 	}
 	// Recovered: accepting again.
 	wg.Add(1)
-	if err := b.Go(wg.Done); err != nil {
-		t.Fatalf("Go after draining = %v", err)
+	if err := b.Spawn(wg.Done); err != nil {
+		t.Fatalf("Spawn after draining = %v", err)
 	}
 	waitGroup(t, &wg, "task after recovery")
 }
@@ -66,7 +66,7 @@ func TestBlockingElastic(t *testing.T) {
 	var done sync.WaitGroup
 	done.Add(n)
 	for range n {
-		if err := b.Go(func() { arrived.Done(); arrived.Wait(); done.Done() }); err != nil {
+		if err := b.Spawn(func() { arrived.Done(); arrived.Wait(); done.Done() }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,7 +84,7 @@ func TestBlockingIdleExit(t *testing.T) {
 	arrived.Add(4)
 	for range 4 {
 		wg.Add(1)
-		if err := b.Go(func() { arrived.Done(); arrived.Wait(); wg.Done() }); err != nil {
+		if err := b.Spawn(func() { arrived.Done(); arrived.Wait(); wg.Done() }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -95,7 +95,7 @@ func TestBlockingIdleExit(t *testing.T) {
 	}
 	// And the pool grows again from zero.
 	wg.Add(1)
-	if err := b.Go(wg.Done); err != nil {
+	if err := b.Spawn(wg.Done); err != nil {
 		t.Fatal(err)
 	}
 	waitGroup(t, &wg, "task after idle exit")
@@ -113,7 +113,7 @@ func TestBlockingIdleRace(t *testing.T) {
 	}
 	for i := range n {
 		wg.Add(1)
-		if err := b.Go(wg.Done); err != nil {
+		if err := b.Spawn(wg.Done); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Duration(i%3) * 500 * time.Microsecond)
@@ -126,7 +126,7 @@ func TestBlockingShutdown(t *testing.T) {
 	gate := make(chan struct{})
 	var ran atomic.Int64
 	for range 5 {
-		if err := b.Go(func() { <-gate; ran.Add(1) }); err != nil {
+		if err := b.Spawn(func() { <-gate; ran.Add(1) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -135,8 +135,8 @@ func TestBlockingShutdown(t *testing.T) {
 	if err := b.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Shutdown with a blocked task = %v, want DeadlineExceeded", err)
 	}
-	if err := b.Go(func() {}); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Go after Shutdown = %v, want ErrClosed", err)
+	if err := b.Spawn(func() {}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Spawn after Shutdown = %v, want ErrClosed", err)
 	}
 	close(gate)
 	blockingShutdown(t, b)
@@ -150,7 +150,7 @@ func TestBlockingShutdown(t *testing.T) {
 	b2 := NewBlockingPool()
 	var wg sync.WaitGroup
 	wg.Add(1)
-	_ = b2.Go(wg.Done)
+	_ = b2.Spawn(wg.Done)
 	wg.Wait()
 	require.Eventually(t, func() bool { return b2.Stats().Idle == 1 }, liveness, time.Millisecond, "goroutine idle")
 	blockingShutdown(t, b2)
@@ -162,8 +162,8 @@ func TestBlockingPanic(t *testing.T) {
 	defer blockingShutdown(t, b)
 	var wg sync.WaitGroup
 	wg.Add(2)
-	_ = b.Go(func() { defer wg.Done(); panic("blocking boom") })
-	_ = b.Go(wg.Done)
+	_ = b.Spawn(func() { defer wg.Done(); panic("blocking boom") })
+	_ = b.Spawn(wg.Done)
 	waitGroup(t, &wg, "tasks")
 	// Completed is counted after the task returns.
 	require.Eventually(t, func() bool { return b.Stats().Completed == 2 }, liveness, time.Millisecond, "completed count")
@@ -173,7 +173,7 @@ func TestBlockingPanic(t *testing.T) {
 	if !strings.Contains(logs.String(), "blocking boom") || !strings.Contains(logs.String(), "stack.0=\"github.com/veloq/veloq/executor.TestBlockingPanic") {
 		t.Fatalf("panic not logged: %q", logs.String())
 	}
-	if err := b.Go(nil); !errors.Is(err, ErrNilTask) {
-		t.Fatalf("Go(nil) = %v", err)
+	if err := b.Spawn(nil); !errors.Is(err, ErrNilTask) {
+		t.Fatalf("Spawn(nil) = %v", err)
 	}
 }

@@ -118,7 +118,7 @@ func ExampleBlockingPool() {
 	size, err := f.Wait(context.Background())
 	fmt.Println(size, err)
 
-	if err := b.Go(func() {}); errors.Is(err, executor.ErrOverloaded) {
+	if err := b.Spawn(func() {}); errors.Is(err, executor.ErrOverloaded) {
 		fmt.Println("shed the request") // every goroutine busy and the queue full
 	}
 	// Output: 0 <nil>

@@ -90,7 +90,7 @@ func SubmitBlocking[T any](ctx context.Context, b *BlockingPool, fn func(context
 	if f.isDone() {
 		return f
 	}
-	if err := b.Go(f.run); err != nil {
+	if err := b.Spawn(f.run); err != nil {
 		f.fail(err)
 	}
 	return f

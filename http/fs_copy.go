@@ -64,7 +64,7 @@ func (fc *fileCopier) step() {
 		fc.buf = make([]byte, min(fileChunk, fc.body.length)) // a small file, a small buffer
 	}
 	buf, off, f := fc.buf[:n], fc.off, fc.body.f
-	err := fc.pool.Go(func() {
+	err := fc.pool.Spawn(func() {
 		k, err := f.ReadAt(buf, off)
 		if err == io.EOF && int64(k) == n {
 			err = nil

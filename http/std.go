@@ -138,7 +138,7 @@ func (sh *stdHandler) spawn(x *stdExchange) error {
 	case sh.cfg.pool != nil:
 		return sh.cfg.pool.Spawn(x.run)
 	case sh.cfg.blocking != nil:
-		return sh.cfg.blocking.Go(x.run)
+		return sh.cfg.blocking.Spawn(x.run)
 	}
 	x.ex.shared().std.run(x)
 	return nil

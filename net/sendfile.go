@@ -212,7 +212,7 @@ func (l *Loop) startTask(fs *fileSend) error {
 			l.postDone(fs, n, err)
 		}
 	}
-	if err := fs.pool.Go(task); err != nil {
+	if err := fs.pool.Spawn(task); err != nil {
 		fs.busy = false
 		return fmt.Errorf("veloq: SendFile: %w", err)
 	}

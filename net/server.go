@@ -312,7 +312,7 @@ func (s *Server) Dial(ctx context.Context, network, address string, h Handler) (
 	if closed {
 		return nil, ErrServerClosed
 	}
-	return s.leastLoaded().DialContext(ctx, network, address, h)
+	return s.leastLoaded().Dial(ctx, network, address, h)
 }
 
 // DialTLS is Dial for a TLS connection (see Loop.DialTLS): it waits until

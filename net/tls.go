@@ -584,7 +584,7 @@ func (l *Loop) DialTLS(network, address string, cfg *tls.Config, h Handler, time
 		cfg.ServerName = host
 	}
 	ts := &tlsServer{timeout: DefaultTLSHandshakeTimeout} // the acceptor reads only its timeout
-	c, err := l.Dial(network, address, &tlsAcceptor{ts: ts, inner: h}, timeout)
+	c, err := l.dial(network, address, &tlsAcceptor{ts: ts, inner: h}, timeout)
 	if err != nil {
 		return nil, err
 	}

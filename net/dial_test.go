@@ -141,7 +141,7 @@ func TestLoopDialContext(t *testing.T) {
 		if err := l.Post(func() {
 			_, err := l.Dial(cancelled, "tcp", addr, &HandlerFuncs{})
 			errs <- err
-			_, err = l.Dial(expired, "tcp", addr, &HandlerFuncs{})
+			_, err = l.DialTLS(expired, "tcp", addr, testCert().ClientConfig("localhost"), &HandlerFuncs{})
 			errs <- err
 		}); err != nil {
 			t.Fatal(err)

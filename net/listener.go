@@ -2,7 +2,6 @@ package net
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"net"
 	"os"
@@ -309,16 +308,6 @@ func (l *Loop) onConnected(c *Conn, err error) {
 	if c.out.len() > 0 {
 		l.wrote(c) // writes made while connecting
 	}
-}
-
-// DialTLSContext is DialContext for a TLS connection (see DialTLS): it
-// waits until the handshake is done (OnOpen has run) or failed.
-func (l *Loop) DialTLSContext(ctx context.Context, network, address string, cfg *tls.Config, h Handler) (*Conn, error) {
-	timeout, err := dialTimeout(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return l.dialWait(ctx, func() (*Conn, error) { return l.DialTLS(network, address, cfg, h, timeout) })
 }
 
 // dialWait runs dial on the loop and waits for the connection it starts

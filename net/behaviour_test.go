@@ -346,7 +346,9 @@ func TestDial(t *testing.T) {
 		fwd := startServer(t, b, &HandlerFuncs{Data: func(c *Conn) {
 			p, _ := c.Next(-1)
 			msg := append([]byte(nil), p...)
-			_, err := c.Loop().Dial("tcp", ln.Addr().String(), &HandlerFuncs{
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel() // the connect reads its deadline once, on the loop
+			_, err := c.Loop().Dial(ctx, "tcp", ln.Addr().String(), &HandlerFuncs{
 				Open: func(up *Conn) { up.Write(msg) },
 				Data: func(up *Conn) {
 					r, _ := up.Next(-1)
@@ -355,7 +357,7 @@ func TestDial(t *testing.T) {
 						up.Close()
 					}
 				},
-			}, 5*time.Second)
+			})
 			if err != nil {
 				c.Write([]byte("dial error: " + err.Error()))
 			}

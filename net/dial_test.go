@@ -1,6 +1,7 @@
 package net
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -31,10 +32,12 @@ func TestDialNotTimedOutWhenLoopLate(t *testing.T) {
 			switch string(p) {
 			case "dial":
 				dialed = time.Now()
-				_, err := c.Loop().Dial("tcp", addr, &HandlerFuncs{
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				defer cancel()
+				_, err := c.Loop().Dial(ctx, "tcp", addr, &HandlerFuncs{
 					Open:  func(*Conn) { close(opened) },
 					Close: func(_ *Conn, err error) { failed <- err },
-				}, timeout)
+				})
 				if err != nil {
 					failed <- err
 				}
@@ -80,10 +83,12 @@ func TestDialTimesOutWhileConnecting(t *testing.T) {
 		s := startServer(t, b, &HandlerFuncs{}, WithLoops(1))
 		failed := make(chan error, 1)
 		if err := s.Loops()[0].Post(func() {
-			_, err := s.Loops()[0].Dial("tcp", addr, &HandlerFuncs{
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			_, err := s.Loops()[0].Dial(ctx, "tcp", addr, &HandlerFuncs{
 				Open:  func(*Conn) { failed <- errors.New("opened") },
 				Close: func(_ *Conn, err error) { failed <- err },
-			}, 200*time.Millisecond)
+			})
 			if err != nil {
 				failed <- err
 			}
@@ -120,4 +125,44 @@ func holdUntilConnected(ln int, dialed time.Time, timeout time.Duration) (int, s
 		return fd, fmt.Sprintf("connected after %v, within the timeout", d)
 	}
 	return fd, "held"
+}
+
+// Loop.Dial takes its timeout from ctx: an ended ctx fails at once, on the
+// loop and off it; off the loop it waits until the connect is done.
+func TestLoopDialContext(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		s := startServer(t, b, &HandlerFuncs{}, WithLoops(1))
+		l, addr := s.Loops()[0], s.Addr().String()
+		cancelled, cancel := context.WithCancel(context.Background())
+		cancel()
+		expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		defer cancel2()
+		errs := make(chan error, 2)
+		if err := l.Post(func() {
+			_, err := l.Dial(cancelled, "tcp", addr, &HandlerFuncs{})
+			errs <- err
+			_, err = l.DialTLS(expired, "tcp", addr, testCert().ClientConfig("localhost"), &HandlerFuncs{})
+			errs <- err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := await(t, errs, "on-loop dial"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("on the loop with a cancelled ctx: %v, want context.Canceled", err)
+		}
+		if err := await(t, errs, "on-loop dial"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("on the loop past the deadline: %v, want context.DeadlineExceeded", err)
+		}
+		if _, err := l.Dial(expired, "tcp", addr, &HandlerFuncs{}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("off the loop past the deadline: %v, want context.DeadlineExceeded", err)
+		}
+		ctx, cancel3 := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel3()
+		c, err := l.Dial(ctx, "tcp", addr, &HandlerFuncs{})
+		if err != nil || c.RemoteAddr().String() != addr {
+			t.Fatalf("off the loop: %v, %v; want a connection to %s", c, err, addr)
+		}
+		if err := l.Post(func() { c.Close() }); err != nil { // the shutdown waits for it
+			t.Fatal(err)
+		}
+	})
 }

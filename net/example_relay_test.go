@@ -66,14 +66,16 @@ func ExampleConn_ForwardTo() {
 		Open: func(client *vnet.Conn) {
 			client.SetWriteWaterMarks(0, 0) // the relay bounds its output itself
 			client.PauseRead()              // until the backend is connected
-			b, err := client.Loop().Dial("tcp", backend.Addr().String(), &vnet.HandlerFuncs{
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel() // on the loop, Dial reads the deadline and returns
+			b, err := client.Loop().Dial(ctx, "tcp", backend.Addr().String(), &vnet.HandlerFuncs{
 				Open: func(b *vnet.Conn) {
 					b.SetWriteWaterMarks(0, 0)
 					client.ResumeRead()
 				},
 				Data:  func(b *vnet.Conn) { note(relay(b, client)) },
 				Close: func(b *vnet.Conn, err error) { client.Close() },
-			}, 5*time.Second)
+			})
 			if err != nil {
 				client.Abort(err)
 				return

@@ -2,7 +2,6 @@ package net
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"net"
 	"os"
@@ -188,17 +187,55 @@ func (l *Loop) acceptBackOff(ln *listener, err error) bool {
 	return true
 }
 
-// Dial starts an outbound connection to address on this loop and returns
-// its Conn at once; h.OnOpen runs when the connect completes, or h.OnClose
-// with the error when it fails or exceeds timeout (0: no timeout). Writes
-// made before the connect completes are sent after it. Call it on the loop:
-// it never blocks, which is what a proxy's handler needs. Host names are
-// resolved with the Go resolver (blocking): pass numeric addresses on a
-// loop, or use DialContext.
-func (l *Loop) Dial(network, address string, h Handler, timeout time.Duration) (*Conn, error) {
-	if !l.onLoop() {
-		return nil, ErrNotOnLoop
+// Dial connects to address on this loop and serves the connection with h.
+//
+// Called on the loop (in a handler, a timer or a Post closure), it never
+// blocks, which is what a proxy's handler needs: it returns the Conn at
+// once; h.OnOpen runs when the connect completes, or h.OnClose with the
+// error when it fails or ctx's deadline passes first (ErrDialTimeout).
+// Writes made before the connect completes are sent after it. There ctx
+// is read once, for its deadline: with none the connect has no timeout of
+// its own (the kernel's SYN retries bound it), and cancelling ctx later
+// does not stop it (Abort the Conn does).
+//
+// Called from any other goroutine, it runs the connect on the loop and
+// waits until the connection is established or failed, or ctx ends,
+// which aborts the connect.
+//
+// Either way a ctx that has already ended fails at once with its error.
+// Host names are resolved with the Go resolver, on the loop (blocking it):
+// pass numeric addresses.
+func (l *Loop) Dial(ctx context.Context, network, address string, h Handler) (*Conn, error) {
+	timeout, err := dialTimeout(ctx)
+	if err != nil {
+		return nil, err
 	}
+	if l.onLoop() {
+		return l.dial(network, address, h, timeout)
+	}
+	return l.dialWait(ctx, func() (*Conn, error) { return l.dial(network, address, h, timeout) })
+}
+
+// dialTimeout returns the time left until ctx's deadline (0: none), or
+// ctx's error when it has already ended.
+func dialTimeout(ctx context.Context) (time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return 0, nil
+	}
+	timeout := time.Until(dl)
+	if timeout <= 0 {
+		return 0, context.DeadlineExceeded
+	}
+	return timeout, nil
+}
+
+// dial starts a connect on the loop; it fails with ErrDialTimeout when it
+// is not done within timeout (0: no timeout).
+func (l *Loop) dial(network, address string, h Handler, timeout time.Duration) (*Conn, error) {
 	if l.stopping {
 		return nil, ErrClosed
 	}
@@ -273,40 +310,17 @@ func (l *Loop) onConnected(c *Conn, err error) {
 	}
 }
 
-// DialContext connects to address on this loop from any goroutine and
-// waits until the connection is established (OnOpen has run) or failed.
-func (l *Loop) DialContext(ctx context.Context, network, address string, h Handler) (*Conn, error) {
-	return l.dialWait(ctx, func(timeout time.Duration) (*Conn, error) {
-		return l.Dial(network, address, h, timeout)
-	})
-}
-
-// DialTLSContext is DialContext for a TLS connection (see DialTLS): it
-// waits until the handshake is done (OnOpen has run) or failed.
-func (l *Loop) DialTLSContext(ctx context.Context, network, address string, cfg *tls.Config, h Handler) (*Conn, error) {
-	return l.dialWait(ctx, func(timeout time.Duration) (*Conn, error) {
-		return l.DialTLS(network, address, cfg, h, timeout)
-	})
-}
-
 // dialWait runs dial on the loop and waits for the connection it starts
 // to be established, or to fail, or for ctx to end.
-func (l *Loop) dialWait(ctx context.Context, dial func(timeout time.Duration) (*Conn, error)) (*Conn, error) {
+func (l *Loop) dialWait(ctx context.Context, dial func() (*Conn, error)) (*Conn, error) {
 	type result struct {
 		c   *Conn
 		err error
 	}
 	ch := make(chan result, 1)
 	var pending *Conn // loop-owned
-	timeout := time.Duration(0)
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-		if timeout <= 0 {
-			return nil, context.DeadlineExceeded
-		}
-	}
 	if err := l.Post(func() {
-		c, err := dial(timeout)
+		c, err := dial()
 		if err != nil {
 			ch <- result{nil, err}
 			return

@@ -312,7 +312,7 @@ func (s *Server) Dial(ctx context.Context, network, address string, h Handler) (
 	if closed {
 		return nil, ErrServerClosed
 	}
-	return s.leastLoaded().DialContext(ctx, network, address, h)
+	return s.leastLoaded().Dial(ctx, network, address, h)
 }
 
 // DialTLS is Dial for a TLS connection (see Loop.DialTLS): it waits until
@@ -324,7 +324,7 @@ func (s *Server) DialTLS(ctx context.Context, network, address string, cfg *tls.
 	if closed {
 		return nil, ErrServerClosed
 	}
-	return s.leastLoaded().DialTLSContext(ctx, network, address, cfg, h)
+	return s.leastLoaded().DialTLS(ctx, network, address, cfg, h)
 }
 
 // Shutdown stops accepting, waits for open connections to close by

@@ -71,7 +71,9 @@ func (p *spliceProxy) OnOpen(c *vnet.Conn) {
 		EOF:   func(b *vnet.Conn) { c.CloseWrite() },
 		Close: func(b *vnet.Conn, err error) { p.sideClosed(c, err) },
 	}
-	b, err := c.Loop().Dial("tcp", p.backend, bh, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b, err := c.Loop().Dial(ctx, "tcp", p.backend, bh)
 	if err != nil {
 		c.Abort(err)
 		return
@@ -448,7 +450,9 @@ func TestSpliceToRefuses(t *testing.T) {
 				}
 				check("source again", a.SpliceTo(x))
 				check("destination again", z.SpliceTo(x))
-				y, err := c.Loop().Dial("tcp", addr, &vnet.HandlerFuncs{}, time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				y, err := c.Loop().Dial(ctx, "tcp", addr, &vnet.HandlerFuncs{})
 				if err != nil {
 					results <- err.Error()
 					return
@@ -747,7 +751,9 @@ func copyPairHandler(t *testing.T, addr string, hold func(*vnet.Conn), pairs cha
 				EOF:   func(*vnet.Conn) { c.CloseWrite() },
 				Close: func(*vnet.Conn, error) { c.Close() },
 			}
-			b, err := c.Loop().Dial("tcp", addr, bh, 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			b, err := c.Loop().Dial(ctx, "tcp", addr, bh)
 			if err != nil {
 				t.Errorf("dial: %v", err)
 				c.Abort(err)

@@ -45,6 +45,7 @@ package net
 // and TLSRefused.
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -570,8 +571,22 @@ func (l *Loop) tlsGather(bufs [][]byte, n int) []byte {
 // wrapping ErrTLS (h.OnClose, no OnOpen). Writes made before then are
 // encrypted and sent after the handshake. cfg is used as tls.Client uses
 // it; when its ServerName is empty, the host of address is used, as
-// crypto/tls.Dial does. Call it on the loop.
-func (l *Loop) DialTLS(network, address string, cfg *tls.Config, h Handler, timeout time.Duration) (*Conn, error) {
+// crypto/tls.Dial does. As with Dial, ctx's deadline bounds the TCP
+// connect; called on the loop it returns at once, and from another
+// goroutine it waits until the handshake is done or failed, or ctx ends.
+func (l *Loop) DialTLS(ctx context.Context, network, address string, cfg *tls.Config, h Handler) (*Conn, error) {
+	timeout, err := dialTimeout(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if l.onLoop() {
+		return l.dialTLS(network, address, cfg, h, timeout)
+	}
+	return l.dialWait(ctx, func() (*Conn, error) { return l.dialTLS(network, address, cfg, h, timeout) })
+}
+
+// dialTLS starts a TLS connection on the loop (see dial).
+func (l *Loop) dialTLS(network, address string, cfg *tls.Config, h Handler, timeout time.Duration) (*Conn, error) {
 	if cfg == nil {
 		return nil, errors.New("veloq: DialTLS needs a tls.Config")
 	}
@@ -584,7 +599,7 @@ func (l *Loop) DialTLS(network, address string, cfg *tls.Config, h Handler, time
 		cfg.ServerName = host
 	}
 	ts := &tlsServer{timeout: DefaultTLSHandshakeTimeout} // the acceptor reads only its timeout
-	c, err := l.Dial(network, address, &tlsAcceptor{ts: ts, inner: h}, timeout)
+	c, err := l.dial(network, address, &tlsAcceptor{ts: ts, inner: h}, timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -628,7 +628,9 @@ func TestDialTLS(t *testing.T) {
 		dialed := make(chan *Conn, 1)
 		require.NoError(t, l.Post(func() {
 			cfg := &tls.Config{RootCAs: testCert().Pool}
-			c, err := l.DialTLS("tcp", "localhost"+addr[strings.LastIndex(addr, ":"):], cfg, h, 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			c, err := l.DialTLS(ctx, "tcp", "localhost"+addr[strings.LastIndex(addr, ":"):], cfg, h)
 			dialed <- c
 			if err != nil {
 				t.Error(err)

@@ -125,6 +125,9 @@ func (s *Server) ListenPacket(network, address string, h PacketHandler) (*Packet
 // and learns of ICMP errors: a peer with no socket on the port makes the
 // kernel report ECONNREFUSED, which is counted (PacketStats.Refused) and
 // does not close it. Close it with Close.
+// It takes no context, unlike Dial: connecting a datagram socket only
+// records its peer in the kernel, so nothing waits on the network; it
+// resolves names as ListenPacket does.
 func (s *Server) DialPacket(network, address string, h PacketHandler) (*PacketConn, error) {
 	a, err := s.packetAddr("dial", network, address, h)
 	if err != nil {

@@ -10,8 +10,9 @@
 // # Pairing
 //
 // When a client connects, its loop dials the backend (Loop.Dial does not
-// block), so the client and its backend connection live on the same loop
-// and forwarding needs no lock. Backends are chosen round-robin; a backend
+// block on the loop; the dial timeout is its context's deadline), so the
+// client and its backend connection live on the same loop and forwarding
+// needs no lock. Backends are chosen round-robin; a backend
 // whose connect failed (refused, timed out) is skipped for a cooldown
 // while another is available, and a client whose connect failed is tried
 // on the next backend, each at most once. While the connect is pending

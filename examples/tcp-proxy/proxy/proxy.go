@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -215,7 +216,11 @@ func (pr *pair) dial() {
 		}
 		pr.tried |= 1 << i
 		pr.backIdx = i
-		b, err := c.Loop().Dial("tcp", pr.grp.backends[i].addr, pr, p.opts.dialTimeout)
+		// On the loop Dial reads the deadline once and returns: the
+		// context is done with at once.
+		ctx, cancel := context.WithTimeout(context.Background(), p.opts.dialTimeout)
+		b, err := c.Loop().Dial(ctx, "tcp", pr.grp.backends[i].addr, pr)
+		cancel()
 		if err != nil {
 			if isLocal(err) {
 				// No socket for the dial: this process is out of descriptors

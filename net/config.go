@@ -83,9 +83,11 @@ type Config struct {
 	// CloseTimeout bounds how long Close waits for pending output to drain
 	// before dropping it. Default 10s.
 	CloseTimeout time.Duration
-	// NoDelay sets TCP_NODELAY on TCP connections. Default (false) leaves
-	// Nagle on; net.Server turns it on by default.
-	NoDelay bool
+	// Nagle leaves Nagle's algorithm on for TCP connections. Default
+	// (false): TCP_NODELAY is set, for a loop made with NewLoop as for a
+	// Server, since a loop batches its writes into one send per connection
+	// per iteration itself.
+	Nagle bool
 	// KeepAlive, when > 0, enables TCP keep-alive probes after that idle time.
 	KeepAlive time.Duration
 	// BlockThreshold is how long one callback (a handler's, or a posted,

@@ -72,7 +72,7 @@ func (l *Loop) configure(c *Conn) {
 	if c.unixSocket {
 		return
 	}
-	if l.cfg.NoDelay {
+	if !l.cfg.Nagle {
 		_ = sock.SetNoDelay(c.fd, true)
 	}
 	if l.cfg.KeepAlive > 0 {

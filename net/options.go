@@ -42,7 +42,6 @@ func defaultOptions() options {
 	return options{
 		loops: runtime.NumCPU(),
 		procs: true,
-		cfg:   Config{NoDelay: true},
 		pkt:   defaultPacketOptions(),
 	}
 }
@@ -76,8 +75,9 @@ func WithBatchWait(d time.Duration) Option { return func(o *options) { o.cfg.Bat
 // WithPin pins loop i to the i-th CPU the process may run on.
 func WithPin(on bool) Option { return func(o *options) { o.pin = on } }
 
-// WithNoDelay sets TCP_NODELAY on connections. Default true.
-func WithNoDelay(on bool) Option { return func(o *options) { o.cfg.NoDelay = on } }
+// WithNoDelay sets TCP_NODELAY on connections. Default true; false leaves
+// Nagle's algorithm on (Config.Nagle).
+func WithNoDelay(on bool) Option { return func(o *options) { o.cfg.Nagle = !on } }
 
 // WithKeepAlive enables TCP keep-alive after d of idleness (0: off).
 func WithKeepAlive(d time.Duration) Option { return func(o *options) { o.cfg.KeepAlive = d } }
@@ -124,9 +124,7 @@ func WithBacklog(n int) Option { return func(o *options) { o.backlog = n } }
 // WithLoopConfig sets the loop settings without an option of their own
 // (ring and buffer sizes, CacheBytes, BlockThreshold, Pool). It composes
 // with the other options: only the non-zero fields of c are applied, so the
-// defaults (TCP_NODELAY on) and what earlier options set stay unless c
-// sets them. NoDelay false is the zero value and therefore keeps the
-// default: turn Nagle's algorithm back on with WithNoDelay(false).
+// defaults and what earlier options set stay unless c sets them.
 func WithLoopConfig(c Config) Option {
 	return func(o *options) {
 		dst := reflect.ValueOf(&o.cfg).Elem()

@@ -394,3 +394,44 @@ func TestAutoFollowsProbe(t *testing.T) {
 	assert.Equal(t, want, s.Backend())
 	assert.Equal(t, want, s.Stats()[0].Backend)
 }
+
+// A loop made with NewLoop sets TCP_NODELAY on its connections as a
+// Server's loops do (it used to leave Nagle on: Config's zero value), and
+// Config.Nagle leaves it off. The connections are dialed from the loop.
+func TestNewLoopNoDelay(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close() // the option is read on the dialing side
+			}
+		}()
+		for _, nagle := range []bool{false, true} {
+			l, err := NewLoop(0, Config{Backend: b, Logger: testLogger(t), Nagle: nagle})
+			require.NoError(t, err)
+			nodelay := make(chan int, 1)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, err = l.Dial(ctx, "tcp", ln.Addr().String(), &HandlerFuncs{Open: func(c *Conn) {
+				v, err := unix.GetsockoptInt(c.Fd(), unix.IPPROTO_TCP, unix.TCP_NODELAY)
+				if err != nil {
+					v = -1
+				}
+				nodelay <- v
+			}})
+			cancel()
+			require.NoError(t, err)
+			want := 1
+			if nagle {
+				want = 0
+			}
+			assert.Equal(t, want, await(t, nodelay, "no OnOpen"), "Nagle %v", nagle)
+			l.Close()
+		}
+	})
+}

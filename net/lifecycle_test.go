@@ -87,8 +87,18 @@ func TestUnixSocketFileKeptForAddListener(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		select {
+		case <-ln.Done():
+			t.Fatal("Done is closed before the listener is")
+		default:
+		}
 		if err := ln.Close(); err != nil {
 			t.Fatal(err)
+		}
+		select {
+		case <-ln.Done():
+		default:
+			t.Fatal("Done is not closed after Close returned")
 		}
 		if _, err := os.Stat(path); err != nil {
 			t.Fatalf("the caller's socket file was removed: %v", err)

@@ -52,8 +52,10 @@ func (h *Listener) Close() error {
 	return h.ln.closeErr
 }
 
-// Closed is closed once the listener's socket is closed.
-func (h *Listener) Closed() <-chan struct{} { return h.ln.closed }
+// Done returns a channel that is closed once the listener's socket is
+// closed (by Close, or by its loop stopping), as a context's Done is.
+// (Conn.Closed, by contrast, reports a connection's state as a bool.)
+func (h *Listener) Done() <-chan struct{} { return h.ln.closed }
 
 // AddListener is part of the engine, for code that makes its own listening
 // sockets (a Server listens with Listen): it hands a listening socket to

@@ -302,6 +302,7 @@ func (cs *conn) serveLoop() {
 		}
 		if cs.srv.opts.completion != nil {
 			cs.rec.begin(req, int64(n), cs.now())
+			cs.pattern = ""
 		}
 		if cs.srv.std != nil {
 			c.Discard(n)
@@ -515,9 +516,6 @@ func (cs *conn) recoverHandler(w *ResponseWriter, req *Request) {
 	// Kept for netHandler.Describe, which runs after OnData returns, when
 	// the loop's Request may already hold the next request.
 	cs.pattern = req.pattern
-	if cs.srv.opts.completion != nil {
-		cs.srv.routeDone(w.ex, req)
-	}
 	if r := recover(); r != nil {
 		w.then = then{step: stepAbort}
 		if !cs.srv.handlerPanicked(r, "remote", cs.c.RemoteAddr()) {
@@ -703,7 +701,7 @@ func (cs *conn) writeResponse(resp *Response, req *Request) {
 	body := resp.Body()
 	date := cs.date()
 	ls := cs.ls
-	cs.rec.status = resp.Status()
+	cs.rec.status = resp.status // 0 is 200: see complete
 	// Built in the output queue's own free space when it surely fits, so
 	// the response is not copied there afterwards.
 	if buf := cs.c.AvailableBuffer(); cap(buf) >= resp.headBound(date)+len(body) {
@@ -783,6 +781,10 @@ func (cs *conn) write(p []byte) {
 // was begun (only with a hook) and not reported yet.
 func (cs *conn) report(completed bool) {
 	if cs.rec.pending {
+		// The pattern of the handler called for this request: none
+		// other runs on the connection until it ends, and begin
+		// cleared it for a request no fast handler saw.
+		cs.rec.route = cs.pattern
 		cs.srv.complete(cs.ls, &cs.rec, cs.c, completed)
 	}
 }

@@ -23,7 +23,7 @@ func (cs *conn) writeHead(resp *Response, req *Request, cl int64) {
 	ls := cs.ls
 	ls.scratch = resp.AppendHead(ls.scratch[:0], req, cs.date(), cl)
 	cs.write(ls.scratch)
-	cs.rec.status = resp.Status()
+	cs.rec.status = resp.status // 0 is 200: see complete
 	cs.outClose = resp.ShouldClose()
 	cs.outBody = resp.BodyAllowed()
 	cs.outChunked = resp.Chunked() && cs.outBody
@@ -91,8 +91,6 @@ func (cs *conn) abort(err error) {
 func (cs *conn) cancelOnGone(cancel func()) { cs.offCancel = cancel }
 
 func (cs *conn) canHijack() bool { return true }
-
-func (cs *conn) record() *exchangeRecord { return &cs.rec }
 
 func (cs *conn) writeTrailers(t *ResponseHeader) {
 	if cs.outChunked {

@@ -94,12 +94,6 @@ type exchange interface {
 	// handOver gives the connection to h: the exchange and the server
 	// forget it.
 	handOver(h vnet.Handler)
-
-	// record is what the completion hook is told about the request in
-	// progress (completion.go); its end, fail, abort and handOver report
-	// it, as does the connection's or stream's close for a request cut
-	// short.
-	record() *exchangeRecord
 }
 
 // The step after a handler returns. A handler (or a handler it calls, or

@@ -91,6 +91,7 @@ func (st *h2Stream) serve() {
 	w := &ls.w
 	w.reset(st, ls.body)
 	hc.cs.callHandler(w, req)
+	st.rec.route = hc.cs.pattern // the stream's own, for the completion hook
 	if b := w.resp.Body(); cap(b) > cap(ls.body) && cap(b) <= 64<<10 {
 		ls.body = b[:0]
 	}
@@ -624,8 +625,6 @@ func (st *h2Stream) bodyDrained() {
 func (st *h2Stream) canHijack() bool { return false }
 
 func (st *h2Stream) handOver(vnet.Handler) {}
-
-func (st *h2Stream) record() *exchangeRecord { return &st.rec }
 
 // report tells the completion hook about the stream's request, if it was
 // begun (only with a hook) and not reported yet.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	nethttp "net/http"
 	"strings"
 	"testing"
@@ -338,5 +339,60 @@ func TestCompletionHookPanic(t *testing.T) {
 			require.Equal(t, fmt.Sprintf("/?%d", i), calls.next(t).Target)
 		}
 		require.Eventually(t, func() bool { return strings.Contains(logs.String(), "completion hook panicked") }, 5*time.Second, time.Millisecond)
+	})
+}
+
+// A client that goes away while an offloaded handler works: over HTTP/1
+// a reset closes the connection, over HTTP/2 the client resets the
+// stream. Either way the request is reported once, not completed.
+func TestCompletionClientGone(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		pool := executor.NewPool(executor.WithWorkers(2))
+		t.Cleanup(func() { _ = pool.Shutdown(context.Background()) })
+		started := make(chan struct{}, 2)
+		h := Offloaded(pool, HandlerFunc(func(w *ResponseWriter, r *Request) {
+			started <- struct{}{}
+			<-w.Context().Done() // until the client is gone
+		}))
+		cc := newCompletions()
+		s := startServer(t, b, h, WithCompletion(cc.hook))
+
+		c, _ := rawConn(t, s)
+		_, err := c.Write([]byte("GET /gone HTTP/1.1\r\nHost: x\r\n\r\n"))
+		require.NoError(t, err)
+		<-started
+		require.NoError(t, c.(*net.TCPConn).SetLinger(0))
+		require.NoError(t, c.Close()) // RST
+		got := cc.next(t)
+		require.Equal(t, "/gone", got.Target)
+		require.Equal(t, "HTTP/1.1", got.Proto)
+		require.False(t, got.Completed)
+		require.Equal(t, 0, got.Status)
+
+		cl := h2Client(nil)
+		defer cl.CloseIdleConnections()
+		ctx, cancel := context.WithCancel(context.Background())
+		req, err := nethttp.NewRequestWithContext(ctx, "GET", "http://"+s.Addr().String()+"/gone2", nil)
+		require.NoError(t, err)
+		errc := make(chan error, 1)
+		go func() {
+			resp, err := cl.Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			errc <- err
+		}()
+		<-started
+		cancel() // RST_STREAM CANCEL
+		require.Error(t, <-errc)
+		got = cc.next(t)
+		require.Equal(t, "/gone2", got.Target)
+		require.Equal(t, "HTTP/2", got.Proto)
+		require.False(t, got.Completed)
+		select {
+		case extra := <-cc:
+			t.Fatalf("a second report: %+v", extra)
+		default:
+		}
 	})
 }

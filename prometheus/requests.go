@@ -27,8 +27,8 @@ var DefaultDurationBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, 
 //	srv := vhttp.NewServer(h, vhttp.WithCompletion(vhttp.ChainCompletion(vhttp.AccessLog(logger), reqs.Observe)))
 //	reg.MustRegister(vprom.NewHTTPCollector(srv), reqs)
 //
-// One RequestCollector may observe several servers; WithConstLabels tells
-// them apart if each has its own.
+// Servers may share one RequestCollector (their requests add up) or each
+// have its own, told apart by WithConstLabels.
 type RequestCollector struct {
 	hist *prometheus.HistogramVec
 

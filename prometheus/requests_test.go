@@ -172,3 +172,16 @@ func h2cClient() *nethttp.Client {
 	p.SetUnencryptedHTTP2(true)
 	return &nethttp.Client{Timeout: 10 * time.Second, Transport: &nethttp.Transport{Protocols: &p}}
 }
+
+// BenchmarkRequestObserve is Observe's cost on the loop for a series
+// that exists: an atomic load, a map read, two array indexes and the
+// histogram's atomic update.
+func BenchmarkRequestObserve(b *testing.B) {
+	c := NewRequestCollector()
+	d := &vhttp.Completion{Method: "GET", Route: "GET /users/{id}", Status: 200, Duration: 300 * time.Microsecond}
+	c.Observe(d)
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Observe(d)
+	}
+}

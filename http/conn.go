@@ -78,6 +78,8 @@ type conn struct {
 
 	stdx *stdExchange // the FromStd request in progress
 	stdc *stdConn     // FromStd state, made for the first FromStd request
+
+	rec exchangeRecord // for the completion hook (completion.go)
 }
 
 // now is the loop clock in nanoseconds; deadlines are kept on it.
@@ -298,6 +300,10 @@ func (cs *conn) serveLoop() {
 				return
 			}
 		}
+		if cs.srv.opts.completion != nil {
+			cs.rec.begin(req, int64(n), cs.now())
+			cs.pattern = ""
+		}
 		if cs.srv.std != nil {
 			c.Discard(n)
 			cs.startStd(cs.srv.std, req, nil)
@@ -317,6 +323,7 @@ func (cs *conn) serveLoop() {
 				return
 			}
 			if !done {
+				cs.rec.in += int64(k)
 				cs.enterBody(req, buf[:n])
 				c.Discard(n + k)
 				return
@@ -334,6 +341,7 @@ func (cs *conn) serveLoop() {
 					return
 				}
 				cs.remaining = req.ContentLength - int64(len(buf)-n)
+				cs.rec.in += int64(len(buf) - n)
 				cs.enterBody(req, buf[:n])
 				c.Discard(len(buf))
 				return
@@ -341,6 +349,7 @@ func (cs *conn) serveLoop() {
 			req.Body = buf[n:end:end]
 			total = end
 		}
+		cs.rec.in = int64(total)
 		if !cs.serve(req, total) {
 			return
 		}
@@ -357,7 +366,7 @@ func (cs *conn) enterBody(req *Request, head []byte) {
 	if req.Expect100 && !cs.sent100 {
 		cs.sent100 = true
 		cs.ls.scratch = AppendContinue(cs.ls.scratch[:0])
-		cs.c.Write(cs.ls.scratch)
+		cs.write(cs.ls.scratch)
 	}
 }
 
@@ -443,7 +452,7 @@ func (cs *conn) serve(req *Request, consume int) bool {
 		cs.c.Discard(consume)
 		cs.endBody()
 		if next.step == stepAbort {
-			cs.linger()
+			cs.abort(nil)
 		} else {
 			cs.fail(StatusInternalServerError)
 		}
@@ -480,6 +489,7 @@ func (cs *conn) serve(req *Request, consume int) bool {
 // followed the request.
 func (cs *conn) handOver(h vnet.Handler) {
 	ls := cs.ls
+	cs.report(true)
 	ls.countServed(cs.c.Loop())
 	ls.st.hijacked.Add(1)
 	ls.conns.remove(cs)
@@ -621,6 +631,7 @@ func (cs *conn) restartBodyClock() {
 
 // bodyArrived records n body bytes received now.
 func (cs *conn) bodyArrived(n int) {
+	cs.rec.in += int64(n)
 	if n > 0 {
 		cs.bodyAt = cs.now()
 		cs.rateGot += int64(n)
@@ -690,6 +701,7 @@ func (cs *conn) writeResponse(resp *Response, req *Request) {
 	body := resp.Body()
 	date := cs.date()
 	ls := cs.ls
+	cs.rec.status = resp.status // 0 is 200: see complete
 	// Built in the output queue's own free space when it surely fits, so
 	// the response is not copied there afterwards.
 	if buf := cs.c.AvailableBuffer(); cap(buf) >= resp.headBound(date)+len(body) {
@@ -697,18 +709,19 @@ func (cs *conn) writeResponse(resp *Response, req *Request) {
 		if resp.BodyAllowed() {
 			buf = append(buf, body...)
 		}
-		cs.c.Write(buf)
+		cs.write(buf)
 		cs.outClose = resp.ShouldClose()
 		return
 	}
 	ls.scratch = resp.appendHeadCached(ls.scratch[:0], req, date, int64(len(body)), ls.head200, &ls.heads)
 	cs.outClose = resp.ShouldClose()
 	if !resp.BodyAllowed() || len(body) == 0 {
-		cs.c.Write(ls.scratch)
+		cs.write(ls.scratch)
 		return
 	}
 	// One call queues both: the connection's bookkeeping runs once.
 	ls.iov = [3][]byte{ls.scratch, body}
+	cs.rec.out += int64(len(ls.scratch) + len(body))
 	cs.c.Writev(ls.iov[:2])
 	ls.iov = [3][]byte{}
 }
@@ -723,10 +736,11 @@ func (cs *conn) writeBodyPart(data []byte, chunked bool) {
 		ls := cs.ls
 		ls.scratch = AppendChunkHeader(ls.scratch[:0], len(data))
 		ls.iov = [3][]byte{ls.scratch, data, crlf}
+		cs.rec.out += int64(len(ls.scratch) + len(data) + len(crlf))
 		cs.c.Writev(ls.iov[:])
 		ls.iov = [3][]byte{}
 	default:
-		cs.c.Write(data)
+		cs.write(data)
 	}
 }
 
@@ -745,13 +759,34 @@ func (cs *conn) enterIdle() {
 // streamed answer started, it only closes it.
 func (cs *conn) fail(status int) {
 	if cs.outStarted {
+		cs.report(false)
 		cs.linger()
 		return
 	}
 	ls := cs.ls
 	ls.scratch = AppendError(ls.scratch[:0], status, cs.date())
-	cs.c.Write(ls.scratch)
+	cs.write(ls.scratch)
+	cs.rec.status = status
+	cs.report(true)
 	cs.linger()
+}
+
+// write queues p, counted as part of the answer in progress.
+func (cs *conn) write(p []byte) {
+	cs.rec.out += int64(len(p))
+	cs.c.Write(p)
+}
+
+// report tells the completion hook about the request in progress, if it
+// was begun (only with a hook) and not reported yet.
+func (cs *conn) report(completed bool) {
+	if cs.rec.pending {
+		// The pattern of the handler called for this request: none
+		// other runs on the connection until it ends, and begin
+		// cleared it for a request no fast handler saw.
+		cs.rec.route = cs.pattern
+		cs.srv.complete(cs.ls, &cs.rec, cs.c, completed)
+	}
 }
 
 // protoError answers a malformed request with the status of err and
@@ -790,6 +825,9 @@ func (cs *conn) protoError(err error) {
 	if silent {
 		cs.linger()
 		return
+	}
+	if cs.srv.opts.completion != nil && !cs.rec.pending {
+		cs.rec.begin(nil, 0, cs.now()) // rejected before its head parsed
 	}
 	cs.fail(status)
 }
@@ -844,6 +882,7 @@ func (cs *conn) onEOF() {
 }
 
 func (cs *conn) onClose(err error) {
+	cs.report(false) // a request cut short by the close
 	if cs.offCancel != nil {
 		cs.offCancel()
 	}

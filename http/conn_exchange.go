@@ -22,7 +22,8 @@ func (cs *conn) writeHead(resp *Response, req *Request, cl int64) {
 	}
 	ls := cs.ls
 	ls.scratch = resp.AppendHead(ls.scratch[:0], req, cs.date(), cl)
-	cs.c.Write(ls.scratch)
+	cs.write(ls.scratch)
+	cs.rec.status = resp.status // 0 is 200: see complete
 	cs.outClose = resp.ShouldClose()
 	cs.outBody = resp.BodyAllowed()
 	cs.outChunked = resp.Chunked() && cs.outBody
@@ -56,8 +57,9 @@ func whenDrained(c *vnet.Conn, f func(error)) {
 // answer, the client or the server says so.
 func (cs *conn) end(reusable bool) bool {
 	if cs.outChunked {
-		cs.c.Write(appendLastChunkTrailers(cs.ls.scratch[:0], cs.outTrailers))
+		cs.write(appendLastChunkTrailers(cs.ls.scratch[:0], cs.outTrailers))
 	}
+	cs.report(true)
 	cs.outTrailers = nil
 	closing := cs.outClose || !reusable
 	cs.outStarted, cs.outChunked, cs.outClose = false, false, false
@@ -78,6 +80,7 @@ func (cs *conn) resume() {
 }
 
 func (cs *conn) abort(err error) {
+	cs.report(false)
 	if err != nil {
 		cs.c.Abort(err)
 		return

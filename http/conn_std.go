@@ -117,7 +117,7 @@ func (cs *conn) askBody(send100 bool) {
 func (cs *conn) writeContinue() {
 	ls := cs.ls
 	ls.scratch = AppendContinue(ls.scratch[:0])
-	cs.c.Write(ls.scratch)
+	cs.write(ls.scratch)
 }
 
 // bodyDrained resumes reading. The connection's own read state says

@@ -89,7 +89,7 @@ func (s *fileSender) next() {
 	}
 	if s.i == len(s.body.parts) {
 		if len(s.body.tail) > 0 {
-			c.Write(s.body.tail)
+			s.cs.write(s.body.tail)
 		}
 		s.body.discard()
 		s.finish()
@@ -98,13 +98,14 @@ func (s *fileSender) next() {
 	p := s.body.parts[s.i]
 	s.i++
 	if len(p.head) > 0 {
-		c.Write(p.head)
+		s.cs.write(p.head)
 	}
-	err := c.SendFile(s.cs.srv.opts.filePool, s.body.f, p.r.start, p.r.length, func(_ int64, err error) {
+	err := c.SendFile(s.cs.srv.opts.filePool, s.body.f, p.r.start, p.r.length, func(sent int64, err error) {
 		if err != nil {
 			s.body.discard() // the connection was aborted
 			return
 		}
+		s.cs.rec.out += sent
 		s.next()
 	})
 	if err != nil {

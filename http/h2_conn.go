@@ -84,7 +84,8 @@ type h2Conn struct {
 	// A header block that continues in CONTINUATION frames, collected
 	// here until its end (a block in one HEADERS is decoded where it is).
 	contID  uint32
-	contEnd bool // the HEADERS had END_STREAM
+	contEnd bool  // the HEADERS had END_STREAM
+	blockIn int64 // wire bytes of the header block's frames, for the completion hook
 	block   []byte
 
 	cheapAt int64 // loop clock when the cheap-frame second began
@@ -177,6 +178,9 @@ func (cs *conn) upgradeH2(req *Request, settings []byte) {
 	})
 	st.remoteDone = true
 	hc.ls.st.h2streams.Add(1)
+	if hc.srv.opts.completion != nil {
+		st.rec.begin(&st.req, 0, cs.now()) // its HTTP/1.1 head was the connection's
+	}
 	st.start()
 }
 
@@ -489,6 +493,7 @@ func (hc *h2Conn) onHeaders(h h2.Header, p []byte) error {
 		return h2.ConnError(h2.ProtocolError, "HEADERS on a server stream")
 	}
 	hc.contEnd = h.Flags.Has(h2.FlagEndStream)
+	hc.blockIn = int64(h2.HeaderLen + len(p))
 	if !h.Flags.Has(h2.FlagEndHeaders) {
 		hc.contID = h.Stream
 		hc.block = append(hc.block[:0], frag...)
@@ -514,6 +519,7 @@ func (hc *h2Conn) onContinuation(h h2.Header, p []byte) error {
 		return h2.ConnError(h2.EnhanceYourCalm, "header block over 64 KiB")
 	}
 	hc.block = append(hc.block, frag...)
+	hc.blockIn += int64(h2.HeaderLen + len(p))
 	if !h.Flags.Has(h2.FlagEndHeaders) {
 		return nil
 	}
@@ -556,6 +562,10 @@ func (hc *h2Conn) endBlock(id uint32, block []byte) error {
 	if hc.listTooBig {
 		hc.streams.add(st)
 		st.remoteDone = hc.contEnd
+		if hc.srv.opts.completion != nil {
+			st.rec.begin(nil, hc.blockIn, hc.cs.now())
+			st.rec.proto = "HTTP/2"
+		}
 		st.respondError(StatusRequestHeaderFieldsTooLarge)
 		return nil
 	}
@@ -566,6 +576,9 @@ func (hc *h2Conn) endBlock(id uint32, block []byte) error {
 	hc.cs.phaseStart = hc.cs.now()
 	hc.ls.st.h2streams.Add(1)
 	st.remoteDone = hc.contEnd
+	if hc.srv.opts.completion != nil {
+		st.rec.begin(&st.req, hc.blockIn, hc.cs.phaseStart)
+	}
 	st.start()
 	return nil
 }
@@ -599,6 +612,7 @@ func (hc *h2Conn) onDataFrame(h h2.Header, p []byte) error {
 	if err := st.recvWin.Take(st.id, len(p)); err != nil {
 		return err
 	}
+	st.rec.in += int64(h2.HeaderLen + len(p))
 	if len(p) == 0 && !h.Flags.Has(h2.FlagEndStream) {
 		if err := hc.cheapFrame(); err != nil {
 			return err

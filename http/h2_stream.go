@@ -50,6 +50,8 @@ type h2Stream struct {
 	writable  func(error)
 	cancel    func()
 	stdx      *stdExchange
+
+	rec exchangeRecord // for the completion hook (completion.go)
 }
 
 var _ exchange = (*h2Stream)(nil)
@@ -89,6 +91,7 @@ func (st *h2Stream) serve() {
 	w := &ls.w
 	w.reset(st, ls.body)
 	hc.cs.callHandler(w, req)
+	st.rec.route = hc.cs.pattern // the stream's own, for the completion hook
 	if b := w.resp.Body(); cap(b) > cap(ls.body) && cap(b) <= 64<<10 {
 		ls.body = b[:0]
 	}
@@ -342,6 +345,8 @@ func (st *h2Stream) writeHeaders(resp *Response, req *Request, cl int64, endStre
 	end := endStream || noBody
 	hc.ls.scratch = h2.AppendHeaders(hc.ls.scratch[:0], st.id, end, block, hc.peer.MaxFrameSize)
 	hc.cs.c.Write(hc.ls.scratch)
+	st.rec.status = status
+	st.rec.out += int64(len(hc.ls.scratch))
 	st.headSent = true
 	if end {
 		st.endQueued = true
@@ -413,6 +418,7 @@ func (st *h2Stream) emit(data []byte, end bool) []byte {
 		ls.iov = [3][]byte{ls.scratch, data[:n]}
 		hc.cs.c.Writev(ls.iov[:2])
 		ls.iov = [3][]byte{}
+		st.rec.out += int64(h2.HeaderLen + n)
 		st.sendWin -= h2.Window(n)
 		hc.sendWin -= h2.Window(n)
 		data = data[n:]
@@ -455,6 +461,7 @@ func (st *h2Stream) flush() {
 			hc.ls.scratch = h2.AppendData(hc.ls.scratch[:0], st.id, true, nil)
 		}
 		hc.cs.c.Write(hc.ls.scratch)
+		st.rec.out += int64(len(hc.ls.scratch))
 		st.localDone = true
 	}
 	if f := st.writable; f != nil && !st.closed {
@@ -507,6 +514,9 @@ func (st *h2Stream) maybeClosed() {
 	if st.closed || !st.localDone {
 		return
 	}
+	// The answer ended: its exchange did, whatever becomes of the
+	// request body the client may still send.
+	st.report(true)
 	if st.remoteDone {
 		st.hc.closeStream(st, 0, false)
 		return
@@ -601,6 +611,7 @@ func (st *h2Stream) askBody(send100 bool) {
 	block := hc.encodeHead(&Response{status: StatusContinue}, StatusContinue, -1)
 	hc.ls.scratch = h2.AppendHeaders(hc.ls.scratch[:0], st.id, false, block, hc.peer.MaxFrameSize)
 	hc.cs.c.Write(hc.ls.scratch)
+	st.rec.out += int64(len(hc.ls.scratch))
 }
 
 // bodyDrained gives the window back that a full pipe held.
@@ -615,6 +626,14 @@ func (st *h2Stream) canHijack() bool { return false }
 
 func (st *h2Stream) handOver(vnet.Handler) {}
 
+// report tells the completion hook about the stream's request, if it was
+// begun (only with a hook) and not reported yet.
+func (st *h2Stream) report(completed bool) {
+	if st.rec.pending {
+		st.hc.srv.complete(st.hc.ls, &st.rec, st.hc.cs.c, completed)
+	}
+}
+
 // errStreamReset is what a FromStd handler's body read gets when its
 // stream is reset.
 var errStreamReset = errors.New("http: HTTP/2 stream reset")
@@ -626,6 +645,7 @@ func (hc *h2Conn) closeStream(st *h2Stream, code h2.ErrCode, rst bool) {
 		return
 	}
 	st.closed = true
+	st.report(st.localDone) // unless the answer's end reported it
 	if rst {
 		hc.writeRST(st.id, code)
 		hc.markReset(st.id)

@@ -51,6 +51,7 @@ type serverOptions struct {
 	tls               *tls.Config // cloned; NextProtos set in setDefaults
 	noHTTP2           bool
 	h2c               bool // HTTP/2 with prior knowledge is served
+	completion        func(*Completion)
 }
 
 // Option configures a [Server].

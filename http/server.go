@@ -411,7 +411,8 @@ type loopState struct {
 	std     stdWorkers // goroutines that run this loop's FromStd handlers
 	stdReq  Request    // a FromStd request's head fields, as writeHead takes them
 	st      loopStats
-	_       [64]byte // keep the next loop's counters off this cache line
+	done    Completion // the completion hook's argument, reused
+	_       [64]byte   // keep the next loop's counters off this cache line
 }
 
 func newLoopState(s *Server) *loopState {

@@ -3,6 +3,7 @@ package http
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"net"
 	nethttp "net/http"
 	"testing"
@@ -94,6 +95,26 @@ func helloHandler(w *ResponseWriter, r *Request) {
 	w.WriteString("Hello, World!")
 }
 
+// BenchmarkServerCompletion is BenchmarkServerFastPath at depth 16
+// with a completion hook: one that does nothing (the bookkeeping's own
+// cost) and the JSON access log into io.Discard.
+func BenchmarkServerCompletion(b *testing.B) {
+	hooks := map[string]func(*Completion){
+		"noop":      func(*Completion) {},
+		"accesslog": AccessLog(slog.New(slog.NewJSONHandler(io.Discard, nil))),
+	}
+	for _, be := range []vnet.Backend{vnet.BackendEpoll, vnet.BackendUring} {
+		for name, hook := range hooks {
+			b.Run(string(be)+"/"+name, func(b *testing.B) {
+				if be == vnet.BackendUring && vnet.ProbeUring() != nil {
+					b.Skip("io_uring unavailable")
+				}
+				benchServeTarget(b, be, 16, HandlerFunc(helloHandler), "/", WithCompletion(hook))
+			})
+		}
+	}
+}
+
 // BenchmarkServerRouter is BenchmarkServerFastPath through a Router with
 // a dozen routes, the request matching one with two wildcards.
 func BenchmarkServerRouter(b *testing.B) {
@@ -122,8 +143,8 @@ func benchServe(b *testing.B, be vnet.Backend, depth int, h Handler) {
 	benchServeTarget(b, be, depth, h, "/")
 }
 
-func benchServeTarget(b *testing.B, be vnet.Backend, depth int, h Handler, target string) {
-	s := NewServer(h, WithBackend(be), WithLoops(1), WithLogger(testLogger(b)))
+func benchServeTarget(b *testing.B, be vnet.Backend, depth int, h Handler, target string, opts ...Option) {
+	s := NewServer(h, append([]Option{WithBackend(be), WithLoops(1), WithLogger(testLogger(b))}, opts...)...)
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ type Option func(*options)
 
 type options struct {
 	constLabels prometheus.Labels
+	buckets     []float64 // RequestCollector's
 }
 
 // WithConstLabels adds labels with fixed values to every metric of the
@@ -101,6 +102,7 @@ func lvl(v int64) float64  { return float64(v) }
 var (
 	_ prometheus.Collector = (*NetCollector)(nil)
 	_ prometheus.Collector = (*HTTPCollector)(nil)
+	_ prometheus.Collector = (*RequestCollector)(nil)
 	_ prometheus.Collector = (*WebSocketCollector)(nil)
 	_ prometheus.Collector = (*GroupCollector)(nil)
 )

@@ -68,22 +68,26 @@ func ExampleNewNetCollector() {
 	// veloq_net_received_bytes_total{loop="0",server="echo"} 4
 }
 
-// An HTTP server's request counters beside the counters of the loops
-// under it, gathered as a scrape would.
+// An HTTP server's counters, its loops' and its requests by route,
+// registered before the server listens (as before a ListenAndServe), and
+// gathered as a scrape would.
 func ExampleNewHTTPCollector() {
-	s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+	r := vhttp.NewRouter()
+	r.HandleFunc("GET /hello/{name}", func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		w.WriteString("hello")
-	}), vhttp.WithLoops(1))
+	})
+	reqs := vprom.NewRequestCollector()
+	s := vhttp.NewServer(r, vhttp.WithLoops(1), vhttp.WithCompletion(reqs.Observe))
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(vprom.NewHTTPCollector(s), reqs) // before Listen: zeros until then
+
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}
 	defer s.Close()
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(vprom.NewHTTPCollector(s), vprom.NewNetCollector(s.NetServer()))
-
-	for range 2 {
-		resp, err := nethttp.Get("http://" + s.Addr().String() + "/")
+	for _, name := range []string{"ann", "bob"} {
+		resp, err := nethttp.Get("http://" + s.Addr().String() + "/hello/" + name)
 		if err != nil {
 			panic(err)
 		}
@@ -91,14 +95,37 @@ func ExampleNewHTTPCollector() {
 		resp.Body.Close()
 	}
 
-	mfs, err := reg.Gather()
-	if err != nil {
-		panic(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == "veloq_http_requests_total" {
-			fmt.Println(mf.GetName(), mf.GetType(), mf.GetMetric()[0].GetCounter().GetValue())
+	// The counters are published as each answer ends, just after the
+	// client has it: wait for both requests.
+	lines := map[string]string{}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && len(lines) < 3; time.Sleep(time.Millisecond) {
+		mfs, err := reg.Gather()
+		if err != nil {
+			panic(err)
+		}
+		for _, mf := range mfs {
+			m := mf.GetMetric()[0]
+			switch mf.GetName() {
+			case "veloq_http_request_duration_seconds":
+				if h := m.GetHistogram(); h.GetSampleCount() == 2 {
+					var labels []string
+					for _, l := range m.GetLabel() {
+						labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+					}
+					lines[mf.GetName()] = fmt.Sprint(mf.GetName(), " ", strings.Join(labels, " "), " count ", h.GetSampleCount())
+				}
+			case "veloq_http_requests_total", "veloq_net_accepted_connections_total":
+				if v := m.GetCounter().GetValue(); v > 0 && (v == 2 || mf.GetName() != "veloq_http_requests_total") {
+					lines[mf.GetName()] = fmt.Sprint(mf.GetName(), " ", v)
+				}
+			}
 		}
 	}
-	// Output: veloq_http_requests_total COUNTER 2
+	for _, name := range []string{"veloq_http_request_duration_seconds", "veloq_http_requests_total", "veloq_net_accepted_connections_total"} {
+		fmt.Println(lines[name])
+	}
+	// Output:
+	// veloq_http_request_duration_seconds class="2xx" method="GET" route="GET /hello/{name}" count 2
+	// veloq_http_requests_total 2
+	// veloq_net_accepted_connections_total 1
 }

@@ -35,15 +35,14 @@ func startHTTP(t *testing.T, b vnet.Backend, h vhttp.Handler) *vhttp.Server {
 }
 
 // TestHTTPCollector checks, on both backends, that requests, a protocol
-// error and the connections are counted, and that the net collector of the
-// server's loops registers beside it.
+// error and the connections are counted, with the server's loops.
 func TestHTTPCollector(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
 		s := startHTTP(t, b, vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 			w.WriteString("ok")
 		}))
 		reg := register(t, NewHTTPCollector(s))
-		require.NoError(t, reg.Register(NewNetCollector(s.NetServer())))
+		require.Error(t, reg.Register(NewNetCollector(s.NetServer())), "the loops' series are the HTTP collector's already")
 
 		c := dial(t, s.Addr().String())
 		br := bufio.NewReader(c)

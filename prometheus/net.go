@@ -39,39 +39,59 @@ var netMetrics = []spec[vnet.Stats]{
 // NetCollector is a prometheus.Collector for a *net.Server: each loop's
 // Stats as series of the veloq_net_ family, labelled loop="N" (the loop's
 // index), plus veloq_net_loop_info{loop, backend} = 1 naming the loop's
-// backend. Make one with NewNetCollector.
+// backend. Make one with NewNetCollector. For the loops of an HTTP server,
+// NewHTTPCollector exports the same series.
 type NetCollector struct {
-	srv     *vnet.Server
-	metrics []metric[vnet.Stats]
-	info    *prometheus.Desc
+	srv *vnet.Server
+	net netSeries
 }
 
 // NewNetCollector returns a collector reading s.Stats at every scrape.
 // Register it once per server (with WithConstLabels to tell servers apart).
+// It panics if s is nil: an http.Server's NetServer is nil until it
+// listens, and NewHTTPCollector, which takes the http.Server, covers its
+// loops at any time.
 func NewNetCollector(s *vnet.Server, opts ...Option) *NetCollector {
-	o := newOptions(opts)
-	return &NetCollector{
-		srv:     s,
+	if s == nil {
+		panic("vprom: NewNetCollector of a nil *net.Server (for an http.Server, use NewHTTPCollector)")
+	}
+	return &NetCollector{srv: s, net: newNetSeries(newOptions(opts))}
+}
+
+// Describe sends the descriptors of every metric the collector exports.
+func (c *NetCollector) Describe(ch chan<- *prometheus.Desc) { c.net.describe(ch) }
+
+// Collect reads the server's Stats and sends one sample per metric and loop.
+func (c *NetCollector) Collect(ch chan<- prometheus.Metric) { c.net.collect(c.srv, ch) }
+
+// netSeries are the per-loop series of a net.Server, for NetCollector and
+// HTTPCollector.
+type netSeries struct {
+	metrics []metric[vnet.Stats]
+	info    *prometheus.Desc
+}
+
+func newNetSeries(o options) netSeries {
+	return netSeries{
 		metrics: build("net", netMetrics, []string{"loop"}, o),
 		info: prometheus.NewDesc("veloq_net_loop_info", "The loop's backend (uring or epoll), as a label; the value is always 1.",
 			[]string{"loop", "backend"}, o.constLabels),
 	}
 }
 
-// Describe sends the descriptors of every metric the collector exports.
-func (c *NetCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.info
-	describe(c.metrics, ch)
+func (n *netSeries) describe(ch chan<- *prometheus.Desc) {
+	ch <- n.info
+	describe(n.metrics, ch)
 }
 
-// Collect reads the server's Stats and sends one sample per metric and loop.
-func (c *NetCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, st := range c.srv.Stats() {
+// collect sends s's series, one per metric and loop.
+func (n *netSeries) collect(s *vnet.Server, ch chan<- prometheus.Metric) {
+	for _, st := range s.Stats() {
 		loop := strconv.Itoa(st.ID)
-		collect(c.metrics, st, ch, loop)
-		pm, err := prometheus.NewConstMetric(c.info, prometheus.GaugeValue, 1, loop, string(st.Backend))
+		collect(n.metrics, st, ch, loop)
+		pm, err := prometheus.NewConstMetric(n.info, prometheus.GaugeValue, 1, loop, string(st.Backend))
 		if err != nil {
-			pm = prometheus.NewInvalidMetric(c.info, err)
+			pm = prometheus.NewInvalidMetric(n.info, err)
 		}
 		ch <- pm
 	}

@@ -1,7 +1,7 @@
-// Package net is veloq's TCP API: servers whose connections are served by
-// thread-per-core loops (io_uring, or epoll where io_uring is missing), and
-// outbound connections driven by the same loops. It is the one package a
-// TCP user imports. Its name shadows the standard library's net on
+// Package net is veloq's TCP and UDP API: servers whose connections and
+// datagram sockets are served by thread-per-core loops (io_uring, or epoll
+// where io_uring is missing), and outbound connections driven by the same
+// loops. It is the one package a TCP or UDP user imports. Its name shadows the standard library's net on
 // purpose; import it as vnet:
 //
 //	import vnet "github.com/veloq/veloq/net"
@@ -63,6 +63,60 @@
 //
 // [Conn.ForwardTo]'s example is such a relay; examples/tcp-proxy is a
 // complete one.
+//
+// # Datagrams
+//
+// [ListenPacket] serves a [PacketHandler] (or a [PacketHandlerFunc]) on a
+// datagram network: "udp", "udp4", "udp6", or "unixgram" (a path, or
+// "@name" for an abstract socket). [Server.ListenPacket] adds one to a
+// Server that may also serve TCP, on the same loops. With the default
+// balancing every loop gets its own socket on the port (SO_REUSEPORT: the
+// kernel keeps a peer's datagrams on one socket by a hash of the
+// addresses); otherwise, and always for unixgram, loop 0 has the only one.
+// The [PacketListener] gives the bound address (the port the kernel chose
+// for port 0), its sockets ([PacketListener.Conns]), their summed Stats,
+// and Close.
+//
+// Each socket is a [PacketConn] owned by one loop. OnPacket runs on that
+// loop for every datagram, with the payload and the sender's
+// netip.AddrPort, both valid only during the call (the payload points
+// into the loop's receive buffer: copy what must outlive it). A unixgram
+// sender has a path, not an AddrPort: from is the zero AddrPort and
+// [PacketConn.Reply] answers it (Reply answers the current sender on every
+// network). [PacketConn.WriteTo] queues a copy of a datagram, and every
+// datagram queued in one loop iteration leaves in one batch (sendmmsg);
+// from other goroutines use [PacketConn.AsyncWriteTo]. A panicking
+// handler loses its datagram only; the socket goes on.
+//
+// The loop receives without a system call per datagram: on io_uring a
+// multishot recvmsg per socket fills a ring of buffers; on epoll it reads
+// with recvmmsg, [WithPacketBatch] datagrams per call (16). The kernel's
+// UDP offloads are probed per socket and used where it has them
+// ([WithUDPOffload]): a run of same-size datagrams to one peer (up to 64,
+// under 64 KiB, the last possibly shorter) leaves as one buffer the kernel
+// cuts up (GSO, UDP_SEGMENT), and the kernel may coalesce a flow's
+// datagrams into one receive (GRO, UDP_GRO), which the loop splits again:
+// OnPacket always sees single datagrams.
+//
+// [Server.DialPacket] opens a connected socket on the least-loaded loop:
+// it receives only from its peer, sends to it with [PacketConn.Write], and
+// learns of ICMP port-unreachable reports (counted in Refused; the socket
+// stays open). It takes no context: connecting a datagram socket waits for
+// nothing on the network.
+//
+// UDP has no backpressure, and veloq adds none. A socket's queued output
+// is bounded ([WithMaxPacketQueue], 1 MiB): a datagram past the bound is
+// dropped, counted, and refused with [ErrPacketQueueFull]; one longer than
+// UDP allows is refused with [ErrPacketTooLarge], and a missing
+// destination, or one of a family the socket cannot reach, with
+// [ErrPacketAddr]. A received datagram longer than the receive buffer
+// ([WithPacketBuffer], 64 KiB) is cut by the kernel and dropped, counted
+// as Truncated. No state is kept per peer.
+// [PacketStats], from any goroutine through [PacketConn.Stats] or
+// [PacketListener.Stats], counts datagrams and bytes each way, Dropped
+// (output veloq refused), KernelDrops (input the kernel dropped, below),
+// Truncated, Errors, Refused, GSO sends and GRO receives, Panics, and says
+// whether the socket uses GSO and GRO.
 //
 // # Datagram receive buffers
 //

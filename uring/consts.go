@@ -1,3 +1,5 @@
+//go:build linux
+
 package uring
 
 // Opcodes (enum io_uring_op in include/uapi/linux/io_uring.h).

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package affinity pins the calling OS thread to one CPU.
 package affinity
 

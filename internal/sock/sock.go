@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package sock creates and configures the sockets the reactor drives:
 // listening sockets (optionally SO_REUSEPORT), outbound sockets, and the
 // conversions between net.Addr and the kernel's sockaddr forms.

@@ -93,6 +93,7 @@ type detached struct {
 	onGone   func()
 	writable func(error) // the function WhenWritable waits to call
 	wake     func(error) // d.onWritable, made once
+	goneFn   func()      // d.gone, made once
 	// timer cuts an answer that sends nothing for the next-request
 	// timeout (onStall); made for the first answer, reset for each.
 	timer *vnet.Timer
@@ -115,7 +116,8 @@ func (ls *loopState) newDetached(l *vnet.Loop) *detached {
 	}
 	d := &detached{ls: ls, loop: l, cl: -1}
 	d.resp.Reset(nil)
-	d.wake = d.onWritable
+	// Method values allocate: made once, not for each answer.
+	d.wake, d.goneFn = d.onWritable, d.gone
 	return d
 }
 
@@ -162,7 +164,7 @@ func (d *detached) run() bool {
 	case pendFail:
 		return d.fail(d.failWith)
 	}
-	d.ex.cancelOnGone(d.gone)
+	d.ex.cancelOnGone(d.goneFn)
 	if wait := d.ls.srv.opts.idleTimeout; wait > 0 {
 		d.activeAt = d.loop.Clock()
 		if d.timer == nil {
@@ -325,11 +327,18 @@ func (r *Responder) WhenWritable(f func(error)) {
 	}
 }
 
-// onWritable is the exchange's whenWritable callback for d.
+// onWritable is the exchange's whenWritable callback for d. It may be
+// one an earlier answer of d asked for (d is reused, and an exchange
+// cannot take a wait back): its error says that answer's connection or
+// stream is gone, not this one's, so an error counts only when this
+// answer's connection closed; a stream reset reaches f through gone.
 func (d *detached) onWritable(err error) {
 	f := d.writable
 	if f == nil {
 		return // the answer ended meanwhile
+	}
+	if err != nil && !d.ex.transport().Closed() {
+		err = nil
 	}
 	d.writable = nil
 	f(err)

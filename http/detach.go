@@ -17,16 +17,21 @@ var ErrDetachUnavailable = errors.New("http: Detach is only available to inline 
 // answer is completed later, on the same loop, through the returned
 // [Responder] — typically from callbacks the loop runs (a timer, another
 // connection's data: an upstream's answer arriving), with no goroutine.
-// The fields, status and body written to w are dropped; the Responder has
-// its own head.
+// The status and fields set on w so far (by a middleware, say) are where
+// the Responder's head starts, as for [Offloaded]; the body written to w
+// is dropped.
 //
 // The exchange stays in progress until [Responder.End] or
 // [Responder.Fail], or until the client goes away ([Responder.OnGone]).
 // Meanwhile the requests an HTTP/1 client pipelined behind it wait, and
 // are answered in order after it; Server.Shutdown waits for it as for any
-// request in progress. An answer that sends nothing for the server's
-// next-request timeout ([WithNextRequestTimeout]) is cut: the client sees
-// it incomplete and OnGone runs.
+// request in progress (and cuts it when its context ends). An answer
+// that sends nothing (head or body part) for the server's next-request
+// timeout ([WithNextRequestTimeout], 60 s by default) is ended: with 503
+// Service Unavailable if nothing was sent yet, else cut so that the
+// client sees it incomplete; OnGone runs. Time spent in WhenWritable
+// waiting for a slow client does not count: [WithWriteTimeout] judges
+// that.
 //
 // If the handler panics after Detach, the exchange ends as for any panic
 // (500, or the answer cut once its head went out) and the Responder is
@@ -45,6 +50,11 @@ func (w *ResponseWriter) Detach() (*Responder, error) {
 		d.head.major, d.head.minor = uint8(max(w.req.ProtoMajor, 1)), uint8(w.req.ProtoMinor)
 		d.head.close = w.req.Close
 		d.activeAt = d.loop.Clock()
+		d.resp.SetStatus(w.resp.status)
+		h := &w.resp.header
+		for i := range h.fields {
+			d.resp.header.AddBytes(h.name(i), h.value(i))
+		}
 		w.det = &Responder{d: d, gen: d.gen}
 	}
 	w.then = then{step: stepDetach}
@@ -182,12 +192,17 @@ func (d *detached) run() bool {
 // forgotten would hold its connection, and Shutdown, for good. Nothing
 // sent yet, the client gets 503 (as from net/http's TimeoutHandler) and
 // its connection goes on; otherwise the answer is cut. OnGone runs, so
-// that the answer's producer stops too.
+// that the answer's producer stops too. An answer waiting in
+// WhenWritable waits for the client, not for its producer: that is the
+// write timeout's to judge.
 func (d *detached) onStall() {
 	if d.ex == nil {
 		return
 	}
 	wait := d.ls.srv.opts.idleTimeout
+	if d.writable != nil {
+		d.activeAt = d.loop.Clock()
+	}
 	if left := d.activeAt + int64(wait) - d.loop.Clock(); left > 0 {
 		d.timer.Reset(time.Duration(left))
 		return
@@ -275,7 +290,9 @@ var ErrBodyTooLong = errors.New("http: body longer than announced")
 
 // Write sends p as the next part of the body; the bytes are copied, so p
 // may be reused at once. Without WriteHead first, the head is sent with
-// status 200 and an unknown length. Write does not wait for the client:
+// the status set so far (200 unless a middleware set one on the
+// ResponseWriter) and an unknown length. Bytes past the length WriteHead
+// announced are not sent: Write returns [ErrBodyTooLong]. Write does not wait for the client:
 // pace a large body with Buffered and WhenWritable. It returns
 // net.ErrClosed once the answer ended or the client went away.
 func (r *Responder) Write(p []byte) (int, error) {
@@ -284,7 +301,7 @@ func (r *Responder) Write(p []byte) (int, error) {
 		return 0, net.ErrClosed
 	}
 	if !d.headSent {
-		d.writeHead(StatusOK, -1)
+		d.writeHead(d.resp.Status(), -1)
 	}
 	n := len(p)
 	var err error

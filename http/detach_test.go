@@ -533,3 +533,105 @@ func TestDetachLengthMismatch(t *testing.T) {
 		require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	})
 }
+
+// TestDetachStaleResponder: the Responder of an ended answer stays a
+// no-op after its state serves the next detached answer (same loop, one
+// loop): it cannot write into it, end it or touch its head.
+func TestDetachStaleResponder(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		var first *Responder
+		type result struct {
+			n      int
+			err    error
+			werr   error
+			header bool
+		}
+		res := make(chan result, 1)
+		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, req *Request) {
+			r, _ := w.Detach()
+			if first == nil {
+				first = r
+				r.Respond(StatusOK, []byte("first"))
+				return
+			}
+			r.Header().Set("X-Second", "yes")
+			stale := first
+			stale.Header().Set("X-Stale", "yes")
+			stale.Trailer().Set("X-Stale", "yes")
+			n, err := stale.Write([]byte("stale"))
+			var werr error
+			stale.WhenWritable(func(err error) { werr = err })
+			stale.Fail(StatusBadGateway)
+			stale.End()
+			res <- result{n, err, werr, r.Header().Has("X-Stale")}
+			r.Loop().AfterFunc(time.Millisecond, func() { r.Respond(StatusOK, []byte("second")) })
+		}), WithLoops(1))
+		c, br := rawConn(t, s)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		_, body := readResponse(t, br, "GET")
+		require.Equal(t, "first", body)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, body := readResponse(t, br, "GET")
+		require.Equal(t, 200, resp.StatusCode)
+		require.Equal(t, "second", body)
+		require.Equal(t, "yes", resp.Header.Get("X-Second"))
+		require.Empty(t, resp.Header.Get("X-Stale"))
+		got := <-res
+		require.Zero(t, got.n)
+		require.ErrorIs(t, got.err, net.ErrClosed)
+		require.ErrorIs(t, got.werr, net.ErrClosed)
+		require.False(t, got.header)
+	})
+}
+
+// TestDetachHTTP2ShutdownAndPanic: over HTTP/2, Shutdown waits for a
+// detached answer, and a panic after Detach answers 500.
+func TestDetachHTTP2ShutdownAndPanic(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		rc := make(chan *Responder, 1)
+		s := NewServer(HandlerFunc(func(w *ResponseWriter, req *Request) {
+			r, err := w.Detach()
+			require.NoError(t, err)
+			if string(req.Path) == "/panic" {
+				panic("after detach")
+			}
+			rc <- r
+		}), WithBackend(b), WithLoops(1), WithLogger(slog.New(slog.DiscardHandler)))
+		_, err := s.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		cl := h2Client(nil)
+		defer cl.CloseIdleConnections()
+		url := "http://localhost:" + portOf(s.Addr())
+
+		resp, err := cl.Get(url + "/panic")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, 500, resp.StatusCode)
+
+		type got struct {
+			body string
+			err  error
+		}
+		gc := make(chan got, 1)
+		go func() {
+			resp, err := cl.Get(url + "/")
+			if err != nil {
+				gc <- got{err: err}
+				return
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			gc <- got{string(b), err}
+		}()
+		r := <-rc
+		done := make(chan error, 1)
+		go func() { done <- s.Shutdown(context.Background()) }()
+		require.Never(t, func() bool { return len(done) > 0 }, 100*time.Millisecond, 5*time.Millisecond,
+			"Shutdown returned with an answer in progress")
+		require.NoError(t, r.Loop().Post(func() { r.Respond(StatusOK, []byte("finished")) }))
+		g := <-gc
+		require.NoError(t, g.err)
+		require.Equal(t, "finished", g.body)
+		require.NoError(t, <-done)
+	})
+}

@@ -635,3 +635,46 @@ func TestDetachHTTP2ShutdownAndPanic(t *testing.T) {
 		require.NoError(t, <-done)
 	})
 }
+
+// TestDetachStaleWakeUp: a WhenWritable wait an ended answer left on its
+// connection fires when that connection closes, and its state already
+// serves another answer, on another connection, waiting for its client:
+// that answer must not be told it is gone. It used to get net.ErrClosed
+// and stop half way.
+func TestDetachStaleWakeUp(t *testing.T) {
+	const big = 16 << 20
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		p := &pacer{total: big, part: bytes.Repeat([]byte("y"), 32<<10)}
+		var aWaited atomic.Bool
+		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, req *Request) {
+			if string(req.Path) == "/b" {
+				p.ServeHTTP(w, req)
+				return
+			}
+			r, _ := w.Detach()
+			r.WriteHead(StatusOK, -1)
+			for sent := 0; sent < big; sent += len(p.part) {
+				r.Write(p.part)
+			}
+			r.WhenWritable(func(error) {})
+			aWaited.Store(r.Buffered() > stdOutHigh) // the wait stays registered
+			r.End()
+		}), WithLoops(1))
+		a, _ := rawConn(t, s)
+		io.WriteString(a, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+		require.Eventually(t, aWaited.Load, 5*time.Second, time.Millisecond)
+
+		c, br := rawConn(t, s)
+		io.WriteString(c, "GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
+		require.Eventually(t, p.waiting.Load, 5*time.Second, time.Millisecond)
+		a.Close() // unread input: a reset, and the first connection closes
+		require.Eventually(t, func() bool { return s.Stats().Conns == 1 }, 5*time.Second, time.Millisecond)
+
+		resp, err := nethttp.ReadResponse(br, &nethttp.Request{Method: "GET"})
+		require.NoError(t, err)
+		n, err := io.Copy(io.Discard, resp.Body)
+		require.NoError(t, err)
+		require.EqualValues(t, big, n)
+		require.Nil(t, p.err.Load())
+	})
+}

@@ -45,7 +45,7 @@ type ResponseWriter struct {
 	ctx   context.Context
 
 	// Streaming (Flush) by an offloaded handler.
-	req      *Request // the request answered, for the head
+	req      *Request // the request answered, for the head (and Detach's, inline)
 	streamed bool     // the head went out
 	serr     error    // the connection is gone
 

@@ -97,7 +97,10 @@ func (st *h2Stream) serve() {
 	}
 	next := w.then
 	w.then = then{}
+	det := w.takeDetached(next.step)
 	switch next.step {
+	case stepDetach:
+		det.run()
 	case stepOffload:
 		offload(st, next.job)
 	case stepFail:
@@ -294,9 +297,10 @@ func (st *h2Stream) bodyEnded() error {
 // can never end. A FromStd handler sees its body read fail and its
 // context canceled, as over HTTP/1 (stdExchange.peerGone), and its answer
 // still goes out; a request no handler has yet is reset (CANCEL); an
-// answer given before the body ended completes. Nothing more comes from
-// the client, so the stream counts as ended on its side: it closes with
-// its answer.
+// answer given before the body ended completes. An offloaded handler's
+// context is canceled too, and a detached answer is gone, as over HTTP/1
+// (conn.onEOF). Nothing more comes from the client, so the stream counts
+// as ended on its side: it closes with its answer.
 func (st *h2Stream) peerClosed() {
 	if x := st.stdx; x != nil {
 		x.peerGone()
@@ -304,6 +308,8 @@ func (st *h2Stream) peerClosed() {
 	} else if !st.started {
 		st.hc.closeStream(st, h2.Cancel, true)
 		return
+	} else if cancel := st.cancel; cancel != nil {
+		cancel()
 	}
 	st.remoteDone = true
 	st.maybeClosed()
@@ -483,6 +489,15 @@ func (st *h2Stream) whenWritable(f func(error)) {
 		return
 	}
 	whenDrained(st.hc.cs.c, f)
+}
+
+// buffered is the stream's DATA waiting for the windows and the
+// connection's output (which other streams share).
+func (st *h2Stream) buffered() int {
+	if st.closed {
+		return 0
+	}
+	return len(st.pending) + st.hc.cs.c.OutputBuffered()
 }
 
 // end ends the answer: END_STREAM once its DATA is out. A request body

@@ -94,6 +94,7 @@ type detached struct {
 	sent      int64 // body bytes written
 	activeAt  int64 // loop clock of the last head or body write
 	headSent  bool
+	bodyless  bool // HEAD, 1xx, 204 or 304: the head announces, no body follows
 	inHandler bool // the handler that detached has not returned yet
 	// What End or Fail asked while the handler was still running: done
 	// once it returns (run).
@@ -142,7 +143,7 @@ func (d *detached) finish(keep bool) {
 	d.gen++
 	d.timer.Stop()
 	d.ex, d.onGone, d.writable = nil, nil, nil
-	d.headSent, d.inHandler = false, false
+	d.headSent, d.bodyless, d.inHandler = false, false, false
 	d.pending, d.failWith = pendNone, 0
 	d.cl, d.sent = -1, 0
 	ls := d.ls
@@ -281,7 +282,9 @@ func (d *detached) writeHead(status int, cl int64) {
 	d.headSent = true
 	d.cl = max(cl, -1)
 	d.activeAt = d.loop.Clock()
-	d.ex.writeHead(&d.resp, d.head.request(d.ls), d.cl)
+	req := d.head.request(d.ls)
+	d.bodyless = req.IsHead() || status < 200 || status == StatusNoContent || status == StatusNotModified
+	d.ex.writeHead(&d.resp, req, d.cl)
 }
 
 // ErrBodyTooLong is returned by [Responder.Write] for the bytes past the
@@ -304,6 +307,9 @@ func (r *Responder) Write(p []byte) (int, error) {
 		d.writeHead(d.resp.Status(), -1)
 	}
 	n := len(p)
+	if d.bodyless {
+		return n, nil // the answer has no body: nothing goes out
+	}
 	var err error
 	if d.cl >= 0 && d.sent+int64(n) > d.cl {
 		n = int(d.cl - d.sent)
@@ -401,7 +407,8 @@ func (d *detached) end() bool {
 	if trailers {
 		ex.writeTrailers(&d.trailer)
 	}
-	reusable := d.cl < 0 || d.sent == d.cl
+	// A bodyless answer announced its length without sending it.
+	reusable := d.bodyless || d.cl < 0 || d.sent == d.cl
 	ex.cancelOnGone(nil)
 	d.writable = nil // ending may report the stream closed: not to f
 	more := ex.end(reusable)

@@ -55,6 +55,15 @@ func detachHandler(w *ResponseWriter, req *Request) {
 				r.End()
 			})
 		})
+	case "/announce": // the length announced, no body written: a proxied HEAD or 304
+		status := StatusOK
+		if !req.IsHead() {
+			status = StatusNotModified
+		}
+		later(w, 5*time.Millisecond, func(r *Responder) {
+			r.WriteHead(status, 12)
+			r.End()
+		})
 	case "/slow":
 		later(w, 30*time.Millisecond, func(r *Responder) { r.Respond(StatusOK, []byte("slow")) })
 	case "/fail":
@@ -105,6 +114,19 @@ func TestDetachHTTP1(t *testing.T) {
 		require.Equal(t, 200, resp.StatusCode)
 		require.Equal(t, "", body)
 		require.EqualValues(t, 12, resp.ContentLength)
+
+		// A bodyless answer that announces a length keeps the connection.
+		io.WriteString(c, "HEAD /announce HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, body = readResponse(t, br, "HEAD")
+		require.Equal(t, 200, resp.StatusCode)
+		require.Equal(t, "", body)
+		require.EqualValues(t, 12, resp.ContentLength)
+		require.False(t, resp.Close)
+		io.WriteString(c, "GET /announce HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, body = readResponse(t, br, "GET")
+		require.Equal(t, 304, resp.StatusCode)
+		require.Equal(t, "", body)
+		require.False(t, resp.Close)
 
 		io.WriteString(c, "GET /now HTTP/1.1\r\nHost: x\r\n\r\n")
 		resp, body = readResponse(t, br, "GET")

@@ -1,6 +1,10 @@
 package http
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/veloq/veloq/http/internal/h1"
+)
 
 // maxChunkLineBytes bounds a chunk-size line including its extensions and
 // CRLF.
@@ -118,7 +122,7 @@ func (d *ChunkedDecoder) next(in []byte, maxData int64) (n int, data []byte, don
 		switch d.state {
 		case csSize:
 			line := in[n:]
-			if len(line) > 0 && charClass[line[0]]&cHex == 0 {
+			if len(line) > 0 && h1.CharClass[line[0]]&h1.ClassHex == 0 {
 				return n, nil, false, errBadChunkSize
 			}
 			window := line[:min(len(line), maxChunkLineBytes)]
@@ -249,7 +253,7 @@ func checkFieldLine(line []byte, complete bool) error {
 		return errObsFold
 	}
 	i := 0
-	for i < len(line) && charClass[line[i]]&cToken != 0 {
+	for i < len(line) && h1.CharClass[line[i]]&h1.ClassToken != 0 {
 		i++
 	}
 	if i == len(line) {
@@ -269,7 +273,7 @@ func checkFieldLine(line []byte, complete bool) error {
 		return errBadFieldName
 	}
 	for i++; i < len(line); i++ {
-		if c := line[i]; charClass[c]&cValue == 0 {
+		if c := line[i]; h1.CharClass[c]&h1.ClassValue == 0 {
 			if c == '\r' && !complete && i == len(line)-1 {
 				return nil
 			}
@@ -298,7 +302,7 @@ func NextField(block []byte) (f HeaderField, rest []byte, ok bool) {
 		return HeaderField{}, nil, false
 	}
 	f.Name = line[:colon:colon]
-	v := trimOWS(line[colon+1:])
+	v := h1.TrimOWS(line[colon+1:])
 	f.Value = v[:len(v):len(v)]
 	return f, block[lf+1:], true
 }
@@ -343,7 +347,7 @@ ext:
 		first = false
 		i = skipWS(line, j+1)
 		start := i
-		for i < len(line) && isToken(line[i]) {
+		for i < len(line) && h1.IsToken(line[i]) {
 			i++
 		}
 		if i == start {
@@ -363,7 +367,7 @@ ext:
 			continue
 		}
 		start = i
-		for i < len(line) && isToken(line[i]) {
+		for i < len(line) && h1.IsToken(line[i]) {
 			i++
 		}
 		if i == start {
@@ -389,10 +393,10 @@ func skipQuoted(b []byte, i int) (int, bool) {
 			return i + 1, true
 		case c == '\\':
 			i++
-			if i == len(b) || charClass[b[i]]&cValue == 0 {
+			if i == len(b) || h1.CharClass[b[i]]&h1.ClassValue == 0 {
 				return 0, false
 			}
-		case charClass[c]&cQdText == 0:
+		case h1.CharClass[c]&h1.ClassQdText == 0:
 			return 0, false
 		}
 	}

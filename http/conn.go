@@ -6,6 +6,7 @@ import (
 	nethttp "net/http"
 	"time"
 
+	"github.com/veloq/veloq/http/internal/h1"
 	"github.com/veloq/veloq/http/internal/h2"
 	"github.com/veloq/veloq/internal/panicstack"
 	vnet "github.com/veloq/veloq/net"
@@ -291,7 +292,7 @@ func (cs *conn) serveLoop() {
 			cs.protoError(err)
 			return
 		}
-		if req.Upgrade != nil && cs.srv.opts.h2c && equalFold(req.Upgrade, "h2c") && !req.HasBody() {
+		if req.Upgrade != nil && cs.srv.opts.h2c && h1.EqualFold(req.Upgrade, "h2c") && !req.HasBody() {
 			if settings, ok := req.Lookup("http2-settings"); ok {
 				cs.upgradeH2(req, settings)
 				c.Discard(n)

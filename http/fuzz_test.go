@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/veloq/veloq/http/internal/h1"
 )
 
 var fuzzLimits = []Limits{
@@ -102,7 +104,7 @@ func checkRequest(t *testing.T, l *Limits, buf []byte, n int, req *Request) {
 	if !bytes.HasSuffix(buf[:n], []byte("\r\n\r\n")) {
 		t.Fatalf("head %q does not end in CRLF", buf[:n])
 	}
-	if !validToken(req.Method) {
+	if !h1.ValidToken(req.Method) {
 		t.Fatalf("method %q", req.Method)
 	}
 	if len(req.Target) == 0 || len(req.Target) > l.maxTargetBytes() {
@@ -120,10 +122,10 @@ func checkRequest(t *testing.T, l *Limits, buf []byte, n int, req *Request) {
 		t.Fatalf("%d headers", len(req.Headers))
 	}
 	for _, h := range req.Headers {
-		if !validToken(h.Name) {
+		if !h1.ValidToken(h.Name) {
 			t.Fatalf("field name %q", h.Name)
 		}
-		if len(h.Value) > 0 && (trimOWS(h.Value) == nil || len(trimOWS(h.Value)) != len(h.Value)) {
+		if len(h.Value) > 0 && (h1.TrimOWS(h.Value) == nil || len(h1.TrimOWS(h.Value)) != len(h.Value)) {
 			t.Fatalf("field value %q not trimmed", h.Value)
 		}
 		for _, c := range h.Value {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 
+	"github.com/veloq/veloq/http/internal/h1"
 	"github.com/veloq/veloq/http/internal/h2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -65,7 +66,7 @@ func checkField(f *hpack.HeaderField) string {
 		if 'A' <= c && c <= 'Z' {
 			return "uppercase field name"
 		}
-		if charClass[c]&cToken == 0 && !(i == 0 && c == ':') {
+		if h1.CharClass[c]&h1.ClassToken == 0 && !(i == 0 && c == ':') {
 			return "field name not a token"
 		}
 	}
@@ -210,7 +211,7 @@ func (hc *h2Conn) buildRequest(st *h2Stream, endStream bool) *h2.Error {
 		return errMalformed(st.id, "content-length without a body")
 	}
 	for _, f := range r.Headers {
-		if string(f.Name) == "expect" && equalFold(f.Value, "100-continue") {
+		if string(f.Name) == "expect" && h1.EqualFold(f.Value, "100-continue") {
 			r.Expect100 = true
 		}
 	}

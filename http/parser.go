@@ -1,6 +1,10 @@
 package http
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/veloq/veloq/http/internal/h1"
+)
 
 // Parser states. The parser consumes the head byte by byte; the state and
 // a few offsets are all it needs to resume after ErrNeedMore.
@@ -158,7 +162,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			if len(b)-i >= 4 && string(b[i:i+4]) == "GET " {
 				i += 3 // the common case, a token, without the byte loop
 			} else {
-				i += tokenLen(b[i:])
+				i += h1.TokenLen(b[i:])
 			}
 			if i >= len(b) {
 				p.scan, p.state = i, st
@@ -177,7 +181,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			maxTarget := p.Limits.maxTargetBytes()
 			// Scan at most one byte past the longest allowed target.
 			lim := min(len(b), ts+maxTarget+1)
-			i += targetLen(b[i:lim])
+			i += h1.TargetLen(b[i:lim])
 			if i-ts > maxTarget {
 				return 0, errTargetTooLong
 			}
@@ -258,7 +262,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 				return 0, errObsFold
 			case c == '\n':
 				return 0, errBareLF
-			case charClass[c]&cToken == 0:
+			case h1.CharClass[c]&h1.ClassToken == 0:
 				return 0, errBadFieldName
 			}
 			p.lineStart = i
@@ -267,7 +271,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			fallthrough
 
 		case stName:
-			i += tokenLen(b[i:])
+			i += h1.TokenLen(b[i:])
 			if i >= len(b) {
 				p.scan, p.state = i, st
 				return 0, ErrNeedMore
@@ -295,7 +299,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 				}
 				p.valueStart = i
 			}
-			i += valueLen(b[i:])
+			i += h1.ValueLen(b[i:])
 			if i >= len(b) {
 				p.scan, p.state = i, st
 				return 0, ErrNeedMore
@@ -366,7 +370,7 @@ func (r *Request) splitTarget() error {
 			return errBadTarget
 		}
 		for _, c := range t {
-			if charClass[c]&cHost == 0 {
+			if h1.CharClass[c]&h1.ClassHost == 0 {
 				return errBadTarget
 			}
 		}
@@ -432,66 +436,66 @@ func (r *Request) interpret(b []byte, spans []fieldSpan, l *Limits) error {
 		hdrs[i] = HeaderField{Name: name, Value: value}
 		switch len(name) {
 		case 4:
-			if !tokenEqualFold(name, "host") {
+			if !h1.TokenEqualFold(name, "host") {
 				continue
 			}
 			hosts++
 			// One test after the loops instead of a branch per byte, four
 			// bytes a step: 9 instructions a byte before, about 4 now.
-			all, v := uint8(cHost), value
+			all, v := uint8(h1.ClassHost), value
 			for ; len(v) >= 4; v = v[4:] {
-				all &= charClass[v[0]] & charClass[v[1]] & charClass[v[2]] & charClass[v[3]]
+				all &= h1.CharClass[v[0]] & h1.CharClass[v[1]] & h1.CharClass[v[2]] & h1.CharClass[v[3]]
 			}
 			for _, c := range v {
-				all &= charClass[c]
+				all &= h1.CharClass[c]
 			}
 			if all == 0 {
 				return errBadHost
 			}
 			r.Host = value
 		case 6:
-			if !tokenEqualFold(name, "expect") {
+			if !h1.TokenEqualFold(name, "expect") {
 				continue
 			}
 			for list := value; len(list) > 0; {
 				var e []byte
-				e, list = nextListElem(list)
+				e, list = h1.NextListElem(list)
 				switch {
 				case len(e) == 0:
-				case equalFold(e, "100-continue"):
+				case h1.EqualFold(e, "100-continue"):
 					expect100 = true
 				default:
 					expectUnknown = true
 				}
 			}
 		case 7:
-			if tokenEqualFold(name, "upgrade") {
+			if h1.TokenEqualFold(name, "upgrade") {
 				upgrade = value
 			}
 		case 10:
-			if !tokenEqualFold(name, "connection") {
+			if !h1.TokenEqualFold(name, "connection") {
 				continue
 			}
 			for list := value; len(list) > 0; {
 				var o []byte
-				o, list = nextListElem(list)
+				o, list = h1.NextListElem(list)
 				switch {
-				case equalFold(o, "close"):
+				case h1.EqualFold(o, "close"):
 					connClose = true
-				case equalFold(o, "keep-alive"):
+				case h1.EqualFold(o, "keep-alive"):
 					connKeepAlive = true
-				case equalFold(o, "upgrade"):
+				case h1.EqualFold(o, "upgrade"):
 					connUpgrade = true
 				}
 			}
 		case 14:
-			if !tokenEqualFold(name, "content-length") {
+			if !h1.TokenEqualFold(name, "content-length") {
 				continue
 			}
 			// A list of identical values is accepted (RFC 9110 §8.6).
 			for list := value; ; {
 				var v []byte
-				v, list = nextListElem(list)
+				v, list = h1.NextListElem(list)
 				n, ok := parseContentLength(v)
 				if !ok {
 					return errBadContentLength
@@ -506,20 +510,20 @@ func (r *Request) interpret(b []byte, spans []fieldSpan, l *Limits) error {
 				}
 			}
 		case 17:
-			if !tokenEqualFold(name, "transfer-encoding") {
+			if !h1.TokenEqualFold(name, "transfer-encoding") {
 				continue
 			}
 			hasTE = true
 			for list := value; len(list) > 0; {
 				var c []byte
-				c, list = nextListElem(list)
+				c, list = h1.NextListElem(list)
 				if len(c) == 0 {
 					continue
 				}
-				if name := c[:len(c)-len(afterByte(c, ';'))]; !validToken(trimOWS(name)) {
+				if name := c[:len(c)-len(afterByte(c, ';'))]; !h1.ValidToken(h1.TrimOWS(name)) {
 					return errBadTransferCoding
 				}
-				teChunkedLast = equalFold(c, "chunked")
+				teChunkedLast = h1.EqualFold(c, "chunked")
 				if !teChunkedLast {
 					teUnknown = true
 				} else if teChunked {

@@ -1,5 +1,7 @@
 package http
 
+import "github.com/veloq/veloq/http/internal/h1"
+
 // A HeaderField is one field line: a name and a value with surrounding
 // whitespace removed. In a parsed [Request] both are views into the
 // caller's buffer.
@@ -93,7 +95,7 @@ func (r *Request) Reset() {
 // insensitively) and whether there is one.
 func (r *Request) Lookup(name string) ([]byte, bool) {
 	for i := range r.Headers {
-		if equalFold(r.Headers[i].Name, name) {
+		if h1.EqualFold(r.Headers[i].Name, name) {
 			return r.Headers[i].Value, true
 		}
 	}

@@ -3,6 +3,8 @@ package http
 import (
 	"slices"
 	"strconv"
+
+	"github.com/veloq/veloq/http/internal/h1"
 )
 
 // DefaultServerName is the Server header value a [Response] writes unless
@@ -155,7 +157,7 @@ func (h *ResponseHeader) value(i int) []byte {
 
 func (h *ResponseHeader) index(name string) int {
 	for i := range h.fields {
-		if equalFold(h.name(i), name) {
+		if h1.EqualFold(h.name(i), name) {
 			return i
 		}
 	}
@@ -194,7 +196,7 @@ func addField[S string | []byte](h *ResponseHeader, name, value S) (clean bool) 
 	start := len(h.arena)
 	h.arena = append(h.arena, name...)
 	mid := len(h.arena)
-	if tokenLen(h.arena[start:mid]) != len(name) {
+	if h1.TokenLen(h.arena[start:mid]) != len(name) {
 		h.arena = h.arena[:start]
 		return false
 	}
@@ -208,8 +210,8 @@ func addField[S string | []byte](h *ResponseHeader, name, value S) (clean bool) 
 	// end the field line. valueLen skips the clean prefix a word at a time.
 	v := h.arena[mid:end]
 	clean = true
-	for i := valueLen(v); i < len(v); i++ {
-		if charClass[v[i]]&cValue == 0 {
+	for i := h1.ValueLen(v); i < len(v); i++ {
+		if h1.CharClass[v[i]]&h1.ClassValue == 0 {
 			v[i] = ' '
 			clean = false
 		}
@@ -234,7 +236,7 @@ func equalFoldBoth[S string | []byte](b []byte, s S) bool {
 		return false
 	}
 	for i := 0; i < len(b); i++ {
-		if lower(b[i]) != lower(s[i]) {
+		if h1.Lower(b[i]) != h1.Lower(s[i]) {
 			return false
 		}
 	}
@@ -362,16 +364,16 @@ func (r *Response) appendHead(dst []byte, req *Request, date []byte, contentLeng
 		if special&hasConnection == 0 {
 			break
 		}
-		if !equalFold(r.header.name(i), "connection") {
+		if !h1.EqualFold(r.header.name(i), "connection") {
 			continue
 		}
 		for list := r.header.value(i); len(list) > 0; {
 			var o []byte
-			o, list = nextListElem(list)
+			o, list = h1.NextListElem(list)
 			switch {
-			case equalFold(o, "close"):
+			case h1.EqualFold(o, "close"):
 				userClose = true
-			case equalFold(o, "keep-alive"):
+			case h1.EqualFold(o, "keep-alive"):
 				userKeepAlive = true
 			}
 		}

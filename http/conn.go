@@ -41,7 +41,7 @@ type conn struct {
 	prev, next *conn
 
 	parser     Parser
-	dec        ChunkedDecoder
+	dec        h1.ChunkedDecoder
 	phase      phase
 	pattern    string // the Router pattern of the last request handled
 	phaseStart int64  // loop clock (Loop.Clock) when the phase began
@@ -276,7 +276,7 @@ func (cs *conn) serveLoop() {
 		req := &ls.req
 		n, err := cs.parser.Parse(buf, req)
 		if err != nil {
-			if err == ErrNeedMore {
+			if err == h1.ErrNeedMore {
 				if rht := cs.srv.opts.readHeaderTimeout; rht > 0 {
 					cs.armAt(cs.phaseStart + int64(rht))
 				}
@@ -357,7 +357,7 @@ func (cs *conn) enterBody(req *Request, head []byte) {
 	cs.startBodyClock()
 	if req.Expect100 && !cs.sent100 {
 		cs.sent100 = true
-		cs.ls.scratch = AppendContinue(cs.ls.scratch[:0])
+		cs.ls.scratch = h1.AppendContinue(cs.ls.scratch[:0])
 		cs.c.Write(cs.ls.scratch)
 	}
 }
@@ -373,10 +373,10 @@ func (cs *conn) decode(in []byte) (consumed int, done bool, err error) {
 		switch {
 		case d:
 			return consumed, true, nil
-		case e == ErrNeedMore:
+		case e == h1.ErrNeedMore:
 			return consumed, false, nil
 		case e != nil:
-			return consumed, false, e
+			return consumed, false, coreError(e)
 		}
 	}
 }
@@ -722,7 +722,7 @@ func (cs *conn) writeBodyPart(data []byte, chunked bool) {
 	case len(data) == 0:
 	case chunked:
 		ls := cs.ls
-		ls.scratch = AppendChunkHeader(ls.scratch[:0], len(data))
+		ls.scratch = h1.AppendChunkHeader(ls.scratch[:0], len(data))
 		ls.iov = [3][]byte{ls.scratch, data, crlf}
 		cs.c.Writev(ls.iov[:])
 		ls.iov = [3][]byte{}
@@ -750,7 +750,7 @@ func (cs *conn) fail(status int) {
 		return
 	}
 	ls := cs.ls
-	ls.scratch = AppendError(ls.scratch[:0], status, cs.date())
+	ls.scratch = h1.AppendError(ls.scratch[:0], status, cs.date(), DefaultServerName)
 	cs.c.Write(ls.scratch)
 	cs.linger()
 }

@@ -3,6 +3,7 @@ package http
 import (
 	"net"
 
+	"github.com/veloq/veloq/http/internal/h1"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -99,7 +100,7 @@ func (cs *conn) writeTrailers(t *ResponseHeader) {
 // t (RFC 9112 §7.1.2); framing fields are left out.
 func appendLastChunkTrailers(dst []byte, t *ResponseHeader) []byte {
 	if t == nil || t.Len() == 0 {
-		return AppendLastChunk(dst)
+		return h1.AppendLastChunk(dst)
 	}
 	dst = append(dst, "0\r\n"...)
 	for i := range t.fields {

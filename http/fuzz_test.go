@@ -39,7 +39,7 @@ func checkParse(t *testing.T, l Limits, buf []byte) {
 	case err == nil:
 		desc = describe(&req)
 		checkRequest(t, &p.Limits, buf, n, &req)
-	case err == ErrNeedMore:
+	case err == h1.ErrNeedMore:
 		if n != 0 {
 			t.Fatalf("n = %d with ErrNeedMore", n)
 		}
@@ -78,7 +78,7 @@ func checkParse(t *testing.T, l Limits, buf []byte) {
 			continue
 		}
 		n2, err2 := q.Parse(append([]byte(nil), buf[:k]...), &req2)
-		if err2 == ErrNeedMore {
+		if err2 == h1.ErrNeedMore {
 			continue
 		}
 		// A prefix may only fail with the whole input's error.
@@ -153,47 +153,4 @@ func checkRequest(t *testing.T, l *Limits, buf []byte, n int, req *Request) {
 	if n2, err := p.Parse(buf[:n], &again); n2 != n || err != nil || describe(&again) != describe(req) {
 		t.Fatalf("head alone: %d, %v", n2, err)
 	}
-}
-
-func FuzzChunked(f *testing.F) {
-	for _, tc := range chunkedValid {
-		f.Add([]byte(tc.in))
-	}
-	for _, tc := range chunkedInvalid {
-		if len(tc.in) < 1024 {
-			f.Add([]byte(tc.in))
-		}
-	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		l := Limits{MaxHeaderBytes: 128, MaxHeaders: 4, MaxBodyBytes: 1 << 16}
-		d := ChunkedDecoder{Limits: l}
-		body, trailer, n, err := decodeAll(&d, in)
-		if len(body) > len(in) || n > len(in) {
-			t.Fatalf("body %d, consumed %d, input %d", len(body), n, len(in))
-		}
-		if err != nil && err != ErrNeedMore {
-			var pe *ProtocolError
-			if !errors.As(err, &pe) {
-				t.Fatalf("error of type %T", err)
-			}
-		}
-
-		// Byte-by-byte feeding agrees.
-		s := ChunkedDecoder{Limits: l}
-		body2, trailer2, err2 := decodeSplit(&s, in)
-		if ErrorStatus(err2) != ErrorStatus(err) || !bytes.Equal(body, body2) || !bytes.Equal(trailer, trailer2) {
-			t.Fatalf("split: %q %q %v; whole: %q %q %v", body2, trailer2, err2, body, trailer, err)
-		}
-
-		// In-place Decode agrees.
-		buf := append([]byte(nil), in...)
-		c := ChunkedDecoder{Limits: l}
-		consumed, produced, done, err3 := c.Decode(buf, buf)
-		if ErrorStatus(err3) != ErrorStatus(err) || !bytes.Equal(buf[:produced], body) {
-			t.Fatalf("Decode: %q %v; Next: %q %v", buf[:produced], err3, body, err)
-		}
-		if done && (consumed != n || !bytes.Equal(c.Trailer(buf), trailer)) {
-			t.Fatalf("Decode consumed %d, Next %d", consumed, n)
-		}
-	})
 }

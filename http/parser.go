@@ -105,7 +105,7 @@ func (p *Parser) Parse(buf []byte, req *Request) (n int, err error) {
 		req.spans = append(req.spans, p.spans...)
 	}
 	n, err = p.scanHead(b, req)
-	if err == ErrNeedMore {
+	if err == h1.ErrNeedMore {
 		if len(buf) > maxHead {
 			p.Reset()
 			return 0, errHeadTooLarge
@@ -137,7 +137,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			for {
 				if i >= len(b) {
 					p.scan, p.state = i, st
-					return 0, ErrNeedMore
+					return 0, h1.ErrNeedMore
 				}
 				if b[i] != '\r' {
 					if b[i] == '\n' {
@@ -147,7 +147,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 				}
 				if i+1 >= len(b) {
 					p.scan, p.state = i, st
-					return 0, ErrNeedMore
+					return 0, h1.ErrNeedMore
 				}
 				if b[i+1] != '\n' {
 					return 0, errBareCR
@@ -166,7 +166,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			}
 			if i >= len(b) {
 				p.scan, p.state = i, st
-				return 0, ErrNeedMore
+				return 0, h1.ErrNeedMore
 			}
 			if b[i] != ' ' || i == p.reqStart {
 				return 0, errBadMethod
@@ -187,7 +187,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			}
 			if i >= len(b) {
 				p.scan, p.state = i, st
-				return 0, ErrNeedMore
+				return 0, h1.ErrNeedMore
 			}
 			if b[i] != ' ' || i == ts {
 				return 0, errBadTarget
@@ -233,7 +233,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 				}
 				if i >= len(b) {
 					p.scan, p.state = i, st
-					return 0, ErrNeedMore
+					return 0, h1.ErrNeedMore
 				}
 				if b[vs+5] != '1' {
 					return 0, errVersion
@@ -246,13 +246,13 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 		case stFieldStart:
 			if i >= len(b) {
 				p.scan, p.state = i, st
-				return 0, ErrNeedMore
+				return 0, h1.ErrNeedMore
 			}
 			switch c := b[i]; {
 			case c == '\r':
 				if i+1 >= len(b) {
 					p.scan, p.state = i, st
-					return 0, ErrNeedMore
+					return 0, h1.ErrNeedMore
 				}
 				if b[i+1] != '\n' {
 					return 0, errBareCR
@@ -274,7 +274,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			i += h1.TokenLen(b[i:])
 			if i >= len(b) {
 				p.scan, p.state = i, st
-				return 0, ErrNeedMore
+				return 0, h1.ErrNeedMore
 			}
 			switch b[i] {
 			case ':':
@@ -302,7 +302,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			i += h1.ValueLen(b[i:])
 			if i >= len(b) {
 				p.scan, p.state = i, st
-				return 0, ErrNeedMore
+				return 0, h1.ErrNeedMore
 			}
 			switch b[i] {
 			case '\r':
@@ -313,7 +313,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			}
 			if i+1 >= len(b) {
 				p.scan, p.state = i, st
-				return 0, ErrNeedMore
+				return 0, h1.ErrNeedMore
 			}
 			if b[i+1] != '\n' {
 				return 0, errBareCR

@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/veloq/veloq/http/internal/h1"
 )
 
 // describe renders every observable field of req, for comparisons.
@@ -483,7 +485,7 @@ func TestErrorsIs(t *testing.T) {
 	expect(t, "ErrorStatus(wrapped)", ErrorStatus(fmt.Errorf("x: %w", errVersion)), 505)
 	expect(t, "ErrorStatus(other)", ErrorStatus(errors.New("x")), 500)
 	expect(t, "ErrorStatus(nil)", ErrorStatus(nil), 0)
-	expect(t, "ErrorStatus(need more)", ErrorStatus(ErrNeedMore), 0)
+	expect(t, "ErrorStatus(need more)", ErrorStatus(h1.ErrNeedMore), 0)
 }
 
 // parseSplit feeds the prefixes of in to one Parser, each in a freshly
@@ -496,7 +498,7 @@ func parseSplit(t *testing.T, p *Parser, in string) (n int, desc string, err err
 	for k := 0; k <= len(in); k++ {
 		buf := []byte(in[:k])
 		n, err = p.Parse(buf, &req)
-		if err == ErrNeedMore {
+		if err == h1.ErrNeedMore {
 			continue
 		}
 		if err == nil {
@@ -504,7 +506,7 @@ func parseSplit(t *testing.T, p *Parser, in string) (n int, desc string, err err
 		}
 		return 0, "", err
 	}
-	return 0, "", ErrNeedMore
+	return 0, "", h1.ErrNeedMore
 }
 
 func TestParseSplitAtEveryByte(t *testing.T) {
@@ -544,14 +546,14 @@ func TestParseNeedMore(t *testing.T) {
 	for _, in := range []string{"", "\r", "\r\n", "G", "GET", "GET /", "GET / HTTP/1.", "GET / HTTP/1.1\r",
 		"GET / HTTP/1.1\r\nHost: a", "GET / HTTP/1.1\r\nHost: a\r\n", "GET / HTTP/1.1\r\nHost: a\r\n\r"} {
 		p.Reset()
-		if n, err := p.Parse([]byte(in), &req); err != ErrNeedMore || n != 0 {
+		if n, err := p.Parse([]byte(in), &req); err != h1.ErrNeedMore || n != 0 {
 			t.Errorf("Parse(%q) = %d, %v; want ErrNeedMore", in, n, err)
 		}
 	}
 	// A shorter buffer than last time restarts the parse.
 	p.Reset()
 	p.Parse([]byte("GET / HTTP/1.1\r\nHost: a\r\n"), &req)
-	if n, err := p.Parse([]byte("GET /x HTTP/1.1\r\nHost: b\r\n\r\n")[:5], &req); err != ErrNeedMore || n != 0 {
+	if n, err := p.Parse([]byte("GET /x HTTP/1.1\r\nHost: b\r\n\r\n")[:5], &req); err != h1.ErrNeedMore || n != 0 {
 		t.Errorf("after shrink: %d, %v", n, err)
 	}
 }
@@ -569,7 +571,7 @@ func TestParsePipelined(t *testing.T) {
 	buf := []byte(strings.Join(reqs, ""))
 	var p Parser
 	var req Request
-	var dec ChunkedDecoder
+	var dec h1.ChunkedDecoder
 	var paths []string
 	var bodies []string
 	for len(buf) > 0 {
@@ -726,7 +728,7 @@ func TestParseResumeWithOtherRequest(t *testing.T) {
 	cuts := []int{40, 200, 201, 350, len(in) - 1}
 	for _, k := range cuts {
 		var fresh Request
-		if _, err := p.Parse([]byte(in[:k]), &fresh); err != ErrNeedMore {
+		if _, err := p.Parse([]byte(in[:k]), &fresh); err != h1.ErrNeedMore {
 			t.Fatalf("prefix %d: %v", k, err)
 		}
 	}

@@ -48,8 +48,8 @@ type Request struct {
 	// ContentLength is the value of Content-Length, or -1 if the request
 	// has none. It is -1 when Chunked is set.
 	ContentLength int64
-	// Chunked is set when the body uses the chunked transfer coding; read
-	// it with a [ChunkedDecoder].
+	// Chunked is set when the body uses the chunked transfer coding; the
+	// server decodes it before the handler sees Body.
 	Chunked bool
 	// Close is set when the connection must be closed after the response:
 	// HTTP/1.1 with "Connection: close", or HTTP/1.0 without
@@ -57,7 +57,7 @@ type Request struct {
 	Close bool
 	// Expect100 is set for an HTTP/1.1 request carrying
 	// "Expect: 100-continue": the client waits for an interim
-	// "100 Continue" (see [AppendContinue]) before sending the body.
+	// "100 Continue", which the server sends, before sending the body.
 	Expect100 bool
 	// Upgrade is the value of the Upgrade header of an HTTP/1.1 request
 	// whose Connection header lists "upgrade"; nil otherwise.

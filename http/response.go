@@ -308,7 +308,7 @@ func (r *Response) Body() []byte { return r.body }
 func (r *Response) ShouldClose() bool { return r.close }
 
 // Chunked reports whether the last AppendHead announced a chunked body:
-// the caller then writes it with [AppendChunk] and [AppendLastChunk].
+// the caller then writes it with h1.AppendChunk and h1.AppendLastChunk.
 func (r *Response) Chunked() bool { return r.chunked }
 
 // BodyAllowed reports whether the response serialized last may carry body
@@ -432,7 +432,7 @@ func (r *Response) appendHead(dst []byte, req *Request, date []byte, contentLeng
 // handler's fields, summed up by special, have one) and Server (unless
 // they have one).
 func appendStart(dst []byte, status int, date []byte, special uint8) []byte {
-	dst = AppendStatusLine(dst, 1, status)
+	dst = h1.AppendStatusLine(dst, 1, status)
 	if len(date) > 0 && special&hasDate == 0 {
 		dst = append(dst, "Date: "...)
 		dst = append(dst, date...)
@@ -455,30 +455,6 @@ func (r *Response) headBound(date []byte) int {
 		len("Transfer-Encoding: chunked\r\n") +
 		len("Connection: keep-alive\r\n") + 2
 	return fixed + len("Date: \r\n") + len(date) + len(r.header.arena) + 4*len(r.header.fields)
-}
-
-// AppendError appends a complete plain-text response for status, meant
-// for a [ProtocolError] (see [ErrorStatus]): the connection is to be
-// closed afterwards, and the response says so. date may be empty.
-func AppendError(dst []byte, status int, date []byte) []byte {
-	if status < 100 || status > 999 {
-		status = StatusInternalServerError
-	}
-	text := StatusText(status)
-	dst = AppendStatusLine(dst, 1, status)
-	if len(date) > 0 {
-		dst = append(dst, "Date: "...)
-		dst = append(dst, date...)
-		dst = append(dst, '\r', '\n')
-	}
-	dst = append(dst, "Server: "+DefaultServerName+"\r\n"+
-		"Content-Type: text/plain; charset=utf-8\r\n"+
-		"Connection: close\r\n"+
-		"Content-Length: "...)
-	dst = strconv.AppendInt(dst, int64(len(text)+1), 10)
-	dst = append(dst, "\r\n\r\n"...)
-	dst = append(dst, text...)
-	return append(dst, '\n')
 }
 
 // headCache remembers the last head appendHeadCached built and everything

@@ -10,51 +10,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/veloq/veloq/http/internal/h1"
 )
-
-func TestStatusText(t *testing.T) {
-	for code := 100; code < 600; code++ {
-		ours, std := StatusText(code), nethttp.StatusText(code)
-		// RFC 9110 renamed reason phrases that net/http still uses.
-		switch code {
-		case 413:
-			std = "Content Too Large"
-		case 414:
-			std = "URI Too Long"
-		case 416:
-			std = "Range Not Satisfiable"
-		case 422:
-			std = "Unprocessable Content"
-		case 306:
-			std = ""
-		}
-		if ours != std {
-			t.Errorf("StatusText(%d) = %q, net/http has %q", code, ours, std)
-		}
-	}
-}
-
-func TestAppendStatusLine(t *testing.T) {
-	tests := []struct {
-		minor, status int
-		want          string
-	}{
-		{1, 200, "HTTP/1.1 200 OK\r\n"},
-		{0, 404, "HTTP/1.0 404 Not Found\r\n"},
-		{7, 431, "HTTP/1.1 431 Request Header Fields Too Large\r\n"},
-		{1, 299, "HTTP/1.1 299 \r\n"},
-		{1, 42, "HTTP/1.1 500 Internal Server Error\r\n"},
-		{1, 1000, "HTTP/1.1 500 Internal Server Error\r\n"},
-	}
-	for _, tt := range tests {
-		if got := string(AppendStatusLine([]byte("x"), tt.minor, tt.status)); got != "x"+tt.want {
-			t.Errorf("AppendStatusLine(%d, %d) = %q, want %q", tt.minor, tt.status, got, tt.want)
-		}
-	}
-	if got := string(AppendContinue(nil)); got != "HTTP/1.1 100 Continue\r\n\r\n" {
-		t.Errorf("AppendContinue = %q", got)
-	}
-}
 
 func TestDateCache(t *testing.T) {
 	var d DateCache
@@ -328,9 +286,9 @@ func TestResponseAppendHeadChunked(t *testing.T) {
 	if !r.Chunked() || r.ShouldClose() || !r.BodyAllowed() {
 		t.Fatalf("chunked=%v close=%v allowed=%v", r.Chunked(), r.ShouldClose(), r.BodyAllowed())
 	}
-	out = AppendChunk(out, []byte("hello, "))
-	out = AppendChunk(out, []byte("world"))
-	out = AppendLastChunk(out)
+	out = h1.AppendChunk(out, []byte("hello, "))
+	out = h1.AppendChunk(out, []byte("world"))
+	out = h1.AppendLastChunk(out)
 	resp, body := readStd(t, out, "GET")
 	expect(t, "body", body, "hello, world")
 	expect(t, "te", strings.Join(resp.TransferEncoding, ","), "chunked")
@@ -346,15 +304,6 @@ func TestResponseAppendHeadChunked(t *testing.T) {
 
 	out = r.AppendHead(nil, req, nil, 1234)
 	expect(t, "known length", strings.Contains(string(out), "Content-Length: 1234\r\n"), true)
-}
-
-func TestAppendError(t *testing.T) {
-	out := AppendError(nil, ErrorStatus(errObsFold), []byte("Sun, 06 Nov 1994 08:49:37 GMT"))
-	resp, body := readStd(t, out, "GET")
-	expect(t, "status", resp.StatusCode, 400)
-	expect(t, "body", body, "Bad Request\n")
-	expect(t, "close", resp.Close, true)
-	expect(t, "date", resp.Header.Get("Date"), "Sun, 06 Nov 1994 08:49:37 GMT")
 }
 
 func TestResponseAllocs(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/veloq/veloq/bufpool"
+	"github.com/veloq/veloq/http/internal/h1"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -507,7 +508,7 @@ func (h netHandler) OnOpen(c *vnet.Conn) {
 	cs := ls.newConn()
 	cs.srv, cs.ls, cs.c = s, ls, c
 	cs.parser.Limits = s.limits
-	cs.dec.Limits = s.limits
+	cs.dec.Limits = h1.Limits(s.limits)
 	c.SetContext(cs)
 	ls.conns.add(cs)
 	cs.phase = phaseNew

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/veloq/veloq/http/internal/h1"
 	"github.com/veloq/veloq/http/internal/h2"
 	vnet "github.com/veloq/veloq/net"
 )
@@ -65,7 +66,7 @@ func TestParseNotHTTPVersion(t *testing.T) {
 	var p Parser
 	var req Request
 	_, err := p.Parse([]byte("GET / HTT"), &req)
-	require.ErrorIs(t, err, ErrNeedMore)
+	require.ErrorIs(t, err, h1.ErrNeedMore)
 }
 
 // TestServerNotHTTPVersion: with HTTP/2 on, a request line that ends in no

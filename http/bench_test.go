@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/veloq/veloq/http/internal/h1"
 )
 
 func BenchmarkParse(b *testing.B) {
@@ -68,7 +70,7 @@ func BenchmarkResponse(b *testing.B) {
 		b.Fatal(err)
 	}
 	var r Response
-	var dc DateCache
+	var dc h1.DateCache
 	body := make([]byte, 0, 64)
 	out := make([]byte, 0, 512)
 	now := time.Now()
@@ -78,15 +80,5 @@ func BenchmarkResponse(b *testing.B) {
 		r.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		r.WriteString("Hello, World!")
 		out = r.AppendTo(out[:0], &req, dc.Bytes(now))
-	}
-}
-
-func BenchmarkDateCache(b *testing.B) {
-	var d DateCache
-	dst := make([]byte, 0, 64)
-	now := time.Now()
-	b.ReportAllocs()
-	for b.Loop() {
-		dst = d.Append(dst[:0], now)
 	}
 }

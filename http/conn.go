@@ -88,7 +88,7 @@ func (cs *conn) now() int64 { return cs.c.Loop().Clock() }
 func (cs *conn) date() []byte {
 	ls, l := cs.ls, cs.c.Loop()
 	if l.Clock() < ls.dateUntil {
-		return ls.dates.buf[:]
+		return ls.dates.Last()
 	}
 	// A new wall-clock second, or the first request: until the loop clock
 	// passes the end of this second, the cached text stands.

@@ -389,7 +389,7 @@ type loopState struct {
 	srv *Server
 	// dates holds the Date header's value for the current second, which
 	// ends when the loop clock (Loop.Clock) reaches dateUntil.
-	dates     DateCache
+	dates     h1.DateCache
 	dateUntil int64
 	head200   []byte    // status line, Date and Server of a plain 200 (Response.appendHead)
 	heads     headCache // the last HTTP/1 head written, cleared with the Date

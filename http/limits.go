@@ -8,10 +8,10 @@ import "github.com/veloq/veloq/http/internal/h1"
 // fields browsers, proxies and CDNs add; 100 fields is the count common
 // servers accept.
 const (
-	DefaultMaxHeaderBytes = h1.DefaultMaxHeaderBytes // 16 KiB
-	DefaultMaxTargetBytes = h1.DefaultMaxTargetBytes // 8 KiB
-	DefaultMaxHeaders     = h1.DefaultMaxHeaders     // 100
-	DefaultMaxBodyBytes   = h1.DefaultMaxBodyBytes   // 4 MiB
+	DefaultMaxHeaderBytes = 16 << 10
+	DefaultMaxTargetBytes = 8 << 10
+	DefaultMaxHeaders     = 100
+	DefaultMaxBodyBytes   = 4 << 20
 )
 
 // Limits bounds what a peer may send. A zero field means the default.
@@ -46,7 +46,8 @@ func DefaultLimits() Limits {
 }
 
 // The accessors resolve zero fields the protocol core's way: Limits
-// converts to h1.Limits, which has the same fields.
+// converts to h1.Limits, which has the same fields and the same defaults
+// (TestLimitsDefaultsMatchCore).
 
 func (l *Limits) maxHeaderBytes() int { return (*h1.Limits)(l).HeaderBytes() }
 

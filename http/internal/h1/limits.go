@@ -1,7 +1,8 @@
 package h1
 
-// Default limits, used for every zero field of [Limits]; package http
-// documents them as its DefaultMax* constants.
+// Default limits, used for every zero field of [Limits]: package http's
+// DefaultMax* constants, which document them (a test there checks that
+// they agree).
 const (
 	DefaultMaxHeaderBytes = 16 << 10
 	DefaultMaxTargetBytes = 8 << 10

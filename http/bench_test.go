@@ -17,7 +17,7 @@ func BenchmarkParse(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			buf := []byte(bc.in)
-			var p Parser
+			var p parser
 			var req Request
 			b.SetBytes(int64(len(buf)))
 			b.ReportAllocs()
@@ -36,7 +36,7 @@ func BenchmarkParse(b *testing.B) {
 		// The head arrives in two reads: the parser resumes.
 		buf := []byte(chromeRequest)
 		half := buf[:len(buf)/2]
-		var p Parser
+		var p parser
 		var req Request
 		b.SetBytes(int64(len(buf)))
 		b.ReportAllocs()
@@ -50,7 +50,7 @@ func BenchmarkParse(b *testing.B) {
 }
 
 func BenchmarkRequestHeader(b *testing.B) {
-	var p Parser
+	var p parser
 	var req Request
 	if _, err := p.Parse([]byte(chromeRequest), &req); err != nil {
 		b.Fatal(err)
@@ -64,12 +64,12 @@ func BenchmarkRequestHeader(b *testing.B) {
 }
 
 func BenchmarkResponse(b *testing.B) {
-	var p Parser
+	var p parser
 	var req Request
 	if _, err := p.Parse([]byte(chromeRequest), &req); err != nil {
 		b.Fatal(err)
 	}
-	var r Response
+	var r response
 	var dc h1.DateCache
 	body := make([]byte, 0, 64)
 	out := make([]byte, 0, 512)

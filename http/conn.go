@@ -40,7 +40,7 @@ type conn struct {
 	c          *vnet.Conn
 	prev, next *conn
 
-	parser     Parser
+	parser     parser
 	dec        h1.ChunkedDecoder
 	phase      phase
 	pattern    string // the Router pattern of the last request handled
@@ -282,7 +282,7 @@ func (cs *conn) serveLoop() {
 				}
 				return
 			}
-			if err == ErrNotHTTPVersion && cs.mayBePreface() && !lineEnded(buf, cs.srv.limits.maxHeaderBytes()) {
+			if err == errNotHTTPVersion && cs.mayBePreface() && !lineEnded(buf, cs.srv.limits.maxHeaderBytes()) {
 				// protoError judges the whole first line.
 				if rht := cs.srv.opts.readHeaderTimeout; rht > 0 {
 					cs.armAt(cs.phaseStart + int64(rht))
@@ -684,7 +684,7 @@ func (cs *conn) endBody() {
 }
 
 // writeResponse serializes resp, the answer to req, into the output.
-func (cs *conn) writeResponse(resp *Response, req *Request) {
+func (cs *conn) writeResponse(resp *response, req *Request) {
 	if cs.srv.shutting.Load() {
 		req.Close = true
 	}
@@ -765,7 +765,7 @@ func (cs *conn) fail(status int) {
 // as frames. So the connection closes without an answer when all hold:
 //   - HTTP/2 is on and no request was answered on the connection yet;
 //   - the parser found no HTTP-version at the end of the first line
-//     (ErrNotHTTPVersion: not "HTTP/" digit "." digit);
+//     (errNotHTTPVersion: not "HTTP/" digit "." digit);
 //   - the line, read to its end, is not an HTTP/1 request line at all:
 //     its method is none of RFC 9110's (GET, HEAD, POST, PUT, DELETE,
 //     CONNECT, OPTIONS, TRACE) nor PATCH, and none of its words after the
@@ -781,7 +781,7 @@ func (cs *conn) protoError(err error) {
 	cs.ls.st.protoErrors.Add(1)
 	status := ErrorStatus(err)
 	silent := false
-	if err == ErrNotHTTPVersion && cs.mayBePreface() {
+	if err == errNotHTTPVersion && cs.mayBePreface() {
 		buf, _ := cs.c.Peek(0)
 		silent = !isRequestLine(buf)
 	}

@@ -17,7 +17,7 @@ func (cs *conn) transport() *vnet.Conn { return cs.c }
 func (cs *conn) shared() *loopState { return cs.ls }
 
 // writeHead serializes the head of a streamed answer.
-func (cs *conn) writeHead(resp *Response, req *Request, cl int64) {
+func (cs *conn) writeHead(resp *response, req *Request, cl int64) {
 	if cs.srv.shutting.Load() {
 		req.Close = true
 	}

@@ -40,13 +40,13 @@ var (
 	ErrVersionNotSupported = &ProtocolError{Status: StatusHTTPVersionNotSupported}
 )
 
-// ErrNotHTTPVersion is the [Parser]'s error for a request line whose third
+// errNotHTTPVersion is the parser's error for a request line whose third
 // part is not an HTTP-version at all: it does not start with "HTTP/",
 // a digit, "." and a digit (RFC 9112 §2.3). It is a 400 error like any
 // malformed request (errors.Is(err, ErrBadRequest) holds), but the server
 // does not answer a connection's first line with it when HTTP/2 is on and
 // the line is no HTTP/1 request line at all: see [WithHTTP2].
-var ErrNotHTTPVersion = badRequest("not an HTTP-version")
+var errNotHTTPVersion = badRequest("not an HTTP-version")
 
 // ErrorStatus returns the status code a server should answer err with: the
 // Status of a *ProtocolError, 0 for nil, and 500 otherwise.

@@ -31,7 +31,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func checkParse(t *testing.T, l Limits, buf []byte) {
-	p := Parser{Limits: l}
+	p := parser{Limits: l}
 	var req Request
 	n, err := p.Parse(buf, &req)
 	var desc string
@@ -63,7 +63,7 @@ func checkParse(t *testing.T, l Limits, buf []byte) {
 
 	// The outcome must not depend on how the input was split: feed
 	// prefixes (every byte for short inputs, a few cuts otherwise) to one
-	// Parser, each in a new buffer.
+	// parser, each in a new buffer.
 	cuts := []int{len(buf) / 3, len(buf) / 2, len(buf) - 1}
 	if len(buf) <= 300 {
 		cuts = cuts[:0]
@@ -71,7 +71,7 @@ func checkParse(t *testing.T, l Limits, buf []byte) {
 			cuts = append(cuts, k)
 		}
 	}
-	q := Parser{Limits: l}
+	q := parser{Limits: l}
 	var req2 Request
 	for _, k := range cuts {
 		if k < 0 {
@@ -147,7 +147,7 @@ func checkRequest(t *testing.T, l *Limits, buf []byte, n int, req *Request) {
 		t.Fatal("HTTP/1.1 without Host")
 	}
 	// The head alone parses to the same request.
-	var p Parser
+	var p parser
 	p.Limits = *l
 	var again Request
 	if n2, err := p.Parse(buf[:n], &again); n2 != n || err != nil || describe(&again) != describe(req) {

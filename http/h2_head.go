@@ -11,7 +11,7 @@ import (
 
 // HTTP/2 header blocks: a request's fields, decoded by HPACK, checked
 // against RFC 9113 §8.2–8.3 and turned into a Request; a response's head
-// encoded from a Response.
+// encoded from a response.
 
 // errMalformed is a request whose fields break RFC 9113 §8.2–8.3: a
 // stream error PROTOCOL_ERROR (§8.1.1).
@@ -242,7 +242,7 @@ func (hc *h2Conn) checkTrailers(id uint32, endStream bool) *h2.Error {
 // and Server unless the handler set them (an empty value suppresses
 // them, as for HTTP/1), the handler's fields with lowercase names and
 // without the connection-specific ones, and content-length when cl >= 0.
-func (hc *h2Conn) encodeHead(resp *Response, status int, cl int64) []byte {
+func (hc *h2Conn) encodeHead(resp *response, status int, cl int64) []byte {
 	sh := hc.ls.h2
 	sh.encBuf.Reset()
 	e := sh.enc

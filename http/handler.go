@@ -29,10 +29,10 @@ func (f HandlerFunc) ServeHTTP(w *ResponseWriter, r *Request) { f(w, r) }
 // A ResponseWriter collects a handler's response: status, header fields
 // and body, all buffered. The server serializes it when the handler
 // returns, with Date, Server, Content-Length and Connection handling
-// (see [Response.AppendTo]). It allocates nothing once its buffers have
+// (response.AppendTo). It allocates nothing once its buffers have
 // grown to the sizes the handler uses.
 type ResponseWriter struct {
-	resp  Response
+	resp  response
 	ex    exchange  // the request's exchange; nil for a writer not made by the server
 	then  then      // what the server does once the handler returns
 	file  *fileBody // a body ServeFile takes from a file (fs_send.go)

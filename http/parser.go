@@ -6,7 +6,7 @@ import (
 	"github.com/veloq/veloq/http/internal/h1"
 )
 
-// Parser states. The parser consumes the head byte by byte; the state and
+// parser states. The parser consumes the head byte by byte; the state and
 // a few offsets are all it needs to resume after ErrNeedMore.
 const (
 	stStart      = iota // skipping empty lines before the request-line
@@ -23,19 +23,18 @@ type fieldSpan struct {
 	ns, ne, vs, ve int32
 }
 
-// A Parser is part of the protocol core (the Server runs one per
-// connection): it parses HTTP/1.x request heads (RFC 9112). The zero
-// value is ready to use with the default limits.
+// A parser parses HTTP/1.x request heads (RFC 9112); the server runs one
+// per connection. The zero value is ready to use with the default limits.
 //
-// A Parser is incremental: when Parse reports ErrNeedMore it remembers how
+// A parser is incremental: when Parse reports ErrNeedMore it remembers how
 // far it got, and the next call, given the same bytes extended by newly
 // read ones, continues from there instead of starting over. Only offsets
 // are remembered, so the caller may move the accumulated bytes into a
 // different (e.g. larger) buffer between calls. The outcome does not
 // depend on how the input was split.
 //
-// A Parser is not safe for concurrent use; each connection owns one.
-type Parser struct {
+// A parser is not safe for concurrent use; each connection owns one.
+type parser struct {
 	// Limits bounds the head (and the body length announced in it).
 	Limits Limits
 
@@ -54,12 +53,12 @@ type Parser struct {
 	spans []fieldSpan
 }
 
-// maxKeptSpans is the most span capacity a Parser keeps between heads.
+// maxKeptSpans is the most span capacity a parser keeps between heads.
 const maxKeptSpans = 16
 
 // Reset discards any partial progress. Parse calls it itself after a
 // complete head or an error; call it only to abandon a partial head.
-func (p *Parser) Reset() {
+func (p *parser) Reset() {
 	p.state = stStart
 	p.scan = 0
 	if cap(p.spans) > maxKeptSpans {
@@ -78,14 +77,14 @@ func (p *Parser) Reset() {
 // is a *ProtocolError; see the package documentation for the status each
 // rejection maps to.
 //
-// After success or a protocol error the Parser is reset, ready for the
+// After success or a protocol error the parser is reset, ready for the
 // next request. On success req's byte fields are views into buf; after
 // an error or ErrNeedMore, req's contents are unspecified. The Request
 // passed to the calls that continue a head need not be the same one.
 //
-// Parse does not allocate, except once per Parser and Request to size
+// Parse does not allocate, except once per parser and Request to size
 // the header tables.
-func (p *Parser) Parse(buf []byte, req *Request) (n int, err error) {
+func (p *parser) Parse(buf []byte, req *Request) (n int, err error) {
 	if p.scan > len(buf) {
 		// The caller restarted with a shorter buffer.
 		p.Reset()
@@ -125,7 +124,7 @@ func (p *Parser) Parse(buf []byte, req *Request) (n int, err error) {
 
 // scanHead runs the state machine over b. It returns the head length when
 // the final empty line has been seen.
-func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
+func (p *parser) scanHead(b []byte, req *Request) (int, error) {
 	// The state lives in a register while scanning and is stored only
 	// when the head is incomplete. Each state falls through to the next
 	// one rather than going round the switch again (about 5 instructions
@@ -212,7 +211,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 					switch k {
 					case 5, 7:
 						if c < '0' || c > '9' {
-							return 0, ErrNotHTTPVersion
+							return 0, errNotHTTPVersion
 						}
 					case 8:
 						if c != '\r' {
@@ -224,7 +223,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 						}
 					default:
 						if c != pattern[k] {
-							return 0, ErrNotHTTPVersion
+							return 0, errNotHTTPVersion
 						}
 					}
 					if k == 9 {
@@ -338,7 +337,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 
 // fill completes req from the head in b, its fields from their spans,
 // and applies the semantic checks that need the whole header section.
-func (p *Parser) fill(b []byte, req *Request) error {
+func (p *parser) fill(b []byte, req *Request) error {
 	if need := max(len(req.spans), p.Limits.maxHeaders()); cap(req.Headers) < need {
 		req.Headers = make([]HeaderField, 0, need)
 	}

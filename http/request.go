@@ -11,12 +11,12 @@ type HeaderField struct {
 }
 
 // A Request is the parsed head of an HTTP/1.x request. It is a view: every
-// []byte field aliases the buffer passed to [Parser.Parse] and is valid
-// only while that buffer is unchanged. The views are capped (three-index
+// []byte field aliases the connection's input buffer and is valid only
+// while that buffer is unchanged. The views are capped (three-index
 // slices), so appending to one never overwrites the buffer.
 //
 // A Request is meant to be reused for successive requests on a connection;
-// Parse resets it.
+// the server resets it.
 type Request struct {
 	// Method is the request method, a non-empty token. Methods are case
 	// sensitive.
@@ -79,9 +79,9 @@ type Request struct {
 	// to name the route in the blocked-loop warning.
 	pattern string
 
-	// spans is the Parser's scratch: where each field of the head being
+	// spans is the parser's scratch: where each field of the head being
 	// parsed lies, kept with the Request (one per loop in the server)
-	// rather than with each connection's Parser.
+	// rather than with each connection's parser.
 	spans []fieldSpan
 }
 

@@ -57,7 +57,7 @@ func TestResponseHeader(t *testing.T) {
 
 func parseRequest(t *testing.T, s string) *Request {
 	t.Helper()
-	var p Parser
+	var p parser
 	req := new(Request)
 	if _, err := p.Parse([]byte(s), req); err != nil {
 		t.Fatal(err)
@@ -85,7 +85,7 @@ func TestResponseAppendTo(t *testing.T) {
 	tests := []struct {
 		name    string
 		req     string // "" means nil request
-		setup   func(r *Response)
+		setup   func(r *response)
 		want    string
 		close   bool
 		allowed bool
@@ -93,7 +93,7 @@ func TestResponseAppendTo(t *testing.T) {
 		{
 			name: "hello",
 			req:  get11,
-			setup: func(r *Response) {
+			setup: func(r *response) {
 				r.Header().Set("Content-Type", "text/plain")
 				r.WriteString("hello")
 			},
@@ -104,14 +104,14 @@ func TestResponseAppendTo(t *testing.T) {
 		{
 			name:    "empty body",
 			req:     get11,
-			setup:   func(r *Response) { r.SetStatus(404) },
+			setup:   func(r *response) { r.SetStatus(404) },
 			want:    "HTTP/1.1 404 Not Found\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 0\r\n\r\n",
 			allowed: true,
 		},
 		{
 			name: "HEAD",
 			req:  "HEAD / HTTP/1.1\r\nHost: a\r\n\r\n",
-			setup: func(r *Response) {
+			setup: func(r *response) {
 				r.Write([]byte("not sent"))
 			},
 			want: "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 8\r\n\r\n",
@@ -119,7 +119,7 @@ func TestResponseAppendTo(t *testing.T) {
 		{
 			name: "204 and overrides",
 			req:  get11,
-			setup: func(r *Response) {
+			setup: func(r *response) {
 				r.SetStatus(204)
 				r.Header().Set("Server", "custom")
 				r.Header().Set("Date", "")
@@ -133,7 +133,7 @@ func TestResponseAppendTo(t *testing.T) {
 			// Fields set and removed again leave the defaults in place.
 			name: "overrides removed",
 			req:  get11,
-			setup: func(r *Response) {
+			setup: func(r *response) {
 				h := r.Header()
 				h.Set("Server", "custom")
 				h.Set("date", "")
@@ -154,7 +154,7 @@ func TestResponseAppendTo(t *testing.T) {
 			// dropped.
 			name: "control characters",
 			req:  get11,
-			setup: func(r *Response) {
+			setup: func(r *response) {
 				h := r.Header()
 				h.Set("X-Split", "a\r\nSet-Cookie: x=1\x7f\tb  ")
 				h.AddBytes([]byte("X-Long"), []byte("0123456789abcdef\n0123456789"))
@@ -168,14 +168,14 @@ func TestResponseAppendTo(t *testing.T) {
 		{
 			name:    "304",
 			req:     get11,
-			setup:   func(r *Response) { r.SetStatus(304); r.Header().Add("ETag", `"x"`) },
+			setup:   func(r *response) { r.SetStatus(304); r.Header().Add("ETag", `"x"`) },
 			want:    "HTTP/1.1 304 Not Modified\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nETag: \"x\"\r\n\r\n",
 			allowed: false,
 		},
 		{
 			name:    "client asks to close",
 			req:     "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
-			setup:   func(r *Response) {},
+			setup:   func(r *response) {},
 			want:    "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
 			close:   true,
 			allowed: true,
@@ -183,7 +183,7 @@ func TestResponseAppendTo(t *testing.T) {
 		{
 			name:    "handler asks to close",
 			req:     get11,
-			setup:   func(r *Response) { r.Header().Set("Connection", "Close") },
+			setup:   func(r *response) { r.Header().Set("Connection", "Close") },
 			want:    "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nConnection: Close\r\nContent-Length: 0\r\n\r\n",
 			close:   true,
 			allowed: true,
@@ -191,21 +191,21 @@ func TestResponseAppendTo(t *testing.T) {
 		{
 			name:    "HTTP/1.0 keep-alive",
 			req:     "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
-			setup:   func(r *Response) { r.WriteString("x") },
+			setup:   func(r *response) { r.WriteString("x") },
 			want:    "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 1\r\nConnection: keep-alive\r\n\r\nx",
 			allowed: true,
 		},
 		{
 			name:    "HTTP/1.0 without keep-alive",
 			req:     "GET / HTTP/1.0\r\n\r\n",
-			setup:   func(r *Response) { r.WriteString("x") },
+			setup:   func(r *response) { r.WriteString("x") },
 			want:    "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx",
 			close:   true,
 			allowed: true,
 		},
 		{
 			name:    "no request",
-			setup:   func(r *Response) { r.SetStatus(500) },
+			setup:   func(r *response) { r.SetStatus(500) },
 			want:    "HTTP/1.1 500 Internal Server Error\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
 			close:   true,
 			allowed: true,
@@ -219,7 +219,7 @@ func TestResponseAppendTo(t *testing.T) {
 				req = parseRequest(t, tt.req)
 				method = string(req.Method)
 			}
-			var r Response
+			var r response
 			r.Reset(make([]byte, 0, 64))
 			tt.setup(&r)
 			got := r.AppendTo([]byte("prefix:"), req, date)
@@ -238,7 +238,7 @@ func TestResponseAppendTo(t *testing.T) {
 }
 
 func TestResponseAppendHeadChunked(t *testing.T) {
-	var r Response
+	var r response
 	r.Reset(nil)
 	r.Header().Set("Content-Type", "text/plain")
 	req := parseRequest(t, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
@@ -268,7 +268,7 @@ func TestResponseAppendHeadChunked(t *testing.T) {
 
 func TestResponseAllocs(t *testing.T) {
 	req := parseRequest(t, chromeRequest)
-	var r Response
+	var r response
 	var dc h1.DateCache
 	body := make([]byte, 0, 256)
 	out := make([]byte, 0, 1024)
@@ -281,7 +281,7 @@ func TestResponseAllocs(t *testing.T) {
 		out = r.AppendTo(out[:0], req, dc.Bytes(now))
 	})
 	if allocs != 0 {
-		t.Errorf("Response allocates %v times", allocs)
+		t.Errorf("response allocates %v times", allocs)
 	}
 }
 
@@ -295,7 +295,7 @@ func TestResponseHeadBound(t *testing.T) {
 		parseRequest(t, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"),
 		parseRequest(t, "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
 	}
-	var r Response
+	var r response
 	for status := 0; status <= 1000; status++ {
 		for _, req := range reqs {
 			for _, cl := range []int64{-1, 0, 1<<63 - 1} {
@@ -318,7 +318,7 @@ func TestResponseHeadBound(t *testing.T) {
 func TestResponseHeaderRepeat(t *testing.T) {
 	date := []byte("Sun, 06 Nov 1994 08:49:37 GMT")
 	req := parseRequest(t, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
-	var r Response
+	var r response
 	var first string
 	for i := range 3 {
 		r.Reset(nil)
@@ -357,14 +357,14 @@ func TestResponseHeadCache(t *testing.T) {
 	fields := [][2]string{{"Content-Type", "text/plain"}, {"Content-Typ", "etext/plain"},
 		{"Content-Type", "text/html"}, {"Content-Type", "text/xxxxx"}, {"Connection", "close"}, {"Server", "x"}}
 	dims := [4]int{len(statuses), len(reqs), len(lengths), len(fields)}
-	set := func(r *Response, k [4]int) {
+	set := func(r *response, k [4]int) {
 		r.Reset(nil)
 		r.SetStatus(statuses[k[0]])
 		r.Header().Set(fields[k[3]][0], fields[k[3]][1])
 	}
 	var c headCache
-	var want, got Response
-	outcome := func(r *Response) [3]bool { return [3]bool{r.ShouldClose(), r.Chunked(), r.BodyAllowed()} }
+	var want, got response
+	outcome := func(r *response) [3]bool { return [3]bool{r.ShouldClose(), r.Chunked(), r.BodyAllowed()} }
 	for n := 0; n < dims[0]*dims[1]*dims[2]*dims[3]; n++ {
 		a := [4]int{n % dims[0], n / dims[0] % dims[1], n / dims[0] / dims[1] % dims[2], n / dims[0] / dims[1] / dims[2]}
 		for d := range a {

@@ -391,7 +391,7 @@ type loopState struct {
 	// ends when the loop clock (Loop.Clock) reaches dateUntil.
 	dates     h1.DateCache
 	dateUntil int64
-	head200   []byte    // status line, Date and Server of a plain 200 (Response.appendHead)
+	head200   []byte    // status line, Date and Server of a plain 200 (response.appendHead)
 	heads     headCache // the last HTTP/1 head written, cleared with the Date
 	dateText  string    // the Date value as a string, for HTTP/2; "" until asked for
 	req       Request

@@ -31,7 +31,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func checkParse(t *testing.T, l Limits, buf []byte) {
-	p := parser{Limits: l}
+	p := parser{Limits: h1.Limits(l)}
 	var req Request
 	n, err := p.Parse(buf, &req)
 	var desc string
@@ -43,7 +43,7 @@ func checkParse(t *testing.T, l Limits, buf []byte) {
 		if n != 0 {
 			t.Fatalf("n = %d with ErrNeedMore", n)
 		}
-		if len(buf) > p.Limits.maxHeaderBytes() {
+		if len(buf) > p.Limits.HeaderBytes() {
 			t.Fatalf("ErrNeedMore for %d bytes", len(buf))
 		}
 	default:
@@ -71,7 +71,7 @@ func checkParse(t *testing.T, l Limits, buf []byte) {
 			cuts = append(cuts, k)
 		}
 	}
-	q := parser{Limits: l}
+	q := parser{Limits: h1.Limits(l)}
 	var req2 Request
 	for _, k := range cuts {
 		if k < 0 {
@@ -97,8 +97,8 @@ func checkParse(t *testing.T, l Limits, buf []byte) {
 }
 
 // checkRequest asserts the invariants of a successful parse.
-func checkRequest(t *testing.T, l *Limits, buf []byte, n int, req *Request) {
-	if n <= 0 || n > len(buf) || n > l.maxHeaderBytes() {
+func checkRequest(t *testing.T, l *h1.Limits, buf []byte, n int, req *Request) {
+	if n <= 0 || n > len(buf) || n > l.HeaderBytes() {
 		t.Fatalf("n = %d, len = %d", n, len(buf))
 	}
 	if !bytes.HasSuffix(buf[:n], []byte("\r\n\r\n")) {
@@ -107,7 +107,7 @@ func checkRequest(t *testing.T, l *Limits, buf []byte, n int, req *Request) {
 	if !h1.ValidToken(req.Method) {
 		t.Fatalf("method %q", req.Method)
 	}
-	if len(req.Target) == 0 || len(req.Target) > l.maxTargetBytes() {
+	if len(req.Target) == 0 || len(req.Target) > l.TargetBytes() {
 		t.Fatalf("target %q", req.Target)
 	}
 	for _, c := range req.Target {
@@ -118,7 +118,7 @@ func checkRequest(t *testing.T, l *Limits, buf []byte, n int, req *Request) {
 	if req.ProtoMajor != 1 || req.ProtoMinor < 0 || req.ProtoMinor > 9 {
 		t.Fatalf("version %d.%d", req.ProtoMajor, req.ProtoMinor)
 	}
-	if len(req.Headers) > l.maxHeaders() {
+	if len(req.Headers) > l.Headers() {
 		t.Fatalf("%d headers", len(req.Headers))
 	}
 	for _, h := range req.Headers {
@@ -134,7 +134,7 @@ func checkRequest(t *testing.T, l *Limits, buf []byte, n int, req *Request) {
 			}
 		}
 	}
-	if req.ContentLength < -1 || req.ContentLength > l.maxBodyBytes() {
+	if req.ContentLength < -1 || req.ContentLength > l.BodyBytes() {
 		t.Fatalf("content length %d", req.ContentLength)
 	}
 	if req.Chunked && req.ContentLength != -1 {

@@ -36,7 +36,7 @@ type fieldSpan struct {
 // A parser is not safe for concurrent use; each connection owns one.
 type parser struct {
 	// Limits bounds the head (and the body length announced in it).
-	Limits Limits
+	Limits h1.Limits
 
 	state      uint8
 	scan       int // where scanning resumes
@@ -89,7 +89,7 @@ func (p *parser) Parse(buf []byte, req *Request) (n int, err error) {
 		// The caller restarted with a shorter buffer.
 		p.Reset()
 	}
-	maxHead := p.Limits.maxHeaderBytes()
+	maxHead := p.Limits.HeaderBytes()
 	b := buf
 	if len(b) > maxHead {
 		b = b[:maxHead]
@@ -177,7 +177,7 @@ func (p *parser) scanHead(b []byte, req *Request) (int, error) {
 
 		case stTarget:
 			ts := p.methodEnd + 1
-			maxTarget := p.Limits.maxTargetBytes()
+			maxTarget := p.Limits.TargetBytes()
 			// Scan at most one byte past the longest allowed target.
 			lim := min(len(b), ts+maxTarget+1)
 			i += h1.TargetLen(b[i:lim])
@@ -317,7 +317,7 @@ func (p *parser) scanHead(b []byte, req *Request) (int, error) {
 			if b[i+1] != '\n' {
 				return 0, errBareCR
 			}
-			if len(req.spans) >= p.Limits.maxHeaders() {
+			if len(req.spans) >= p.Limits.Headers() {
 				return 0, errTooManyHeaders
 			}
 			vs, ve := p.valueStart, i
@@ -326,7 +326,7 @@ func (p *parser) scanHead(b []byte, req *Request) (int, error) {
 			}
 			if req.spans == nil {
 				// Grown by append past this: most heads are short.
-				req.spans = make([]fieldSpan, 0, min(p.Limits.maxHeaders(), 32))
+				req.spans = make([]fieldSpan, 0, min(p.Limits.Headers(), 32))
 			}
 			req.spans = append(req.spans, fieldSpan{int32(p.lineStart), int32(p.nameEnd), int32(vs), int32(ve)})
 			i += 2
@@ -338,7 +338,7 @@ func (p *parser) scanHead(b []byte, req *Request) (int, error) {
 // fill completes req from the head in b, its fields from their spans,
 // and applies the semantic checks that need the whole header section.
 func (p *parser) fill(b []byte, req *Request) error {
-	if need := max(len(req.spans), p.Limits.maxHeaders()); cap(req.Headers) < need {
+	if need := max(len(req.spans), p.Limits.Headers()); cap(req.Headers) < need {
 		req.Headers = make([]HeaderField, 0, need)
 	}
 	// Field by field rather than a composite literal: that would clear the
@@ -416,7 +416,7 @@ func isAlpha(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' 
 // rejects the combinations RFC 9112 forbids. The fields are made and
 // looked at in one pass: a second loop over them cost about 40
 // instructions a field (callgrind, BenchmarkParse/pipelined-16).
-func (r *Request) interpret(b []byte, spans []fieldSpan, l *Limits) error {
+func (r *Request) interpret(b []byte, spans []fieldSpan, l *h1.Limits) error {
 	var (
 		hosts                    int
 		hasCL, hasTE             bool
@@ -555,7 +555,7 @@ func (r *Request) interpret(b []byte, spans []fieldSpan, l *Limits) error {
 		r.Chunked = true
 		r.ContentLength = -1
 	}
-	if r.ContentLength > l.maxBodyBytes() {
+	if r.ContentLength > l.BodyBytes() {
 		return errBodyTooLarge
 	}
 	if http11 {

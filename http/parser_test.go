@@ -403,7 +403,7 @@ var invalidCases = []invalidCase{
 func TestParseInvalid(t *testing.T) {
 	for _, tc := range invalidCases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := parser{Limits: tc.limits}
+			p := parser{Limits: h1.Limits(tc.limits)}
 			var req Request
 			n, err := p.Parse([]byte(tc.in), &req)
 			var pe *ProtocolError
@@ -420,7 +420,7 @@ func TestParseInvalid(t *testing.T) {
 				t.Errorf("ErrorStatus = %d", ErrorStatus(err))
 			}
 			// The parser is reset and usable again.
-			p.Limits = Limits{}
+			p.Limits = h1.Limits{}
 			if _, err := p.Parse([]byte("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), &req); err != nil {
 				t.Fatalf("Parse after error: %v", err)
 			}
@@ -436,18 +436,18 @@ func TestParseLimitBoundaries(t *testing.T) {
 		{MaxHeaders: 2},
 	}
 	for _, l := range ok {
-		p := parser{Limits: l}
+		p := parser{Limits: h1.Limits(l)}
 		var req Request
 		if n, err := p.Parse([]byte(head), &req); err != nil || n != len(head) {
 			t.Errorf("limits %+v: Parse = %d, %v", l, n, err)
 		}
 	}
-	p := parser{Limits: Limits{MaxHeaderBytes: len(head) - 1}}
+	p := parser{Limits: h1.Limits(Limits{MaxHeaderBytes: len(head) - 1})}
 	var req Request
 	if _, err := p.Parse([]byte(head), &req); !errors.Is(err, ErrHeaderTooLarge) {
 		t.Errorf("one byte over MaxHeaderBytes: %v", err)
 	}
-	p = parser{Limits: Limits{MaxBodyBytes: 5}}
+	p = parser{Limits: h1.Limits(Limits{MaxBodyBytes: 5})}
 	if _, err := p.Parse([]byte("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n"), &req); err != nil {
 		t.Errorf("Content-Length at MaxBodyBytes: %v", err)
 	}
@@ -528,10 +528,10 @@ func TestParseSplitAtEveryByte(t *testing.T) {
 	}
 	for _, tc := range invalidCases {
 		t.Run(tc.name, func(t *testing.T) {
-			whole := parser{Limits: tc.limits}
+			whole := parser{Limits: h1.Limits(tc.limits)}
 			var req Request
 			_, wantErr := whole.Parse([]byte(tc.in), &req)
-			p := parser{Limits: tc.limits}
+			p := parser{Limits: h1.Limits(tc.limits)}
 			_, _, err := parseSplit(t, &p, tc.in)
 			if err != wantErr {
 				t.Fatalf("split parse error %v, whole parse %v", err, wantErr)
@@ -672,7 +672,7 @@ func TestParseResetsEveryField(t *testing.T) {
 
 func TestParseManyHeadersGrows(t *testing.T) {
 	in := "GET / HTTP/1.1\r\nHost: a\r\n" + strings.Repeat("X-A: b\r\n", 99) + "\r\n"
-	p := parser{Limits: Limits{MaxHeaders: 100}}
+	p := parser{Limits: h1.Limits(Limits{MaxHeaders: 100})}
 	var req Request
 	if _, err := p.Parse([]byte(in), &req); err != nil {
 		t.Fatal(err)

@@ -507,7 +507,7 @@ func (h netHandler) OnOpen(c *vnet.Conn) {
 	n := s.active.Add(1)
 	cs := ls.newConn()
 	cs.srv, cs.ls, cs.c = s, ls, c
-	cs.parser.Limits = s.limits
+	cs.parser.Limits = h1.Limits(s.limits)
 	cs.dec.Limits = h1.Limits(s.limits)
 	c.SetContext(cs)
 	ls.conns.add(cs)

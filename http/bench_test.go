@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/veloq/veloq/http/internal/h1"
 )
 
 func BenchmarkParse(b *testing.B) {
@@ -15,7 +17,7 @@ func BenchmarkParse(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			buf := []byte(bc.in)
-			var p Parser
+			var p parser
 			var req Request
 			b.SetBytes(int64(len(buf)))
 			b.ReportAllocs()
@@ -34,7 +36,7 @@ func BenchmarkParse(b *testing.B) {
 		// The head arrives in two reads: the parser resumes.
 		buf := []byte(chromeRequest)
 		half := buf[:len(buf)/2]
-		var p Parser
+		var p parser
 		var req Request
 		b.SetBytes(int64(len(buf)))
 		b.ReportAllocs()
@@ -48,7 +50,7 @@ func BenchmarkParse(b *testing.B) {
 }
 
 func BenchmarkRequestHeader(b *testing.B) {
-	var p Parser
+	var p parser
 	var req Request
 	if _, err := p.Parse([]byte(chromeRequest), &req); err != nil {
 		b.Fatal(err)
@@ -61,66 +63,14 @@ func BenchmarkRequestHeader(b *testing.B) {
 	}
 }
 
-func BenchmarkChunkedDecode(b *testing.B) {
-	chunk := strings.Repeat("x", 1024)
-	var enc []byte
-	for range 64 {
-		enc = AppendChunk(enc, []byte(chunk))
-	}
-	enc = AppendLastChunk(enc)
-	b.Run("Next-64x1KiB", func(b *testing.B) {
-		var d ChunkedDecoder
-		b.SetBytes(int64(len(enc)))
-		b.ReportAllocs()
-		for b.Loop() {
-			d.Reset()
-			for in := enc; ; {
-				n, _, done, err := d.Next(in)
-				if done {
-					break
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-				in = in[n:]
-			}
-		}
-	})
-	b.Run("Decode-64x1KiB", func(b *testing.B) {
-		var d ChunkedDecoder
-		out := make([]byte, len(enc))
-		b.SetBytes(int64(len(enc)))
-		b.ReportAllocs()
-		for b.Loop() {
-			d.Reset()
-			if _, _, done, err := d.Decode(enc, out); !done || err != nil {
-				b.Fatal(done, err)
-			}
-		}
-	})
-	small := []byte("5\r\nhello\r\n1;ext=\"v\"\r\n,\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\n")
-	b.Run("Decode-small", func(b *testing.B) {
-		var d ChunkedDecoder
-		out := make([]byte, len(small))
-		b.SetBytes(int64(len(small)))
-		b.ReportAllocs()
-		for b.Loop() {
-			d.Reset()
-			if _, _, done, err := d.Decode(small, out); !done || err != nil {
-				b.Fatal(done, err)
-			}
-		}
-	})
-}
-
 func BenchmarkResponse(b *testing.B) {
-	var p Parser
+	var p parser
 	var req Request
 	if _, err := p.Parse([]byte(chromeRequest), &req); err != nil {
 		b.Fatal(err)
 	}
-	var r Response
-	var dc DateCache
+	var r response
+	var dc h1.DateCache
 	body := make([]byte, 0, 64)
 	out := make([]byte, 0, 512)
 	now := time.Now()
@@ -130,15 +80,5 @@ func BenchmarkResponse(b *testing.B) {
 		r.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		r.WriteString("Hello, World!")
 		out = r.AppendTo(out[:0], &req, dc.Bytes(now))
-	}
-}
-
-func BenchmarkDateCache(b *testing.B) {
-	var d DateCache
-	dst := make([]byte, 0, 64)
-	now := time.Now()
-	b.ReportAllocs()
-	for b.Loop() {
-		dst = d.Append(dst[:0], now)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	nethttp "net/http"
 	"time"
 
+	"github.com/veloq/veloq/http/internal/h1"
 	"github.com/veloq/veloq/http/internal/h2"
 	"github.com/veloq/veloq/internal/panicstack"
 	vnet "github.com/veloq/veloq/net"
@@ -39,8 +40,8 @@ type conn struct {
 	c          *vnet.Conn
 	prev, next *conn
 
-	parser     Parser
-	dec        ChunkedDecoder
+	parser     parser
+	dec        h1.ChunkedDecoder
 	phase      phase
 	pattern    string // the Router pattern of the last request handled
 	phaseStart int64  // loop clock (Loop.Clock) when the phase began
@@ -89,7 +90,7 @@ func (cs *conn) now() int64 { return cs.c.Loop().Clock() }
 func (cs *conn) date() []byte {
 	ls, l := cs.ls, cs.c.Loop()
 	if l.Clock() < ls.dateUntil {
-		return ls.dates.buf[:]
+		return ls.dates.Last()
 	}
 	// A new wall-clock second, or the first request: until the loop clock
 	// passes the end of this second, the cached text stands.
@@ -277,13 +278,13 @@ func (cs *conn) serveLoop() {
 		req := &ls.req
 		n, err := cs.parser.Parse(buf, req)
 		if err != nil {
-			if err == ErrNeedMore {
+			if err == h1.ErrNeedMore {
 				if rht := cs.srv.opts.readHeaderTimeout; rht > 0 {
 					cs.armAt(cs.phaseStart + int64(rht))
 				}
 				return
 			}
-			if err == ErrNotHTTPVersion && cs.mayBePreface() && !lineEnded(buf, cs.srv.limits.maxHeaderBytes()) {
+			if err == errNotHTTPVersion && cs.mayBePreface() && !lineEnded(buf, cs.srv.limits.maxHeaderBytes()) {
 				// protoError judges the whole first line.
 				if rht := cs.srv.opts.readHeaderTimeout; rht > 0 {
 					cs.armAt(cs.phaseStart + int64(rht))
@@ -293,7 +294,7 @@ func (cs *conn) serveLoop() {
 			cs.protoError(err)
 			return
 		}
-		if req.Upgrade != nil && cs.srv.opts.h2c && equalFold(req.Upgrade, "h2c") && !req.HasBody() {
+		if req.Upgrade != nil && cs.srv.opts.h2c && h1.EqualFold(req.Upgrade, "h2c") && !req.HasBody() {
 			if settings, ok := req.Lookup("http2-settings"); ok {
 				cs.upgradeH2(req, settings)
 				c.Discard(n)
@@ -365,7 +366,7 @@ func (cs *conn) enterBody(req *Request, head []byte) {
 	cs.startBodyClock()
 	if req.Expect100 && !cs.sent100 {
 		cs.sent100 = true
-		cs.ls.scratch = AppendContinue(cs.ls.scratch[:0])
+		cs.ls.scratch = h1.AppendContinue(cs.ls.scratch[:0])
 		cs.write(cs.ls.scratch)
 	}
 }
@@ -381,10 +382,10 @@ func (cs *conn) decode(in []byte) (consumed int, done bool, err error) {
 		switch {
 		case d:
 			return consumed, true, nil
-		case e == ErrNeedMore:
+		case e == h1.ErrNeedMore:
 			return consumed, false, nil
 		case e != nil:
-			return consumed, false, e
+			return consumed, false, coreError(e)
 		}
 	}
 }
@@ -702,7 +703,7 @@ func (cs *conn) endBody() {
 }
 
 // writeResponse serializes resp, the answer to req, into the output.
-func (cs *conn) writeResponse(resp *Response, req *Request) {
+func (cs *conn) writeResponse(resp *response, req *Request) {
 	if cs.srv.shutting.Load() {
 		req.Close = true
 	}
@@ -742,7 +743,7 @@ func (cs *conn) writeBodyPart(data []byte, chunked bool) {
 	case len(data) == 0:
 	case chunked:
 		ls := cs.ls
-		ls.scratch = AppendChunkHeader(ls.scratch[:0], len(data))
+		ls.scratch = h1.AppendChunkHeader(ls.scratch[:0], len(data))
 		ls.iov = [3][]byte{ls.scratch, data, crlf}
 		cs.rec.out += int64(len(ls.scratch) + len(data) + len(crlf))
 		cs.c.Writev(ls.iov[:])
@@ -772,7 +773,7 @@ func (cs *conn) fail(status int) {
 		return
 	}
 	ls := cs.ls
-	ls.scratch = AppendError(ls.scratch[:0], status, cs.date())
+	ls.scratch = h1.AppendError(ls.scratch[:0], status, cs.date(), DefaultServerName)
 	cs.write(ls.scratch)
 	cs.rec.status = status
 	cs.report(true)
@@ -807,7 +808,7 @@ func (cs *conn) report(completed bool) {
 // as frames. So the connection closes without an answer when all hold:
 //   - HTTP/2 is on and no request was answered on the connection yet;
 //   - the parser found no HTTP-version at the end of the first line
-//     (ErrNotHTTPVersion: not "HTTP/" digit "." digit);
+//     (errNotHTTPVersion: not "HTTP/" digit "." digit);
 //   - the line, read to its end, is not an HTTP/1 request line at all:
 //     its method is none of RFC 9110's (GET, HEAD, POST, PUT, DELETE,
 //     CONNECT, OPTIONS, TRACE) nor PATCH, and none of its words after the
@@ -823,7 +824,7 @@ func (cs *conn) protoError(err error) {
 	cs.ls.st.protoErrors.Add(1)
 	status := ErrorStatus(err)
 	silent := false
-	if err == ErrNotHTTPVersion && cs.mayBePreface() {
+	if err == errNotHTTPVersion && cs.mayBePreface() {
 		buf, _ := cs.c.Peek(0)
 		silent = !isRequestLine(buf)
 	}

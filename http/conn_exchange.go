@@ -3,6 +3,7 @@ package http
 import (
 	"net"
 
+	"github.com/veloq/veloq/http/internal/h1"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -16,7 +17,7 @@ func (cs *conn) transport() *vnet.Conn { return cs.c }
 func (cs *conn) shared() *loopState { return cs.ls }
 
 // writeHead serializes the head of a streamed answer.
-func (cs *conn) writeHead(resp *Response, req *Request, cl int64) {
+func (cs *conn) writeHead(resp *response, req *Request, cl int64) {
 	if cs.srv.shutting.Load() {
 		req.Close = true
 	}
@@ -106,7 +107,7 @@ func (cs *conn) writeTrailers(t *ResponseHeader) {
 // t (RFC 9112 §7.1.2); framing fields are left out.
 func appendLastChunkTrailers(dst []byte, t *ResponseHeader) []byte {
 	if t == nil || t.Len() == 0 {
-		return AppendLastChunk(dst)
+		return h1.AppendLastChunk(dst)
 	}
 	dst = append(dst, "0\r\n"...)
 	for i := range t.fields {

@@ -1,6 +1,10 @@
 package http
 
-import "io"
+import (
+	"io"
+
+	"github.com/veloq/veloq/http/internal/h1"
+)
 
 // The HTTP/1 side of FromStd: the request body streamed from the
 // connection's input into the exchange's pipe, and the connection's
@@ -70,9 +74,10 @@ func (cs *conn) feedStd() {
 			}
 			if done {
 				x.bodyDone = true
-			} else if err == ErrNeedMore {
+			} else if err == h1.ErrNeedMore {
 				break
 			} else if err != nil {
+				err = coreError(err) // the handler's Body.Read returns it
 				c.Discard(off)
 				x.pipe.closeWrite(err)
 				cs.ls.st.protoErrors.Add(1)
@@ -116,7 +121,7 @@ func (cs *conn) askBody(send100 bool) {
 
 func (cs *conn) writeContinue() {
 	ls := cs.ls
-	ls.scratch = AppendContinue(ls.scratch[:0])
+	ls.scratch = h1.AppendContinue(ls.scratch[:0])
 	cs.write(ls.scratch)
 }
 

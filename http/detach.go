@@ -88,7 +88,7 @@ type detached struct {
 	ex   exchange // the exchange answered, while live
 
 	head      stdHead // the request as writing the head needs it
-	resp      Response
+	resp      response
 	trailer   ResponseHeader
 	cl        int64 // announced body length, -1 if unknown
 	sent      int64 // body bytes written

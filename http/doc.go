@@ -3,11 +3,6 @@
 // on veloq's loops (package vnet). The package name shadows net/http on purpose; import it
 // as vhttp where both are needed.
 //
-// Below the server is its protocol core (a request parser, a chunked
-// body decoder and response serializers over byte slices), exported for
-// code that speaks HTTP/1.1 itself; a server's handlers never need it.
-// It is described last, under "Protocol core".
-//
 // # Serving
 //
 // [NewServer] takes a [Handler], which runs inline on the connection's
@@ -74,25 +69,15 @@
 // are not supported, nor kernel TLS ([WithTLS] is crypto/tls on the loop).
 // veloq runs on Linux only.
 //
-// # Protocol core
+// # Malformed requests
 //
-// The server's building blocks, for code that parses or writes HTTP/1.1
-// on its own connections: [Parser], [ChunkedDecoder], [NextField],
-// [Response], [DateCache], and the Append functions ([AppendStatusLine],
-// [AppendChunk], [AppendChunkHeader], [AppendLastChunk],
-// [AppendContinue], [AppendError]). Each of their doc comments says it
-// belongs to the core.
+// The server's request parser follows RFC 9112 strictly; below it, the
+// rest of the HTTP/1 protocol core (chunked decoding, the byte scanners,
+// the Date cache and the serializers) is the internal package
+// http/internal/h1, as HTTP/2's framing is http/internal/h2.
 //
-// [Parser.Parse] parses a request head from the start of the connection's
-// accumulated input. It returns ErrNeedMore until the head is complete,
-// then the head's length n; the body, or the next pipelined request,
-// starts at buf[n:]. The resulting [Request] is a view into the buffer.
-// A chunked body is read with a [ChunkedDecoder]; a Content-Length body
-// is simply the next ContentLength bytes.
-//
-// The parser follows RFC 9112 strictly. Lines must end in CRLF. Each
-// rejection is a *[ProtocolError] carrying the status to answer with,
-// after which the connection must be closed:
+// Lines must end in CRLF. Each rejection is a *[ProtocolError] carrying
+// the status the server answers with before it closes the connection:
 //
 //	400 Bad Request
 //	    method or field name not a token; request-target with a byte outside
@@ -123,16 +108,11 @@
 //	505 HTTP Version Not Supported
 //	    an HTTP-version with a major version other than 1.
 //
-// Use errors.Is with the sentinels (ErrBadRequest, ErrHeaderTooLarge, ...)
-// to test the class, or [ErrorStatus] to get the status.
+// Use errors.Is with the sentinels (ErrBadRequest, ErrHeaderTooLarge,
+// ...) to test the class of an error, for example one a FromStd
+// handler's Body.Read returns, or [ErrorStatus] to get the status.
 //
 // Errors are decided from the bytes seen so far: for any split of the
-// input, every prefix yields either ErrNeedMore or the same result as the
-// whole input, so the server can reject garbage as soon as it arrives.
-//
-// On the response side, [Response] collects a handler's status, fields and body and serializes
-// them with Date, Server, framing and Connection handling.
-// [AppendStatusLine], [AppendChunk], [AppendLastChunk], [AppendContinue]
-// and [AppendError] are the building blocks, and [DateCache] keeps the
-// Date value for the current second.
+// input, every prefix is either incomplete or gets the same answer as the
+// whole input, so the server rejects garbage as soon as it arrives.
 package http

@@ -2,22 +2,16 @@ package http
 
 import (
 	"errors"
-	"strconv"
-)
 
-// ErrNeedMore is returned by [Parser.Parse] and [ChunkedDecoder.Next] when
-// the input ends before the current element is complete and no protocol
-// error has been detected so far. The caller reads more bytes and calls
-// again. It is not a protocol error.
-var ErrNeedMore = errors.New("http: need more data")
+	"github.com/veloq/veloq/http/internal/h1"
+)
 
 // A ProtocolError reports malformed or unacceptable input. Status is the
 // response status code the server should send before closing the
 // connection; Reason says what was wrong.
 //
 // Every ProtocolError is fatal for the connection: the request framing can
-// no longer be trusted, so the server answers with Status (see
-// [AppendError]) and closes.
+// no longer be trusted, so the server answers with Status and closes.
 //
 // Errors returned by this package are shared values and must not be
 // modified.
@@ -26,13 +20,7 @@ type ProtocolError struct {
 	Reason string
 }
 
-func (e *ProtocolError) Error() string {
-	s := "http: " + strconv.Itoa(e.Status) + " " + StatusText(e.Status)
-	if e.Reason != "" {
-		s += ": " + e.Reason
-	}
-	return s
-}
+func (e *ProtocolError) Error() string { return (*h1.Error)(e).Error() }
 
 // Is makes every ProtocolError match the sentinel with the same status, so
 // errors.Is(err, ErrBadRequest) holds for any 400 error.
@@ -52,18 +40,18 @@ var (
 	ErrVersionNotSupported = &ProtocolError{Status: StatusHTTPVersionNotSupported}
 )
 
-// ErrNotHTTPVersion is the [Parser]'s error for a request line whose third
+// errNotHTTPVersion is the parser's error for a request line whose third
 // part is not an HTTP-version at all: it does not start with "HTTP/",
 // a digit, "." and a digit (RFC 9112 §2.3). It is a 400 error like any
 // malformed request (errors.Is(err, ErrBadRequest) holds), but the server
 // does not answer a connection's first line with it when HTTP/2 is on and
 // the line is no HTTP/1 request line at all: see [WithHTTP2].
-var ErrNotHTTPVersion = badRequest("not an HTTP-version")
+var errNotHTTPVersion = badRequest("not an HTTP-version")
 
 // ErrorStatus returns the status code a server should answer err with: the
-// Status of a *ProtocolError, 0 for nil and ErrNeedMore, and 500 otherwise.
+// Status of a *ProtocolError, 0 for nil, and 500 otherwise.
 func ErrorStatus(err error) int {
-	if err == nil || err == ErrNeedMore {
+	if err == nil || err == h1.ErrNeedMore {
 		return 0
 	}
 	if pe, ok := err.(*ProtocolError); ok {
@@ -76,22 +64,34 @@ func ErrorStatus(err error) int {
 	return StatusInternalServerError
 }
 
+// coreError returns err, from the protocol core (package h1), as this
+// package's error: an *h1.Error becomes the *ProtocolError at the same
+// address (the two types have the same fields), so that errors.Is with
+// the sentinels and ErrorStatus work on it.
+func coreError(err error) error {
+	if e, ok := err.(*h1.Error); ok {
+		return (*ProtocolError)(e)
+	}
+	return err
+}
+
 func badRequest(reason string) *ProtocolError {
 	return &ProtocolError{Status: StatusBadRequest, Reason: reason}
 }
 
 // The specific errors. They are allocated once here so that returning them
-// costs nothing.
+// costs nothing. Those the chunked decoder finds too are the protocol
+// core's values, converted.
 var (
-	errBareCR            = badRequest("CR not followed by LF")
-	errBareLF            = badRequest("LF without preceding CR")
+	errBareCR            = (*ProtocolError)(h1.ErrBareCR)
+	errBareLF            = (*ProtocolError)(h1.ErrBareLF)
 	errBadMethod         = badRequest("invalid method")
 	errBadTarget         = badRequest("invalid request-target")
 	errBadVersion        = badRequest("malformed HTTP-version")
-	errBadFieldName      = badRequest("invalid field name")
-	errSpaceBeforeColon  = badRequest("whitespace between field name and colon")
-	errBadFieldValue     = badRequest("invalid character in field value")
-	errObsFold           = badRequest("obsolete line folding")
+	errBadFieldName      = (*ProtocolError)(h1.ErrBadFieldName)
+	errSpaceBeforeColon  = (*ProtocolError)(h1.ErrSpaceBeforeColon)
+	errBadFieldValue     = (*ProtocolError)(h1.ErrBadFieldValue)
+	errObsFold           = (*ProtocolError)(h1.ErrObsFold)
 	errMissingHost       = badRequest("missing Host header")
 	errMultipleHost      = badRequest("multiple Host headers")
 	errBadHost           = badRequest("invalid Host header")
@@ -102,18 +102,12 @@ var (
 	errTEChunkedTwice    = badRequest("chunked applied more than once")
 	errBadTransferCoding = badRequest("invalid transfer coding")
 	errTEHTTP10          = badRequest("Transfer-Encoding in an HTTP/1.0 request")
-	errBadChunkSize      = badRequest("invalid chunk size")
-	errChunkSizeOverflow = badRequest("chunk size overflows")
-	errBadChunkExt       = badRequest("invalid chunk extension")
-	errChunkLineTooLong  = badRequest("chunk-size line too long")
-	errMissingChunkCRLF  = badRequest("missing CRLF after chunk data")
 
-	errVersion         = &ProtocolError{Status: StatusHTTPVersionNotSupported, Reason: "only HTTP/1.x is supported"}
-	errTargetTooLong   = &ProtocolError{Status: StatusRequestURITooLong, Reason: "request-target exceeds limit"}
-	errHeadTooLarge    = &ProtocolError{Status: StatusRequestHeaderFieldsTooLarge, Reason: "header section exceeds limit"}
-	errTooManyHeaders  = &ProtocolError{Status: StatusRequestHeaderFieldsTooLarge, Reason: "too many header fields"}
-	errTrailerTooLarge = &ProtocolError{Status: StatusRequestHeaderFieldsTooLarge, Reason: "trailer section exceeds limit"}
-	errBodyTooLarge    = &ProtocolError{Status: StatusRequestEntityTooLarge, Reason: "body exceeds limit"}
-	errTEUnsupported   = &ProtocolError{Status: StatusNotImplemented, Reason: "unsupported transfer coding"}
-	errExpectation     = &ProtocolError{Status: StatusExpectationFailed, Reason: "unsupported expectation"}
+	errVersion        = &ProtocolError{Status: StatusHTTPVersionNotSupported, Reason: "only HTTP/1.x is supported"}
+	errTargetTooLong  = &ProtocolError{Status: StatusRequestURITooLong, Reason: "request-target exceeds limit"}
+	errHeadTooLarge   = &ProtocolError{Status: StatusRequestHeaderFieldsTooLarge, Reason: "header section exceeds limit"}
+	errTooManyHeaders = (*ProtocolError)(h1.ErrTooManyHeaders)
+	errBodyTooLarge   = (*ProtocolError)(h1.ErrBodyTooLarge)
+	errTEUnsupported  = &ProtocolError{Status: StatusNotImplemented, Reason: "unsupported transfer coding"}
+	errExpectation    = &ProtocolError{Status: StatusExpectationFailed, Reason: "unsupported expectation"}
 )

@@ -12,9 +12,10 @@ import (
 	vhttp "github.com/veloq/veloq/http"
 )
 
-// A fast handler runs inline on the loop: the request is a view into the
+// A Server serves a Handler on veloq's loops. A fast handler like this one
+// runs inline on the loop: the request is a view into the
 // connection's input and nothing is allocated.
-func ExampleServer() {
+func Example() {
 	s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintf(w, "%s %s, %d body bytes", r.Method, r.Path, len(r.Body))

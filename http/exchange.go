@@ -25,10 +25,10 @@ type exchange interface {
 	shared() *loopState
 
 	// writeResponse sends resp, buffered whole, as the answer to req.
-	writeResponse(resp *Response, req *Request)
+	writeResponse(resp *response, req *Request)
 	// writeHead starts a streamed answer to req; cl >= 0 announces that
 	// many body bytes, a negative cl an unknown number.
-	writeHead(resp *Response, req *Request, cl int64)
+	writeHead(resp *response, req *Request, cl int64)
 	// writeBody sends the next part of a streamed body.
 	writeBody(p []byte)
 	// whenWritable calls f on the loop once the client is within
@@ -43,7 +43,7 @@ type exchange interface {
 	// writeFile sends resp's head, then body's bytes from its file, and
 	// ends the exchange itself (end, then resume) once the last byte is
 	// out: with no user-space copy where the protocol allows it.
-	writeFile(resp *Response, req *Request, body *fileBody)
+	writeFile(resp *response, req *Request, body *fileBody)
 	// writeTrailers gives the trailer fields that end a streamed answer:
 	// for HTTP/1 in the last chunk (dropped when the body is not
 	// chunked), for HTTP/2 in a HEADERS frame that ends the stream. t must

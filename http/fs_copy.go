@@ -16,7 +16,7 @@ const fileChunk = 64 << 10
 // more (whenWritable: for HTTP/2, once its windows let the last one
 // leave), so a large file never sits in memory and a slow reader slows
 // the reads.
-func copyFile(ex exchange, resp *Response, req *Request, body *fileBody) {
+func copyFile(ex exchange, resp *response, req *Request, body *fileBody) {
 	ex.writeHead(resp, req, body.length)
 	fc := &fileCopier{ex: ex, body: body, pool: ex.shared().srv.opts.filePool}
 	if body.f == nil { // HEAD

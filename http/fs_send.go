@@ -60,7 +60,7 @@ func (b *fileBody) readInto(w *ResponseWriter) error {
 // The head goes out through writeHead, as a streamed answer's does, so a
 // failure while the body is being sent only closes the connection
 // (outStarted) instead of writing an error answer into the body.
-func (cs *conn) writeFile(resp *Response, req *Request, body *fileBody) {
+func (cs *conn) writeFile(resp *response, req *Request, body *fileBody) {
 	cs.phase = phaseBusy
 	cs.writeHead(resp, req, body.length)
 	s := &fileSender{cs: cs, body: body}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/veloq/veloq/http/internal/h1"
 )
 
 var fuzzLimits = []Limits{
@@ -29,7 +31,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func checkParse(t *testing.T, l Limits, buf []byte) {
-	p := Parser{Limits: l}
+	p := parser{Limits: h1.Limits(l)}
 	var req Request
 	n, err := p.Parse(buf, &req)
 	var desc string
@@ -37,11 +39,11 @@ func checkParse(t *testing.T, l Limits, buf []byte) {
 	case err == nil:
 		desc = describe(&req)
 		checkRequest(t, &p.Limits, buf, n, &req)
-	case err == ErrNeedMore:
+	case err == h1.ErrNeedMore:
 		if n != 0 {
 			t.Fatalf("n = %d with ErrNeedMore", n)
 		}
-		if len(buf) > p.Limits.maxHeaderBytes() {
+		if len(buf) > p.Limits.HeaderBytes() {
 			t.Fatalf("ErrNeedMore for %d bytes", len(buf))
 		}
 	default:
@@ -61,7 +63,7 @@ func checkParse(t *testing.T, l Limits, buf []byte) {
 
 	// The outcome must not depend on how the input was split: feed
 	// prefixes (every byte for short inputs, a few cuts otherwise) to one
-	// Parser, each in a new buffer.
+	// parser, each in a new buffer.
 	cuts := []int{len(buf) / 3, len(buf) / 2, len(buf) - 1}
 	if len(buf) <= 300 {
 		cuts = cuts[:0]
@@ -69,14 +71,14 @@ func checkParse(t *testing.T, l Limits, buf []byte) {
 			cuts = append(cuts, k)
 		}
 	}
-	q := Parser{Limits: l}
+	q := parser{Limits: h1.Limits(l)}
 	var req2 Request
 	for _, k := range cuts {
 		if k < 0 {
 			continue
 		}
 		n2, err2 := q.Parse(append([]byte(nil), buf[:k]...), &req2)
-		if err2 == ErrNeedMore {
+		if err2 == h1.ErrNeedMore {
 			continue
 		}
 		// A prefix may only fail with the whole input's error.
@@ -95,17 +97,17 @@ func checkParse(t *testing.T, l Limits, buf []byte) {
 }
 
 // checkRequest asserts the invariants of a successful parse.
-func checkRequest(t *testing.T, l *Limits, buf []byte, n int, req *Request) {
-	if n <= 0 || n > len(buf) || n > l.maxHeaderBytes() {
+func checkRequest(t *testing.T, l *h1.Limits, buf []byte, n int, req *Request) {
+	if n <= 0 || n > len(buf) || n > l.HeaderBytes() {
 		t.Fatalf("n = %d, len = %d", n, len(buf))
 	}
 	if !bytes.HasSuffix(buf[:n], []byte("\r\n\r\n")) {
 		t.Fatalf("head %q does not end in CRLF", buf[:n])
 	}
-	if !validToken(req.Method) {
+	if !h1.ValidToken(req.Method) {
 		t.Fatalf("method %q", req.Method)
 	}
-	if len(req.Target) == 0 || len(req.Target) > l.maxTargetBytes() {
+	if len(req.Target) == 0 || len(req.Target) > l.TargetBytes() {
 		t.Fatalf("target %q", req.Target)
 	}
 	for _, c := range req.Target {
@@ -116,14 +118,14 @@ func checkRequest(t *testing.T, l *Limits, buf []byte, n int, req *Request) {
 	if req.ProtoMajor != 1 || req.ProtoMinor < 0 || req.ProtoMinor > 9 {
 		t.Fatalf("version %d.%d", req.ProtoMajor, req.ProtoMinor)
 	}
-	if len(req.Headers) > l.maxHeaders() {
+	if len(req.Headers) > l.Headers() {
 		t.Fatalf("%d headers", len(req.Headers))
 	}
 	for _, h := range req.Headers {
-		if !validToken(h.Name) {
+		if !h1.ValidToken(h.Name) {
 			t.Fatalf("field name %q", h.Name)
 		}
-		if len(h.Value) > 0 && (trimOWS(h.Value) == nil || len(trimOWS(h.Value)) != len(h.Value)) {
+		if len(h.Value) > 0 && (h1.TrimOWS(h.Value) == nil || len(h1.TrimOWS(h.Value)) != len(h.Value)) {
 			t.Fatalf("field value %q not trimmed", h.Value)
 		}
 		for _, c := range h.Value {
@@ -132,7 +134,7 @@ func checkRequest(t *testing.T, l *Limits, buf []byte, n int, req *Request) {
 			}
 		}
 	}
-	if req.ContentLength < -1 || req.ContentLength > l.maxBodyBytes() {
+	if req.ContentLength < -1 || req.ContentLength > l.BodyBytes() {
 		t.Fatalf("content length %d", req.ContentLength)
 	}
 	if req.Chunked && req.ContentLength != -1 {
@@ -145,53 +147,10 @@ func checkRequest(t *testing.T, l *Limits, buf []byte, n int, req *Request) {
 		t.Fatal("HTTP/1.1 without Host")
 	}
 	// The head alone parses to the same request.
-	var p Parser
+	var p parser
 	p.Limits = *l
 	var again Request
 	if n2, err := p.Parse(buf[:n], &again); n2 != n || err != nil || describe(&again) != describe(req) {
 		t.Fatalf("head alone: %d, %v", n2, err)
 	}
-}
-
-func FuzzChunked(f *testing.F) {
-	for _, tc := range chunkedValid {
-		f.Add([]byte(tc.in))
-	}
-	for _, tc := range chunkedInvalid {
-		if len(tc.in) < 1024 {
-			f.Add([]byte(tc.in))
-		}
-	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		l := Limits{MaxHeaderBytes: 128, MaxHeaders: 4, MaxBodyBytes: 1 << 16}
-		d := ChunkedDecoder{Limits: l}
-		body, trailer, n, err := decodeAll(&d, in)
-		if len(body) > len(in) || n > len(in) {
-			t.Fatalf("body %d, consumed %d, input %d", len(body), n, len(in))
-		}
-		if err != nil && err != ErrNeedMore {
-			var pe *ProtocolError
-			if !errors.As(err, &pe) {
-				t.Fatalf("error of type %T", err)
-			}
-		}
-
-		// Byte-by-byte feeding agrees.
-		s := ChunkedDecoder{Limits: l}
-		body2, trailer2, err2 := decodeSplit(&s, in)
-		if ErrorStatus(err2) != ErrorStatus(err) || !bytes.Equal(body, body2) || !bytes.Equal(trailer, trailer2) {
-			t.Fatalf("split: %q %q %v; whole: %q %q %v", body2, trailer2, err2, body, trailer, err)
-		}
-
-		// In-place Decode agrees.
-		buf := append([]byte(nil), in...)
-		c := ChunkedDecoder{Limits: l}
-		consumed, produced, done, err3 := c.Decode(buf, buf)
-		if ErrorStatus(err3) != ErrorStatus(err) || !bytes.Equal(buf[:produced], body) {
-			t.Fatalf("Decode: %q %v; Next: %q %v", buf[:produced], err3, body, err)
-		}
-		if done && (consumed != n || !bytes.Equal(c.Trailer(buf), trailer)) {
-			t.Fatalf("Decode consumed %d, Next %d", consumed, n)
-		}
-	})
 }

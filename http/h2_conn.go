@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/veloq/veloq/http/internal/h1"
 	"github.com/veloq/veloq/http/internal/h2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -173,8 +174,8 @@ func (cs *conn) upgradeH2(req *Request, settings []byte) {
 	r.ProtoMajor, r.ProtoMinor, r.Upgrade, r.Close = 2, 0, nil, false
 	// What belonged to the HTTP/1.1 hop goes.
 	r.Headers = slices.DeleteFunc(r.Headers, func(f HeaderField) bool {
-		return equalFold(f.Name, "connection") || equalFold(f.Name, "upgrade") ||
-			equalFold(f.Name, "http2-settings") || equalFold(f.Name, "keep-alive")
+		return h1.EqualFold(f.Name, "connection") || h1.EqualFold(f.Name, "upgrade") ||
+			h1.EqualFold(f.Name, "http2-settings") || h1.EqualFold(f.Name, "keep-alive")
 	})
 	st.remoteDone = true
 	hc.ls.st.h2streams.Add(1)
@@ -211,7 +212,7 @@ func isRequestLine(in []byte) bool {
 	for len(rest) > 0 {
 		var word []byte
 		word, rest, _ = bytes.Cut(rest, []byte(" "))
-		if len(word) >= 5 && equalFold(word[:5], "http/") {
+		if len(word) >= 5 && h1.EqualFold(word[:5], "http/") {
 			return true
 		}
 	}

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"strconv"
 
+	"github.com/veloq/veloq/http/internal/h1"
 	"github.com/veloq/veloq/http/internal/h2"
 	"golang.org/x/net/http2/hpack"
 )
 
 // HTTP/2 header blocks: a request's fields, decoded by HPACK, checked
 // against RFC 9113 §8.2–8.3 and turned into a Request; a response's head
-// encoded from a Response.
+// encoded from a response.
 
 // errMalformed is a request whose fields break RFC 9113 §8.2–8.3: a
 // stream error PROTOCOL_ERROR (§8.1.1).
@@ -65,7 +66,7 @@ func checkField(f *hpack.HeaderField) string {
 		if 'A' <= c && c <= 'Z' {
 			return "uppercase field name"
 		}
-		if charClass[c]&cToken == 0 && !(i == 0 && c == ':') {
+		if h1.CharClass[c]&h1.ClassToken == 0 && !(i == 0 && c == ':') {
 			return "field name not a token"
 		}
 	}
@@ -210,7 +211,7 @@ func (hc *h2Conn) buildRequest(st *h2Stream, endStream bool) *h2.Error {
 		return errMalformed(st.id, "content-length without a body")
 	}
 	for _, f := range r.Headers {
-		if string(f.Name) == "expect" && equalFold(f.Value, "100-continue") {
+		if string(f.Name) == "expect" && h1.EqualFold(f.Value, "100-continue") {
 			r.Expect100 = true
 		}
 	}
@@ -241,7 +242,7 @@ func (hc *h2Conn) checkTrailers(id uint32, endStream bool) *h2.Error {
 // and Server unless the handler set them (an empty value suppresses
 // them, as for HTTP/1), the handler's fields with lowercase names and
 // without the connection-specific ones, and content-length when cl >= 0.
-func (hc *h2Conn) encodeHead(resp *Response, status int, cl int64) []byte {
+func (hc *h2Conn) encodeHead(resp *response, status int, cl int64) []byte {
 	sh := hc.ls.h2
 	sh.encBuf.Reset()
 	e := sh.enc

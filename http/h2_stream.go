@@ -318,7 +318,7 @@ func (st *h2Stream) peerClosed() {
 // respondError answers with an error status before any handler ran.
 func (st *h2Stream) respondError(status int) {
 	st.started = true
-	var resp Response
+	var resp response
 	resp.Reset(nil)
 	resp.SetStatus(status)
 	resp.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -336,7 +336,7 @@ func (st *h2Stream) shared() *loopState { return st.hc.ls }
 // writeHeaders sends the head of the answer: HEADERS and CONTINUATION
 // frames, which nothing may split, so they go out whole whatever the
 // windows (RFC 9113 §6.10; HEADERS is not flow controlled).
-func (st *h2Stream) writeHeaders(resp *Response, req *Request, cl int64, endStream bool) {
+func (st *h2Stream) writeHeaders(resp *response, req *Request, cl int64, endStream bool) {
 	hc := st.hc
 	status := resp.Status()
 	if status < 100 || status > 999 {
@@ -360,7 +360,7 @@ func (st *h2Stream) writeHeaders(resp *Response, req *Request, cl int64, endStre
 	}
 }
 
-func (st *h2Stream) writeResponse(resp *Response, req *Request) {
+func (st *h2Stream) writeResponse(resp *response, req *Request) {
 	if st.closed || st.headSent {
 		return
 	}
@@ -373,7 +373,7 @@ func (st *h2Stream) writeResponse(resp *Response, req *Request) {
 	st.send(body)
 }
 
-func (st *h2Stream) writeHead(resp *Response, req *Request, cl int64) {
+func (st *h2Stream) writeHead(resp *response, req *Request, cl int64) {
 	if st.closed || st.headSent {
 		return
 	}
@@ -553,7 +553,7 @@ func (st *h2Stream) resume() {}
 
 // writeFile copies the file into DATA frames: they carry frame headers, so
 // the socket cannot take the file's pages as they are.
-func (st *h2Stream) writeFile(resp *Response, req *Request, body *fileBody) {
+func (st *h2Stream) writeFile(resp *response, req *Request, body *fileBody) {
 	copyFile(st, resp, req, body)
 }
 
@@ -623,7 +623,7 @@ func (st *h2Stream) askBody(send100 bool) {
 		return
 	}
 	hc := st.hc
-	block := hc.encodeHead(&Response{status: StatusContinue}, StatusContinue, -1)
+	block := hc.encodeHead(&response{status: StatusContinue}, StatusContinue, -1)
 	hc.ls.scratch = h2.AppendHeaders(hc.ls.scratch[:0], st.id, false, block, hc.peer.MaxFrameSize)
 	hc.cs.c.Write(hc.ls.scratch)
 	st.rec.out += int64(len(hc.ls.scratch))

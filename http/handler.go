@@ -30,13 +30,13 @@ func (f HandlerFunc) ServeHTTP(w *ResponseWriter, r *Request) { f(w, r) }
 // A ResponseWriter collects a handler's response: status, header fields
 // and body, all buffered. The server serializes it when the handler
 // returns, with Date, Server, Content-Length and Connection handling
-// (see [Response.AppendTo]). It allocates nothing once its buffers have
+// (response.AppendTo). It allocates nothing once its buffers have
 // grown to the sizes the handler uses. A handler whose answer is not
 // ready when it returns (it waits for another connection, a timer)
 // detaches it instead ([ResponseWriter.Detach]) and completes it later
 // through a [Responder].
 type ResponseWriter struct {
-	resp  Response
+	resp  response
 	ex    exchange  // the request's exchange; nil for a writer not made by the server
 	then  then      // what the server does once the handler returns
 	file  *fileBody // a body ServeFile takes from a file (fs_send.go)

@@ -1,5 +1,7 @@
 package http
 
+import "github.com/veloq/veloq/http/internal/h1"
+
 // Default limits, used for every zero field of [Limits]. The target limit
 // follows RFC 9112 §3, which recommends accepting request lines of at
 // least 8,000 octets; the head limit leaves room for such a line and the
@@ -43,31 +45,14 @@ func DefaultLimits() Limits {
 	}
 }
 
-func (l *Limits) maxHeaderBytes() int {
-	if l.MaxHeaderBytes > 0 {
-		// Offsets into the head are stored as int32.
-		return min(l.MaxHeaderBytes, 1<<30)
-	}
-	return DefaultMaxHeaderBytes
-}
+// The accessors resolve zero fields the protocol core's way: Limits
+// converts to h1.Limits, which has the same fields and the same defaults
+// (TestLimitsDefaultsMatchCore).
 
-func (l *Limits) maxTargetBytes() int {
-	if l.MaxTargetBytes > 0 {
-		return l.MaxTargetBytes
-	}
-	return DefaultMaxTargetBytes
-}
+func (l *Limits) maxHeaderBytes() int { return (*h1.Limits)(l).HeaderBytes() }
 
-func (l *Limits) maxHeaders() int {
-	if l.MaxHeaders > 0 {
-		return l.MaxHeaders
-	}
-	return DefaultMaxHeaders
-}
+func (l *Limits) maxTargetBytes() int { return (*h1.Limits)(l).TargetBytes() }
 
-func (l *Limits) maxBodyBytes() int64 {
-	if l.MaxBodyBytes > 0 {
-		return l.MaxBodyBytes
-	}
-	return DefaultMaxBodyBytes
-}
+func (l *Limits) maxHeaders() int { return (*h1.Limits)(l).Headers() }
+
+func (l *Limits) maxBodyBytes() int64 { return (*h1.Limits)(l).BodyBytes() }

@@ -27,6 +27,18 @@ func headWith(targetLen, fields int) string {
 
 // The defaults accept what RFC 9112 §3 and real proxies need: a request
 // line of 8,000 octets and 100 header fields.
+// TestLimitsDefaultsMatchCore: a zero Limits means DefaultLimits both here
+// and in the protocol core, which resolves the limits of the chunked
+// decoder and of the parser.
+func TestLimitsDefaultsMatchCore(t *testing.T) {
+	var zero Limits
+	d := DefaultLimits()
+	require.Equal(t, d.MaxHeaderBytes, zero.maxHeaderBytes())
+	require.Equal(t, d.MaxTargetBytes, zero.maxTargetBytes())
+	require.Equal(t, d.MaxHeaders, zero.maxHeaders())
+	require.Equal(t, d.MaxBodyBytes, zero.maxBodyBytes())
+}
+
 func TestServerDefaultLimits(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		ok := HandlerFunc(func(w *ResponseWriter, r *Request) {

@@ -164,7 +164,7 @@ func WithTLS(cfg *tls.Config) Option {
 // other connection is HTTP/1.1. Handlers are the same for both: each
 // HTTP/2 stream is an exchange like an HTTP/1 request (Hijack excepted).
 // Since a connection may open with HTTP/2's preface, a first line that
-// ends in no HTTP-version ([ErrNotHTTPVersion]) and is no HTTP/1 request
+// ends in no HTTP-version ("HTTP/", a digit, "." and a digit) and is no HTTP/1 request
 // line at all (no standard method, no "HTTP/" word, as h2spec's "INVALID
 // CONNECTION PREFACE") is closed without an answer while HTTP/2 is on;
 // any other bad line, and every one with HTTP/2 off, gets 400 Bad Request.

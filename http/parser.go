@@ -1,8 +1,12 @@
 package http
 
-import "bytes"
+import (
+	"bytes"
 
-// Parser states. The parser consumes the head byte by byte; the state and
+	"github.com/veloq/veloq/http/internal/h1"
+)
+
+// parser states. The parser consumes the head byte by byte; the state and
 // a few offsets are all it needs to resume after ErrNeedMore.
 const (
 	stStart      = iota // skipping empty lines before the request-line
@@ -19,21 +23,20 @@ type fieldSpan struct {
 	ns, ne, vs, ve int32
 }
 
-// A Parser is part of the protocol core (the Server runs one per
-// connection): it parses HTTP/1.x request heads (RFC 9112). The zero
-// value is ready to use with the default limits.
+// A parser parses HTTP/1.x request heads (RFC 9112); the server runs one
+// per connection. The zero value is ready to use with the default limits.
 //
-// A Parser is incremental: when Parse reports ErrNeedMore it remembers how
+// A parser is incremental: when Parse reports ErrNeedMore it remembers how
 // far it got, and the next call, given the same bytes extended by newly
 // read ones, continues from there instead of starting over. Only offsets
 // are remembered, so the caller may move the accumulated bytes into a
 // different (e.g. larger) buffer between calls. The outcome does not
 // depend on how the input was split.
 //
-// A Parser is not safe for concurrent use; each connection owns one.
-type Parser struct {
+// A parser is not safe for concurrent use; each connection owns one.
+type parser struct {
 	// Limits bounds the head (and the body length announced in it).
-	Limits Limits
+	Limits h1.Limits
 
 	state      uint8
 	scan       int // where scanning resumes
@@ -50,12 +53,12 @@ type Parser struct {
 	spans []fieldSpan
 }
 
-// maxKeptSpans is the most span capacity a Parser keeps between heads.
+// maxKeptSpans is the most span capacity a parser keeps between heads.
 const maxKeptSpans = 16
 
 // Reset discards any partial progress. Parse calls it itself after a
 // complete head or an error; call it only to abandon a partial head.
-func (p *Parser) Reset() {
+func (p *parser) Reset() {
 	p.state = stStart
 	p.scan = 0
 	if cap(p.spans) > maxKeptSpans {
@@ -74,19 +77,19 @@ func (p *Parser) Reset() {
 // is a *ProtocolError; see the package documentation for the status each
 // rejection maps to.
 //
-// After success or a protocol error the Parser is reset, ready for the
+// After success or a protocol error the parser is reset, ready for the
 // next request. On success req's byte fields are views into buf; after
 // an error or ErrNeedMore, req's contents are unspecified. The Request
 // passed to the calls that continue a head need not be the same one.
 //
-// Parse does not allocate, except once per Parser and Request to size
+// Parse does not allocate, except once per parser and Request to size
 // the header tables.
-func (p *Parser) Parse(buf []byte, req *Request) (n int, err error) {
+func (p *parser) Parse(buf []byte, req *Request) (n int, err error) {
 	if p.scan > len(buf) {
 		// The caller restarted with a shorter buffer.
 		p.Reset()
 	}
-	maxHead := p.Limits.maxHeaderBytes()
+	maxHead := p.Limits.HeaderBytes()
 	b := buf
 	if len(b) > maxHead {
 		b = b[:maxHead]
@@ -101,7 +104,7 @@ func (p *Parser) Parse(buf []byte, req *Request) (n int, err error) {
 		req.spans = append(req.spans, p.spans...)
 	}
 	n, err = p.scanHead(b, req)
-	if err == ErrNeedMore {
+	if err == h1.ErrNeedMore {
 		if len(buf) > maxHead {
 			p.Reset()
 			return 0, errHeadTooLarge
@@ -121,7 +124,7 @@ func (p *Parser) Parse(buf []byte, req *Request) (n int, err error) {
 
 // scanHead runs the state machine over b. It returns the head length when
 // the final empty line has been seen.
-func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
+func (p *parser) scanHead(b []byte, req *Request) (int, error) {
 	// The state lives in a register while scanning and is stored only
 	// when the head is incomplete. Each state falls through to the next
 	// one rather than going round the switch again (about 5 instructions
@@ -133,7 +136,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			for {
 				if i >= len(b) {
 					p.scan, p.state = i, st
-					return 0, ErrNeedMore
+					return 0, h1.ErrNeedMore
 				}
 				if b[i] != '\r' {
 					if b[i] == '\n' {
@@ -143,7 +146,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 				}
 				if i+1 >= len(b) {
 					p.scan, p.state = i, st
-					return 0, ErrNeedMore
+					return 0, h1.ErrNeedMore
 				}
 				if b[i+1] != '\n' {
 					return 0, errBareCR
@@ -158,11 +161,11 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			if len(b)-i >= 4 && string(b[i:i+4]) == "GET " {
 				i += 3 // the common case, a token, without the byte loop
 			} else {
-				i += tokenLen(b[i:])
+				i += h1.TokenLen(b[i:])
 			}
 			if i >= len(b) {
 				p.scan, p.state = i, st
-				return 0, ErrNeedMore
+				return 0, h1.ErrNeedMore
 			}
 			if b[i] != ' ' || i == p.reqStart {
 				return 0, errBadMethod
@@ -174,16 +177,16 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 
 		case stTarget:
 			ts := p.methodEnd + 1
-			maxTarget := p.Limits.maxTargetBytes()
+			maxTarget := p.Limits.TargetBytes()
 			// Scan at most one byte past the longest allowed target.
 			lim := min(len(b), ts+maxTarget+1)
-			i += targetLen(b[i:lim])
+			i += h1.TargetLen(b[i:lim])
 			if i-ts > maxTarget {
 				return 0, errTargetTooLong
 			}
 			if i >= len(b) {
 				p.scan, p.state = i, st
-				return 0, ErrNeedMore
+				return 0, h1.ErrNeedMore
 			}
 			if b[i] != ' ' || i == ts {
 				return 0, errBadTarget
@@ -208,7 +211,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 					switch k {
 					case 5, 7:
 						if c < '0' || c > '9' {
-							return 0, ErrNotHTTPVersion
+							return 0, errNotHTTPVersion
 						}
 					case 8:
 						if c != '\r' {
@@ -220,7 +223,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 						}
 					default:
 						if c != pattern[k] {
-							return 0, ErrNotHTTPVersion
+							return 0, errNotHTTPVersion
 						}
 					}
 					if k == 9 {
@@ -229,7 +232,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 				}
 				if i >= len(b) {
 					p.scan, p.state = i, st
-					return 0, ErrNeedMore
+					return 0, h1.ErrNeedMore
 				}
 				if b[vs+5] != '1' {
 					return 0, errVersion
@@ -242,13 +245,13 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 		case stFieldStart:
 			if i >= len(b) {
 				p.scan, p.state = i, st
-				return 0, ErrNeedMore
+				return 0, h1.ErrNeedMore
 			}
 			switch c := b[i]; {
 			case c == '\r':
 				if i+1 >= len(b) {
 					p.scan, p.state = i, st
-					return 0, ErrNeedMore
+					return 0, h1.ErrNeedMore
 				}
 				if b[i+1] != '\n' {
 					return 0, errBareCR
@@ -258,7 +261,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 				return 0, errObsFold
 			case c == '\n':
 				return 0, errBareLF
-			case charClass[c]&cToken == 0:
+			case h1.CharClass[c]&h1.ClassToken == 0:
 				return 0, errBadFieldName
 			}
 			p.lineStart = i
@@ -267,10 +270,10 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			fallthrough
 
 		case stName:
-			i += tokenLen(b[i:])
+			i += h1.TokenLen(b[i:])
 			if i >= len(b) {
 				p.scan, p.state = i, st
-				return 0, ErrNeedMore
+				return 0, h1.ErrNeedMore
 			}
 			switch b[i] {
 			case ':':
@@ -295,10 +298,10 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 				}
 				p.valueStart = i
 			}
-			i += valueLen(b[i:])
+			i += h1.ValueLen(b[i:])
 			if i >= len(b) {
 				p.scan, p.state = i, st
-				return 0, ErrNeedMore
+				return 0, h1.ErrNeedMore
 			}
 			switch b[i] {
 			case '\r':
@@ -309,12 +312,12 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			}
 			if i+1 >= len(b) {
 				p.scan, p.state = i, st
-				return 0, ErrNeedMore
+				return 0, h1.ErrNeedMore
 			}
 			if b[i+1] != '\n' {
 				return 0, errBareCR
 			}
-			if len(req.spans) >= p.Limits.maxHeaders() {
+			if len(req.spans) >= p.Limits.Headers() {
 				return 0, errTooManyHeaders
 			}
 			vs, ve := p.valueStart, i
@@ -323,7 +326,7 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 			}
 			if req.spans == nil {
 				// Grown by append past this: most heads are short.
-				req.spans = make([]fieldSpan, 0, min(p.Limits.maxHeaders(), 32))
+				req.spans = make([]fieldSpan, 0, min(p.Limits.Headers(), 32))
 			}
 			req.spans = append(req.spans, fieldSpan{int32(p.lineStart), int32(p.nameEnd), int32(vs), int32(ve)})
 			i += 2
@@ -334,8 +337,8 @@ func (p *Parser) scanHead(b []byte, req *Request) (int, error) {
 
 // fill completes req from the head in b, its fields from their spans,
 // and applies the semantic checks that need the whole header section.
-func (p *Parser) fill(b []byte, req *Request) error {
-	if need := max(len(req.spans), p.Limits.maxHeaders()); cap(req.Headers) < need {
+func (p *parser) fill(b []byte, req *Request) error {
+	if need := max(len(req.spans), p.Limits.Headers()); cap(req.Headers) < need {
 		req.Headers = make([]HeaderField, 0, need)
 	}
 	// Field by field rather than a composite literal: that would clear the
@@ -366,7 +369,7 @@ func (r *Request) splitTarget() error {
 			return errBadTarget
 		}
 		for _, c := range t {
-			if charClass[c]&cHost == 0 {
+			if h1.CharClass[c]&h1.ClassHost == 0 {
 				return errBadTarget
 			}
 		}
@@ -413,7 +416,7 @@ func isAlpha(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' 
 // rejects the combinations RFC 9112 forbids. The fields are made and
 // looked at in one pass: a second loop over them cost about 40
 // instructions a field (callgrind, BenchmarkParse/pipelined-16).
-func (r *Request) interpret(b []byte, spans []fieldSpan, l *Limits) error {
+func (r *Request) interpret(b []byte, spans []fieldSpan, l *h1.Limits) error {
 	var (
 		hosts                    int
 		hasCL, hasTE             bool
@@ -432,66 +435,66 @@ func (r *Request) interpret(b []byte, spans []fieldSpan, l *Limits) error {
 		hdrs[i] = HeaderField{Name: name, Value: value}
 		switch len(name) {
 		case 4:
-			if !tokenEqualFold(name, "host") {
+			if !h1.TokenEqualFold(name, "host") {
 				continue
 			}
 			hosts++
 			// One test after the loops instead of a branch per byte, four
 			// bytes a step: 9 instructions a byte before, about 4 now.
-			all, v := uint8(cHost), value
+			all, v := uint8(h1.ClassHost), value
 			for ; len(v) >= 4; v = v[4:] {
-				all &= charClass[v[0]] & charClass[v[1]] & charClass[v[2]] & charClass[v[3]]
+				all &= h1.CharClass[v[0]] & h1.CharClass[v[1]] & h1.CharClass[v[2]] & h1.CharClass[v[3]]
 			}
 			for _, c := range v {
-				all &= charClass[c]
+				all &= h1.CharClass[c]
 			}
 			if all == 0 {
 				return errBadHost
 			}
 			r.Host = value
 		case 6:
-			if !tokenEqualFold(name, "expect") {
+			if !h1.TokenEqualFold(name, "expect") {
 				continue
 			}
 			for list := value; len(list) > 0; {
 				var e []byte
-				e, list = nextListElem(list)
+				e, list = h1.NextListElem(list)
 				switch {
 				case len(e) == 0:
-				case equalFold(e, "100-continue"):
+				case h1.EqualFold(e, "100-continue"):
 					expect100 = true
 				default:
 					expectUnknown = true
 				}
 			}
 		case 7:
-			if tokenEqualFold(name, "upgrade") {
+			if h1.TokenEqualFold(name, "upgrade") {
 				upgrade = value
 			}
 		case 10:
-			if !tokenEqualFold(name, "connection") {
+			if !h1.TokenEqualFold(name, "connection") {
 				continue
 			}
 			for list := value; len(list) > 0; {
 				var o []byte
-				o, list = nextListElem(list)
+				o, list = h1.NextListElem(list)
 				switch {
-				case equalFold(o, "close"):
+				case h1.EqualFold(o, "close"):
 					connClose = true
-				case equalFold(o, "keep-alive"):
+				case h1.EqualFold(o, "keep-alive"):
 					connKeepAlive = true
-				case equalFold(o, "upgrade"):
+				case h1.EqualFold(o, "upgrade"):
 					connUpgrade = true
 				}
 			}
 		case 14:
-			if !tokenEqualFold(name, "content-length") {
+			if !h1.TokenEqualFold(name, "content-length") {
 				continue
 			}
 			// A list of identical values is accepted (RFC 9110 §8.6).
 			for list := value; ; {
 				var v []byte
-				v, list = nextListElem(list)
+				v, list = h1.NextListElem(list)
 				n, ok := parseContentLength(v)
 				if !ok {
 					return errBadContentLength
@@ -506,20 +509,20 @@ func (r *Request) interpret(b []byte, spans []fieldSpan, l *Limits) error {
 				}
 			}
 		case 17:
-			if !tokenEqualFold(name, "transfer-encoding") {
+			if !h1.TokenEqualFold(name, "transfer-encoding") {
 				continue
 			}
 			hasTE = true
 			for list := value; len(list) > 0; {
 				var c []byte
-				c, list = nextListElem(list)
+				c, list = h1.NextListElem(list)
 				if len(c) == 0 {
 					continue
 				}
-				if name := c[:len(c)-len(afterByte(c, ';'))]; !validToken(trimOWS(name)) {
+				if name := c[:len(c)-len(afterByte(c, ';'))]; !h1.ValidToken(h1.TrimOWS(name)) {
 					return errBadTransferCoding
 				}
-				teChunkedLast = equalFold(c, "chunked")
+				teChunkedLast = h1.EqualFold(c, "chunked")
 				if !teChunkedLast {
 					teUnknown = true
 				} else if teChunked {
@@ -552,7 +555,7 @@ func (r *Request) interpret(b []byte, spans []fieldSpan, l *Limits) error {
 		r.Chunked = true
 		r.ContentLength = -1
 	}
-	if r.ContentLength > l.maxBodyBytes() {
+	if r.ContentLength > l.BodyBytes() {
 		return errBodyTooLarge
 	}
 	if http11 {

@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/veloq/veloq/http/internal/h1"
 )
 
 // describe renders every observable field of req, for comparisons.
@@ -263,7 +265,7 @@ func TestParseValid(t *testing.T) {
 	for _, tc := range validCases {
 		t.Run(tc.name, func(t *testing.T) {
 			buf := []byte(tc.in)
-			var p Parser
+			var p parser
 			var req Request
 			n, err := p.Parse(buf, &req)
 			if err != nil {
@@ -401,7 +403,7 @@ var invalidCases = []invalidCase{
 func TestParseInvalid(t *testing.T) {
 	for _, tc := range invalidCases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := Parser{Limits: tc.limits}
+			p := parser{Limits: h1.Limits(tc.limits)}
 			var req Request
 			n, err := p.Parse([]byte(tc.in), &req)
 			var pe *ProtocolError
@@ -418,7 +420,7 @@ func TestParseInvalid(t *testing.T) {
 				t.Errorf("ErrorStatus = %d", ErrorStatus(err))
 			}
 			// The parser is reset and usable again.
-			p.Limits = Limits{}
+			p.Limits = h1.Limits{}
 			if _, err := p.Parse([]byte("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), &req); err != nil {
 				t.Fatalf("Parse after error: %v", err)
 			}
@@ -434,18 +436,18 @@ func TestParseLimitBoundaries(t *testing.T) {
 		{MaxHeaders: 2},
 	}
 	for _, l := range ok {
-		p := Parser{Limits: l}
+		p := parser{Limits: h1.Limits(l)}
 		var req Request
 		if n, err := p.Parse([]byte(head), &req); err != nil || n != len(head) {
 			t.Errorf("limits %+v: Parse = %d, %v", l, n, err)
 		}
 	}
-	p := Parser{Limits: Limits{MaxHeaderBytes: len(head) - 1}}
+	p := parser{Limits: h1.Limits(Limits{MaxHeaderBytes: len(head) - 1})}
 	var req Request
 	if _, err := p.Parse([]byte(head), &req); !errors.Is(err, ErrHeaderTooLarge) {
 		t.Errorf("one byte over MaxHeaderBytes: %v", err)
 	}
-	p = Parser{Limits: Limits{MaxBodyBytes: 5}}
+	p = parser{Limits: h1.Limits(Limits{MaxBodyBytes: 5})}
 	if _, err := p.Parse([]byte("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n"), &req); err != nil {
 		t.Errorf("Content-Length at MaxBodyBytes: %v", err)
 	}
@@ -483,20 +485,20 @@ func TestErrorsIs(t *testing.T) {
 	expect(t, "ErrorStatus(wrapped)", ErrorStatus(fmt.Errorf("x: %w", errVersion)), 505)
 	expect(t, "ErrorStatus(other)", ErrorStatus(errors.New("x")), 500)
 	expect(t, "ErrorStatus(nil)", ErrorStatus(nil), 0)
-	expect(t, "ErrorStatus(need more)", ErrorStatus(ErrNeedMore), 0)
+	expect(t, "ErrorStatus(need more)", ErrorStatus(h1.ErrNeedMore), 0)
 }
 
-// parseSplit feeds the prefixes of in to one Parser, each in a freshly
+// parseSplit feeds the prefixes of in to one parser, each in a freshly
 // allocated buffer (as if the accumulated input moved), and checks that
 // every prefix shorter than the result yields ErrNeedMore or, for invalid
 // input, the final error.
-func parseSplit(t *testing.T, p *Parser, in string) (n int, desc string, err error) {
+func parseSplit(t *testing.T, p *parser, in string) (n int, desc string, err error) {
 	t.Helper()
 	var req Request
 	for k := 0; k <= len(in); k++ {
 		buf := []byte(in[:k])
 		n, err = p.Parse(buf, &req)
-		if err == ErrNeedMore {
+		if err == h1.ErrNeedMore {
 			continue
 		}
 		if err == nil {
@@ -504,20 +506,20 @@ func parseSplit(t *testing.T, p *Parser, in string) (n int, desc string, err err
 		}
 		return 0, "", err
 	}
-	return 0, "", ErrNeedMore
+	return 0, "", h1.ErrNeedMore
 }
 
 func TestParseSplitAtEveryByte(t *testing.T) {
 	for _, tc := range validCases {
 		t.Run(tc.name, func(t *testing.T) {
-			var whole Parser
+			var whole parser
 			var req Request
 			wantN, err := whole.Parse([]byte(tc.in), &req)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := describe(&req)
-			var p Parser
+			var p parser
 			n, got, err := parseSplit(t, &p, tc.in)
 			if err != nil || n != wantN || got != want {
 				t.Fatalf("split parse = %d, %v\n%s\nwant %d\n%s", n, err, got, wantN, want)
@@ -526,10 +528,10 @@ func TestParseSplitAtEveryByte(t *testing.T) {
 	}
 	for _, tc := range invalidCases {
 		t.Run(tc.name, func(t *testing.T) {
-			whole := Parser{Limits: tc.limits}
+			whole := parser{Limits: h1.Limits(tc.limits)}
 			var req Request
 			_, wantErr := whole.Parse([]byte(tc.in), &req)
-			p := Parser{Limits: tc.limits}
+			p := parser{Limits: h1.Limits(tc.limits)}
 			_, _, err := parseSplit(t, &p, tc.in)
 			if err != wantErr {
 				t.Fatalf("split parse error %v, whole parse %v", err, wantErr)
@@ -539,19 +541,19 @@ func TestParseSplitAtEveryByte(t *testing.T) {
 }
 
 func TestParseNeedMore(t *testing.T) {
-	var p Parser
+	var p parser
 	var req Request
 	for _, in := range []string{"", "\r", "\r\n", "G", "GET", "GET /", "GET / HTTP/1.", "GET / HTTP/1.1\r",
 		"GET / HTTP/1.1\r\nHost: a", "GET / HTTP/1.1\r\nHost: a\r\n", "GET / HTTP/1.1\r\nHost: a\r\n\r"} {
 		p.Reset()
-		if n, err := p.Parse([]byte(in), &req); err != ErrNeedMore || n != 0 {
+		if n, err := p.Parse([]byte(in), &req); err != h1.ErrNeedMore || n != 0 {
 			t.Errorf("Parse(%q) = %d, %v; want ErrNeedMore", in, n, err)
 		}
 	}
 	// A shorter buffer than last time restarts the parse.
 	p.Reset()
 	p.Parse([]byte("GET / HTTP/1.1\r\nHost: a\r\n"), &req)
-	if n, err := p.Parse([]byte("GET /x HTTP/1.1\r\nHost: b\r\n\r\n")[:5], &req); err != ErrNeedMore || n != 0 {
+	if n, err := p.Parse([]byte("GET /x HTTP/1.1\r\nHost: b\r\n\r\n")[:5], &req); err != h1.ErrNeedMore || n != 0 {
 		t.Errorf("after shrink: %d, %v", n, err)
 	}
 }
@@ -567,9 +569,9 @@ func TestParsePipelined(t *testing.T) {
 		"GET /4 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
 	}
 	buf := []byte(strings.Join(reqs, ""))
-	var p Parser
+	var p parser
 	var req Request
-	var dec ChunkedDecoder
+	var dec h1.ChunkedDecoder
 	var paths []string
 	var bodies []string
 	for len(buf) > 0 {
@@ -607,7 +609,7 @@ func TestParsePipelined(t *testing.T) {
 }
 
 func TestRequestReuse(t *testing.T) {
-	var p Parser
+	var p parser
 	var req Request
 	if _, err := p.Parse([]byte("POST /a?b HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"), &req); err != nil {
 		t.Fatal(err)
@@ -628,7 +630,7 @@ func TestRequestReuse(t *testing.T) {
 // line there fails here.
 func TestParseResetsEveryField(t *testing.T) {
 	in := []byte("GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
-	var p Parser
+	var p parser
 	var want Request
 	if _, err := p.Parse(in, &want); err != nil {
 		t.Fatal(err)
@@ -670,7 +672,7 @@ func TestParseResetsEveryField(t *testing.T) {
 
 func TestParseManyHeadersGrows(t *testing.T) {
 	in := "GET / HTTP/1.1\r\nHost: a\r\n" + strings.Repeat("X-A: b\r\n", 99) + "\r\n"
-	p := Parser{Limits: Limits{MaxHeaders: 100}}
+	p := parser{Limits: h1.Limits(Limits{MaxHeaders: 100})}
 	var req Request
 	if _, err := p.Parse([]byte(in), &req); err != nil {
 		t.Fatal(err)
@@ -680,7 +682,7 @@ func TestParseManyHeadersGrows(t *testing.T) {
 
 func TestParseAllocs(t *testing.T) {
 	buf := []byte(chromeRequest)
-	var p Parser
+	var p parser
 	var req Request
 	p.Parse(buf, &req)
 	allocs := testing.AllocsPerRun(100, func() {
@@ -701,32 +703,32 @@ func TestParseAllocs(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("incremental Parse allocates %v times", allocs)
 	}
-	// A connection's Parser holds no memory of its own for heads that
+	// A connection's parser holds no memory of its own for heads that
 	// arrive whole: a fresh one per head, with the loop's Request,
 	// allocates nothing.
 	allocs = testing.AllocsPerRun(100, func() {
-		var fresh Parser
+		var fresh parser
 		if _, err := fresh.Parse(buf, &req); err != nil || cap(fresh.spans) != 0 {
 			t.Fatal(err, cap(fresh.spans))
 		}
 	})
 	if allocs != 0 {
-		t.Errorf("a fresh Parser allocates %v times", allocs)
+		t.Errorf("a fresh parser allocates %v times", allocs)
 	}
 }
 
 func TestParseResumeWithOtherRequest(t *testing.T) {
 	in := chromeRequest
-	var whole Parser
+	var whole parser
 	var want Request
 	if _, err := whole.Parse([]byte(in), &want); err != nil {
 		t.Fatal(err)
 	}
-	var p Parser
+	var p parser
 	cuts := []int{40, 200, 201, 350, len(in) - 1}
 	for _, k := range cuts {
 		var fresh Request
-		if _, err := p.Parse([]byte(in[:k]), &fresh); err != ErrNeedMore {
+		if _, err := p.Parse([]byte(in[:k]), &fresh); err != h1.ErrNeedMore {
 			t.Fatalf("prefix %d: %v", k, err)
 		}
 	}

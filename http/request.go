@@ -1,5 +1,7 @@
 package http
 
+import "github.com/veloq/veloq/http/internal/h1"
+
 // A HeaderField is one field line: a name and a value with surrounding
 // whitespace removed. In a parsed [Request] both are views into the
 // caller's buffer.
@@ -9,12 +11,12 @@ type HeaderField struct {
 }
 
 // A Request is the parsed head of an HTTP/1.x request. It is a view: every
-// []byte field aliases the buffer passed to [Parser.Parse] and is valid
-// only while that buffer is unchanged. The views are capped (three-index
+// []byte field aliases the connection's input buffer and is valid only
+// while that buffer is unchanged. The views are capped (three-index
 // slices), so appending to one never overwrites the buffer.
 //
 // A Request is meant to be reused for successive requests on a connection;
-// Parse resets it.
+// the server resets it.
 type Request struct {
 	// Method is the request method, a non-empty token. Methods are case
 	// sensitive.
@@ -46,8 +48,8 @@ type Request struct {
 	// ContentLength is the value of Content-Length, or -1 if the request
 	// has none. It is -1 when Chunked is set.
 	ContentLength int64
-	// Chunked is set when the body uses the chunked transfer coding; read
-	// it with a [ChunkedDecoder].
+	// Chunked is set when the body uses the chunked transfer coding; the
+	// server decodes it before the handler sees Body.
 	Chunked bool
 	// Close is set when the connection must be closed after the response:
 	// HTTP/1.1 with "Connection: close", or HTTP/1.0 without
@@ -55,7 +57,7 @@ type Request struct {
 	Close bool
 	// Expect100 is set for an HTTP/1.1 request carrying
 	// "Expect: 100-continue": the client waits for an interim
-	// "100 Continue" (see [AppendContinue]) before sending the body.
+	// "100 Continue", which the server sends, before sending the body.
 	Expect100 bool
 	// Upgrade is the value of the Upgrade header of an HTTP/1.1 request
 	// whose Connection header lists "upgrade"; nil otherwise.
@@ -77,9 +79,9 @@ type Request struct {
 	// to name the route in the blocked-loop warning.
 	pattern string
 
-	// spans is the Parser's scratch: where each field of the head being
+	// spans is the parser's scratch: where each field of the head being
 	// parsed lies, kept with the Request (one per loop in the server)
-	// rather than with each connection's Parser.
+	// rather than with each connection's parser.
 	spans []fieldSpan
 }
 
@@ -93,7 +95,7 @@ func (r *Request) Reset() {
 // insensitively) and whether there is one.
 func (r *Request) Lookup(name string) ([]byte, bool) {
 	for i := range r.Headers {
-		if equalFold(r.Headers[i].Name, name) {
+		if h1.EqualFold(r.Headers[i].Name, name) {
 			return r.Headers[i].Value, true
 		}
 	}

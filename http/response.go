@@ -3,9 +3,11 @@ package http
 import (
 	"slices"
 	"strconv"
+
+	"github.com/veloq/veloq/http/internal/h1"
 )
 
-// DefaultServerName is the Server header value a [Response] writes unless
+// DefaultServerName is the Server header value the server writes unless
 // the handler sets its own.
 const DefaultServerName = "veloq"
 
@@ -155,7 +157,7 @@ func (h *ResponseHeader) value(i int) []byte {
 
 func (h *ResponseHeader) index(name string) int {
 	for i := range h.fields {
-		if equalFold(h.name(i), name) {
+		if h1.EqualFold(h.name(i), name) {
 			return i
 		}
 	}
@@ -194,7 +196,7 @@ func addField[S string | []byte](h *ResponseHeader, name, value S) (clean bool) 
 	start := len(h.arena)
 	h.arena = append(h.arena, name...)
 	mid := len(h.arena)
-	if tokenLen(h.arena[start:mid]) != len(name) {
+	if h1.TokenLen(h.arena[start:mid]) != len(name) {
 		h.arena = h.arena[:start]
 		return false
 	}
@@ -208,8 +210,8 @@ func addField[S string | []byte](h *ResponseHeader, name, value S) (clean bool) 
 	// end the field line. valueLen skips the clean prefix a word at a time.
 	v := h.arena[mid:end]
 	clean = true
-	for i := valueLen(v); i < len(v); i++ {
-		if charClass[v[i]]&cValue == 0 {
+	for i := h1.ValueLen(v); i < len(v); i++ {
+		if h1.CharClass[v[i]]&h1.ClassValue == 0 {
 			v[i] = ' '
 			clean = false
 		}
@@ -234,19 +236,19 @@ func equalFoldBoth[S string | []byte](b []byte, s S) bool {
 		return false
 	}
 	for i := 0; i < len(b); i++ {
-		if lower(b[i]) != lower(s[i]) {
+		if h1.Lower(b[i]) != h1.Lower(s[i]) {
 			return false
 		}
 	}
 	return true
 }
 
-// A Response accumulates a handler's answer — status, fields and a
+// A response accumulates a handler's answer — status, fields and a
 // buffered body — and serializes it. It never allocates once its header
 // arena and body buffer have grown to the sizes a handler uses.
 //
-// A Response is reused: call Reset before each request.
-type Response struct {
+// A response is reused: call Reset before each request.
+type response struct {
 	status int
 	header ResponseHeader
 	body   []byte
@@ -258,7 +260,7 @@ type Response struct {
 
 // Reset clears r for a new response with status 200, using buf[:0] as the
 // body buffer.
-func (r *Response) Reset(buf []byte) {
+func (r *response) Reset(buf []byte) {
 	r.status = StatusOK
 	r.header.Reset()
 	r.body = buf[:0]
@@ -266,10 +268,10 @@ func (r *Response) Reset(buf []byte) {
 }
 
 // SetStatus sets the status code. Codes outside 100..999 are sent as 500.
-func (r *Response) SetStatus(code int) { r.status = code }
+func (r *response) SetStatus(code int) { r.status = code }
 
 // Status returns the status code; 200 if none was set.
-func (r *Response) Status() int {
+func (r *response) Status() int {
 	if r.status == 0 {
 		return StatusOK
 	}
@@ -283,35 +285,35 @@ func (r *Response) Status() int {
 // one; an empty Date or Server value suppresses it. A Connection field is
 // written as set, and "close" in it makes the server close after the
 // response.
-func (r *Response) Header() *ResponseHeader { return &r.header }
+func (r *response) Header() *ResponseHeader { return &r.header }
 
 // Write appends p to the body buffer. It never fails.
-func (r *Response) Write(p []byte) (int, error) {
+func (r *response) Write(p []byte) (int, error) {
 	r.body = append(r.body, p...)
 	return len(p), nil
 }
 
 // WriteString appends s to the body buffer. It never fails.
-func (r *Response) WriteString(s string) (int, error) {
+func (r *response) WriteString(s string) (int, error) {
 	r.body = append(r.body, s...)
 	return len(s), nil
 }
 
 // Body returns the body written so far; its backing array is the buffer
 // given to Reset unless the body outgrew it.
-func (r *Response) Body() []byte { return r.body }
+func (r *response) Body() []byte { return r.body }
 
 // ShouldClose reports whether the connection must be closed once the
 // response serialized by the last AppendTo or AppendHead has been sent.
-func (r *Response) ShouldClose() bool { return r.close }
+func (r *response) ShouldClose() bool { return r.close }
 
 // Chunked reports whether the last AppendHead announced a chunked body:
-// the caller then writes it with [AppendChunk] and [AppendLastChunk].
-func (r *Response) Chunked() bool { return r.chunked }
+// the caller then writes it with h1.AppendChunk and h1.AppendLastChunk.
+func (r *response) Chunked() bool { return r.chunked }
 
 // BodyAllowed reports whether the response serialized last may carry body
 // bytes: false for HEAD requests and for 1xx, 204 and 304 responses.
-func (r *Response) BodyAllowed() bool { return r.bodyAllowed }
+func (r *response) BodyAllowed() bool { return r.bodyAllowed }
 
 // AppendTo appends the complete response to dst: the status line (always
 // HTTP/1.1, RFC 9110 §2.5), Date (unless date is empty), Server, the
@@ -324,7 +326,7 @@ func (r *Response) BodyAllowed() bool { return r.bodyAllowed }
 // closed after the response (see ShouldClose) when the request or the
 // handler asks for it; an HTTP/1.0 keep-alive request gets
 // "Connection: keep-alive".
-func (r *Response) AppendTo(dst []byte, req *Request, date []byte) []byte {
+func (r *response) AppendTo(dst []byte, req *Request, date []byte) []byte {
 	dst = r.AppendHead(dst, req, date, int64(len(r.body)))
 	if r.bodyAllowed {
 		dst = append(dst, r.body...)
@@ -337,14 +339,14 @@ func (r *Response) AppendTo(dst []byte, req *Request, date []byte) []byte {
 // negative contentLength means unknown: an HTTP/1.1 request gets a
 // chunked body (see Chunked), an HTTP/1.0 one a body delimited by closing
 // the connection. The buffered body, if any, is ignored.
-func (r *Response) AppendHead(dst []byte, req *Request, date []byte, contentLength int64) []byte {
+func (r *response) AppendHead(dst []byte, req *Request, date []byte, contentLength int64) []byte {
 	return r.appendHead(dst, req, date, contentLength, nil)
 }
 
 // appendHead is AppendHead with head200, when not nil, holding what it
 // would write first for a 200 response with date and no Date or Server of
 // the handler's: "HTTP/1.1 200 OK", Date and Server, copied at once.
-func (r *Response) appendHead(dst []byte, req *Request, date []byte, contentLength int64, head200 []byte) []byte {
+func (r *response) appendHead(dst []byte, req *Request, date []byte, contentLength int64, head200 []byte) []byte {
 	status := r.Status()
 	if status < 100 || status > 999 {
 		status = StatusInternalServerError
@@ -362,16 +364,16 @@ func (r *Response) appendHead(dst []byte, req *Request, date []byte, contentLeng
 		if special&hasConnection == 0 {
 			break
 		}
-		if !equalFold(r.header.name(i), "connection") {
+		if !h1.EqualFold(r.header.name(i), "connection") {
 			continue
 		}
 		for list := r.header.value(i); len(list) > 0; {
 			var o []byte
-			o, list = nextListElem(list)
+			o, list = h1.NextListElem(list)
 			switch {
-			case equalFold(o, "close"):
+			case h1.EqualFold(o, "close"):
 				userClose = true
-			case equalFold(o, "keep-alive"):
+			case h1.EqualFold(o, "keep-alive"):
 				userKeepAlive = true
 			}
 		}
@@ -430,7 +432,7 @@ func (r *Response) appendHead(dst []byte, req *Request, date []byte, contentLeng
 // handler's fields, summed up by special, have one) and Server (unless
 // they have one).
 func appendStart(dst []byte, status int, date []byte, special uint8) []byte {
-	dst = AppendStatusLine(dst, 1, status)
+	dst = h1.AppendStatusLine(dst, 1, status)
 	if len(date) > 0 && special&hasDate == 0 {
 		dst = append(dst, "Date: "...)
 		dst = append(dst, date...)
@@ -446,37 +448,13 @@ func appendStart(dst []byte, status int, date []byte, special uint8) []byte {
 // date: the handler's fields with their separators, the longest status
 // line, and every field AppendHead may add (Server, Content-Length,
 // Transfer-Encoding, Connection, the final CRLF).
-func (r *Response) headBound(date []byte) int {
+func (r *response) headBound(date []byte) int {
 	const fixed = 64 + // status line: "HTTP/1.1 NNN " and the longest reason phrase
 		len("Server: "+DefaultServerName+"\r\n") +
 		len("Content-Length: 18446744073709551615\r\n") +
 		len("Transfer-Encoding: chunked\r\n") +
 		len("Connection: keep-alive\r\n") + 2
 	return fixed + len("Date: \r\n") + len(date) + len(r.header.arena) + 4*len(r.header.fields)
-}
-
-// AppendError appends a complete plain-text response for status, meant
-// for a [ProtocolError] (see [ErrorStatus]): the connection is to be
-// closed afterwards, and the response says so. date may be empty.
-func AppendError(dst []byte, status int, date []byte) []byte {
-	if status < 100 || status > 999 {
-		status = StatusInternalServerError
-	}
-	text := StatusText(status)
-	dst = AppendStatusLine(dst, 1, status)
-	if len(date) > 0 {
-		dst = append(dst, "Date: "...)
-		dst = append(dst, date...)
-		dst = append(dst, '\r', '\n')
-	}
-	dst = append(dst, "Server: "+DefaultServerName+"\r\n"+
-		"Content-Type: text/plain; charset=utf-8\r\n"+
-		"Connection: close\r\n"+
-		"Content-Length: "...)
-	dst = strconv.AppendInt(dst, int64(len(text)+1), 10)
-	dst = append(dst, "\r\n\r\n"...)
-	dst = append(dst, text...)
-	return append(dst, '\n')
 }
 
 // headCache remembers the last head appendHeadCached built and everything
@@ -522,7 +500,7 @@ func headReqFlags(req *Request) uint8 {
 }
 
 // appendHeadCached is appendHead through the cache c.
-func (r *Response) appendHeadCached(dst []byte, req *Request, date []byte, contentLength int64, head200 []byte, c *headCache) []byte {
+func (r *response) appendHeadCached(dst []byte, req *Request, date []byte, contentLength int64, head200 []byte, c *headCache) []byte {
 	flags, h := headReqFlags(req), &r.header
 	if c.ok && c.status == r.status && c.cl == contentLength && c.req == flags &&
 		string(c.arena) == string(h.arena) && slices.Equal(c.fields, h.fields) {

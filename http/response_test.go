@@ -10,98 +10,16 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/veloq/veloq/http/internal/h1"
 )
 
-func TestStatusText(t *testing.T) {
-	for code := 100; code < 600; code++ {
-		ours, std := StatusText(code), nethttp.StatusText(code)
-		// RFC 9110 renamed reason phrases that net/http still uses.
-		switch code {
-		case 413:
-			std = "Content Too Large"
-		case 414:
-			std = "URI Too Long"
-		case 416:
-			std = "Range Not Satisfiable"
-		case 422:
-			std = "Unprocessable Content"
-		case 306:
-			std = ""
-		}
-		if ours != std {
-			t.Errorf("StatusText(%d) = %q, net/http has %q", code, ours, std)
-		}
-	}
-}
-
-func TestAppendStatusLine(t *testing.T) {
-	tests := []struct {
-		minor, status int
-		want          string
-	}{
-		{1, 200, "HTTP/1.1 200 OK\r\n"},
-		{0, 404, "HTTP/1.0 404 Not Found\r\n"},
-		{7, 431, "HTTP/1.1 431 Request Header Fields Too Large\r\n"},
-		{1, 299, "HTTP/1.1 299 \r\n"},
-		{1, 42, "HTTP/1.1 500 Internal Server Error\r\n"},
-		{1, 1000, "HTTP/1.1 500 Internal Server Error\r\n"},
-	}
-	for _, tt := range tests {
-		if got := string(AppendStatusLine([]byte("x"), tt.minor, tt.status)); got != "x"+tt.want {
-			t.Errorf("AppendStatusLine(%d, %d) = %q, want %q", tt.minor, tt.status, got, tt.want)
-		}
-	}
-	if got := string(AppendContinue(nil)); got != "HTTP/1.1 100 Continue\r\n\r\n" {
-		t.Errorf("AppendContinue = %q", got)
-	}
-}
-
-func TestDateCache(t *testing.T) {
-	var d DateCache
-	times := []time.Time{
-		time.Date(1994, 11, 6, 8, 49, 37, 0, time.UTC),
-		time.Date(2024, 2, 29, 23, 59, 59, 999999999, time.UTC),
-		time.Date(2000, 1, 1, 0, 0, 0, 0, time.FixedZone("X", 5*3600+1800)),
-		time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
-		time.Now(),
-	}
-	for _, tm := range times {
-		got := string(d.Append(nil, tm))
-		want := tm.UTC().Format(nethttp.TimeFormat)
-		if got != want {
-			t.Errorf("%v: got %q, want %q", tm, got, want)
-		}
-		parsed, err := time.Parse(nethttp.TimeFormat, got)
-		if err != nil || !parsed.Equal(tm.Truncate(time.Second)) {
-			t.Errorf("%v: time.Parse(%q) = %v, %v", tm, got, parsed, err)
-		}
-	}
+// TestTimeFormat: the layout is net/http's (RFC 9110 §5.6.7), which
+// h1.DateCache writes.
+func TestTimeFormat(t *testing.T) {
 	if TimeFormat != nethttp.TimeFormat {
 		t.Errorf("TimeFormat = %q", TimeFormat)
 	}
-	if got := string(d.Bytes(times[0])); got != "Sun, 06 Nov 1994 08:49:37 GMT" {
-		t.Errorf("RFC example: %q", got)
-	}
-}
-
-func TestDateCacheOncePerSecond(t *testing.T) {
-	var d DateCache
-	base := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	for i := 0; i < 1000; i++ {
-		d.Bytes(base.Add(time.Duration(i) * time.Millisecond))
-	}
-	expect(t, "updates in one second", d.updates, 1)
-	d.Bytes(base.Add(time.Second))
-	expect(t, "updates after a second", d.updates, 2)
-	// Going back in time also reformats.
-	d.Bytes(base)
-	expect(t, "updates after going back", d.updates, 3)
-	allocs := testing.AllocsPerRun(100, func() {
-		base = base.Add(time.Second)
-		d.Bytes(base)
-	})
-	expect(t, "allocs", allocs, 0.0)
 }
 
 func TestResponseHeader(t *testing.T) {
@@ -139,7 +57,7 @@ func TestResponseHeader(t *testing.T) {
 
 func parseRequest(t *testing.T, s string) *Request {
 	t.Helper()
-	var p Parser
+	var p parser
 	req := new(Request)
 	if _, err := p.Parse([]byte(s), req); err != nil {
 		t.Fatal(err)
@@ -167,7 +85,7 @@ func TestResponseAppendTo(t *testing.T) {
 	tests := []struct {
 		name    string
 		req     string // "" means nil request
-		setup   func(r *Response)
+		setup   func(r *response)
 		want    string
 		close   bool
 		allowed bool
@@ -175,7 +93,7 @@ func TestResponseAppendTo(t *testing.T) {
 		{
 			name: "hello",
 			req:  get11,
-			setup: func(r *Response) {
+			setup: func(r *response) {
 				r.Header().Set("Content-Type", "text/plain")
 				r.WriteString("hello")
 			},
@@ -186,14 +104,14 @@ func TestResponseAppendTo(t *testing.T) {
 		{
 			name:    "empty body",
 			req:     get11,
-			setup:   func(r *Response) { r.SetStatus(404) },
+			setup:   func(r *response) { r.SetStatus(404) },
 			want:    "HTTP/1.1 404 Not Found\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 0\r\n\r\n",
 			allowed: true,
 		},
 		{
 			name: "HEAD",
 			req:  "HEAD / HTTP/1.1\r\nHost: a\r\n\r\n",
-			setup: func(r *Response) {
+			setup: func(r *response) {
 				r.Write([]byte("not sent"))
 			},
 			want: "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 8\r\n\r\n",
@@ -201,7 +119,7 @@ func TestResponseAppendTo(t *testing.T) {
 		{
 			name: "204 and overrides",
 			req:  get11,
-			setup: func(r *Response) {
+			setup: func(r *response) {
 				r.SetStatus(204)
 				r.Header().Set("Server", "custom")
 				r.Header().Set("Date", "")
@@ -215,7 +133,7 @@ func TestResponseAppendTo(t *testing.T) {
 			// Fields set and removed again leave the defaults in place.
 			name: "overrides removed",
 			req:  get11,
-			setup: func(r *Response) {
+			setup: func(r *response) {
 				h := r.Header()
 				h.Set("Server", "custom")
 				h.Set("date", "")
@@ -236,7 +154,7 @@ func TestResponseAppendTo(t *testing.T) {
 			// dropped.
 			name: "control characters",
 			req:  get11,
-			setup: func(r *Response) {
+			setup: func(r *response) {
 				h := r.Header()
 				h.Set("X-Split", "a\r\nSet-Cookie: x=1\x7f\tb  ")
 				h.AddBytes([]byte("X-Long"), []byte("0123456789abcdef\n0123456789"))
@@ -250,14 +168,14 @@ func TestResponseAppendTo(t *testing.T) {
 		{
 			name:    "304",
 			req:     get11,
-			setup:   func(r *Response) { r.SetStatus(304); r.Header().Add("ETag", `"x"`) },
+			setup:   func(r *response) { r.SetStatus(304); r.Header().Add("ETag", `"x"`) },
 			want:    "HTTP/1.1 304 Not Modified\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nETag: \"x\"\r\n\r\n",
 			allowed: false,
 		},
 		{
 			name:    "client asks to close",
 			req:     "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
-			setup:   func(r *Response) {},
+			setup:   func(r *response) {},
 			want:    "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
 			close:   true,
 			allowed: true,
@@ -265,7 +183,7 @@ func TestResponseAppendTo(t *testing.T) {
 		{
 			name:    "handler asks to close",
 			req:     get11,
-			setup:   func(r *Response) { r.Header().Set("Connection", "Close") },
+			setup:   func(r *response) { r.Header().Set("Connection", "Close") },
 			want:    "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nConnection: Close\r\nContent-Length: 0\r\n\r\n",
 			close:   true,
 			allowed: true,
@@ -273,21 +191,21 @@ func TestResponseAppendTo(t *testing.T) {
 		{
 			name:    "HTTP/1.0 keep-alive",
 			req:     "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
-			setup:   func(r *Response) { r.WriteString("x") },
+			setup:   func(r *response) { r.WriteString("x") },
 			want:    "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 1\r\nConnection: keep-alive\r\n\r\nx",
 			allowed: true,
 		},
 		{
 			name:    "HTTP/1.0 without keep-alive",
 			req:     "GET / HTTP/1.0\r\n\r\n",
-			setup:   func(r *Response) { r.WriteString("x") },
+			setup:   func(r *response) { r.WriteString("x") },
 			want:    "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx",
 			close:   true,
 			allowed: true,
 		},
 		{
 			name:    "no request",
-			setup:   func(r *Response) { r.SetStatus(500) },
+			setup:   func(r *response) { r.SetStatus(500) },
 			want:    "HTTP/1.1 500 Internal Server Error\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: veloq\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
 			close:   true,
 			allowed: true,
@@ -301,7 +219,7 @@ func TestResponseAppendTo(t *testing.T) {
 				req = parseRequest(t, tt.req)
 				method = string(req.Method)
 			}
-			var r Response
+			var r response
 			r.Reset(make([]byte, 0, 64))
 			tt.setup(&r)
 			got := r.AppendTo([]byte("prefix:"), req, date)
@@ -320,7 +238,7 @@ func TestResponseAppendTo(t *testing.T) {
 }
 
 func TestResponseAppendHeadChunked(t *testing.T) {
-	var r Response
+	var r response
 	r.Reset(nil)
 	r.Header().Set("Content-Type", "text/plain")
 	req := parseRequest(t, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
@@ -328,9 +246,9 @@ func TestResponseAppendHeadChunked(t *testing.T) {
 	if !r.Chunked() || r.ShouldClose() || !r.BodyAllowed() {
 		t.Fatalf("chunked=%v close=%v allowed=%v", r.Chunked(), r.ShouldClose(), r.BodyAllowed())
 	}
-	out = AppendChunk(out, []byte("hello, "))
-	out = AppendChunk(out, []byte("world"))
-	out = AppendLastChunk(out)
+	out = h1.AppendChunk(out, []byte("hello, "))
+	out = h1.AppendChunk(out, []byte("world"))
+	out = h1.AppendLastChunk(out)
 	resp, body := readStd(t, out, "GET")
 	expect(t, "body", body, "hello, world")
 	expect(t, "te", strings.Join(resp.TransferEncoding, ","), "chunked")
@@ -348,19 +266,10 @@ func TestResponseAppendHeadChunked(t *testing.T) {
 	expect(t, "known length", strings.Contains(string(out), "Content-Length: 1234\r\n"), true)
 }
 
-func TestAppendError(t *testing.T) {
-	out := AppendError(nil, ErrorStatus(errObsFold), []byte("Sun, 06 Nov 1994 08:49:37 GMT"))
-	resp, body := readStd(t, out, "GET")
-	expect(t, "status", resp.StatusCode, 400)
-	expect(t, "body", body, "Bad Request\n")
-	expect(t, "close", resp.Close, true)
-	expect(t, "date", resp.Header.Get("Date"), "Sun, 06 Nov 1994 08:49:37 GMT")
-}
-
 func TestResponseAllocs(t *testing.T) {
 	req := parseRequest(t, chromeRequest)
-	var r Response
-	var dc DateCache
+	var r response
+	var dc h1.DateCache
 	body := make([]byte, 0, 256)
 	out := make([]byte, 0, 1024)
 	now := time.Now()
@@ -372,7 +281,7 @@ func TestResponseAllocs(t *testing.T) {
 		out = r.AppendTo(out[:0], req, dc.Bytes(now))
 	})
 	if allocs != 0 {
-		t.Errorf("Response allocates %v times", allocs)
+		t.Errorf("response allocates %v times", allocs)
 	}
 }
 
@@ -386,7 +295,7 @@ func TestResponseHeadBound(t *testing.T) {
 		parseRequest(t, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"),
 		parseRequest(t, "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
 	}
-	var r Response
+	var r response
 	for status := 0; status <= 1000; status++ {
 		for _, req := range reqs {
 			for _, cl := range []int64{-1, 0, 1<<63 - 1} {
@@ -409,7 +318,7 @@ func TestResponseHeadBound(t *testing.T) {
 func TestResponseHeaderRepeat(t *testing.T) {
 	date := []byte("Sun, 06 Nov 1994 08:49:37 GMT")
 	req := parseRequest(t, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
-	var r Response
+	var r response
 	var first string
 	for i := range 3 {
 		r.Reset(nil)
@@ -448,14 +357,14 @@ func TestResponseHeadCache(t *testing.T) {
 	fields := [][2]string{{"Content-Type", "text/plain"}, {"Content-Typ", "etext/plain"},
 		{"Content-Type", "text/html"}, {"Content-Type", "text/xxxxx"}, {"Connection", "close"}, {"Server", "x"}}
 	dims := [4]int{len(statuses), len(reqs), len(lengths), len(fields)}
-	set := func(r *Response, k [4]int) {
+	set := func(r *response, k [4]int) {
 		r.Reset(nil)
 		r.SetStatus(statuses[k[0]])
 		r.Header().Set(fields[k[3]][0], fields[k[3]][1])
 	}
 	var c headCache
-	var want, got Response
-	outcome := func(r *Response) [3]bool { return [3]bool{r.ShouldClose(), r.Chunked(), r.BodyAllowed()} }
+	var want, got response
+	outcome := func(r *response) [3]bool { return [3]bool{r.ShouldClose(), r.Chunked(), r.BodyAllowed()} }
 	for n := 0; n < dims[0]*dims[1]*dims[2]*dims[3]; n++ {
 		a := [4]int{n % dims[0], n / dims[0] % dims[1], n / dims[0] / dims[1] % dims[2], n / dims[0] / dims[1] / dims[2]}
 		for d := range a {

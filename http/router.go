@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/veloq/veloq/http/internal/h1"
 )
 
 // maxPathParams bounds the wildcards of one pattern: the values live in a
@@ -110,7 +112,7 @@ func (m *Router) Handle(pattern string, h Handler) {
 		method, path = "", pattern
 	}
 	path = strings.TrimLeft(path, " ")
-	if method != "" && !validToken([]byte(method)) {
+	if method != "" && !h1.ValidToken([]byte(method)) {
 		panic(fmt.Sprintf("http: bad method in pattern %q", pattern))
 	}
 	if !strings.HasPrefix(path, "/") {

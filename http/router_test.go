@@ -76,7 +76,7 @@ func TestRouterMatch(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.method+" "+tc.target, func(t *testing.T) {
 			var req Request
-			var p Parser
+			var p parser
 			_, err := p.Parse([]byte(tc.method+" "+tc.target+" HTTP/1.1\r\nHost: x\r\n\r\n"), &req)
 			require.NoError(t, err)
 			var w ResponseWriter
@@ -106,7 +106,7 @@ func TestRouterBadPatterns(t *testing.T) {
 func TestRouterMatchAllocs(t *testing.T) {
 	m := routeTable()
 	var req Request
-	var p Parser
+	var p parser
 	_, err := p.Parse([]byte("GET /users/42/posts/7 HTTP/1.1\r\nHost: x\r\n\r\n"), &req)
 	require.NoError(t, err)
 	var w ResponseWriter

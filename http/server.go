@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/veloq/veloq/bufpool"
+	"github.com/veloq/veloq/http/internal/h1"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -392,9 +393,9 @@ type loopState struct {
 	detScratch ResponseHeader
 	// dates holds the Date header's value for the current second, which
 	// ends when the loop clock (Loop.Clock) reaches dateUntil.
-	dates     DateCache
+	dates     h1.DateCache
 	dateUntil int64
-	head200   []byte    // status line, Date and Server of a plain 200 (Response.appendHead)
+	head200   []byte    // status line, Date and Server of a plain 200 (response.appendHead)
 	heads     headCache // the last HTTP/1 head written, cleared with the Date
 	dateText  string    // the Date value as a string, for HTTP/2; "" until asked for
 	req       Request
@@ -511,8 +512,8 @@ func (h netHandler) OnOpen(c *vnet.Conn) {
 	n := s.active.Add(1)
 	cs := ls.newConn()
 	cs.srv, cs.ls, cs.c = s, ls, c
-	cs.parser.Limits = s.limits
-	cs.dec.Limits = s.limits
+	cs.parser.Limits = h1.Limits(s.limits)
+	cs.dec.Limits = h1.Limits(s.limits)
 	c.SetContext(cs)
 	ls.conns.add(cs)
 	cs.phase = phaseNew

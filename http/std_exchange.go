@@ -80,7 +80,7 @@ type stdConn struct {
 	raddr string          // the peer's address as net/http shows it
 	// The writer's head and body buffers, kept for the next request
 	// between exchanges.
-	resp *Response
+	resp *response
 	buf  []byte
 }
 
@@ -114,7 +114,7 @@ func newStdExchange(ex exchange, sc *stdConn, sh *stdHandler, req *Request, w *R
 	x.w = stdWriter{x: x, header: make(nethttp.Header), cl: -1, resp: sc.resp, buf: sc.buf}
 	sc.resp, sc.buf = nil, nil
 	if x.w.resp == nil {
-		x.w.resp = new(Response)
+		x.w.resp = new(response)
 	}
 	if w == nil {
 		return x, nil

@@ -5,6 +5,8 @@ import (
 	nethttp "net/http"
 	"net/url"
 	"strings"
+
+	"github.com/veloq/veloq/http/internal/h1"
 )
 
 // stdRequest builds a net/http request from a parsed head, like
@@ -122,7 +124,7 @@ func stdHeader(fields []HeaderField, scratch *[]byte, extra ...[]byte) (nethttp.
 	}
 	n := 0
 	for _, f := range fields {
-		if equalFold(f.Name, "Host") {
+		if h1.EqualFold(f.Name, "Host") {
 			continue
 		}
 		n++
@@ -148,7 +150,7 @@ func stdHeader(fields []HeaderField, scratch *[]byte, extra ...[]byte) (nethttp.
 	vals := make([]string, n)
 	i := 0
 	for _, f := range fields {
-		if equalFold(f.Name, "Host") {
+		if h1.EqualFold(f.Name, "Host") {
 			continue
 		}
 		k := s[off : off+len(f.Name)]

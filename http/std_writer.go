@@ -22,7 +22,7 @@ type stdWriter struct {
 	buf         []byte
 	written     int64
 	cl          int64     // the handler's Content-Length, or -1
-	resp        *Response // the head, filled at WriteHeader
+	resp        *response // the head, filled at WriteHeader
 	streaming   bool      // the head went out: writes are sent as they come
 	err         error     // the connection is gone, or hijacked
 	hijacked    bool
@@ -283,7 +283,7 @@ func (w *stdWriter) writeExpired() error {
 }
 
 // writeHead sends the head on the loop.
-func (x *stdExchange) writeHead(resp *Response, cl int64) {
+func (x *stdExchange) writeHead(resp *response, cl int64) {
 	x.headSent = true
 	x.ex.writeHead(resp, x.head.request(x.ex.shared()), cl)
 }

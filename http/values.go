@@ -3,6 +3,8 @@ package http
 import (
 	"bytes"
 	"errors"
+
+	"github.com/veloq/veloq/http/internal/h1"
 )
 
 // ErrBadEscape is returned by [AppendUnescaped] for a '%' not followed by
@@ -37,7 +39,7 @@ func (r *Request) FormValue(name string) ([]byte, bool) {
 func (r *Request) Cookie(name string) ([]byte, bool) {
 	for i := range r.Headers {
 		f := &r.Headers[i]
-		if !equalFold(f.Name, "Cookie") {
+		if !h1.EqualFold(f.Name, "Cookie") {
 			continue
 		}
 		if v, ok := lookupPair(f.Value, name, ';'); ok {
@@ -77,7 +79,7 @@ func isFormContent(ct []byte) bool {
 	if i := bytes.IndexByte(ct, ';'); i >= 0 {
 		ct = ct[:i]
 	}
-	return equalFold(bytes.TrimSpace(ct), form)
+	return h1.EqualFold(bytes.TrimSpace(ct), form)
 }
 
 // AppendUnescaped appends raw, a query or form value, decoded to dst:

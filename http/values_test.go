@@ -15,7 +15,7 @@ import (
 func parseWithBody(t *testing.T, raw string) *Request {
 	t.Helper()
 	var req Request
-	var p Parser
+	var p parser
 	n, err := p.Parse([]byte(raw), &req)
 	require.NoError(t, err)
 	if rest := raw[n:]; rest != "" {

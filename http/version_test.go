@@ -11,18 +11,19 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/veloq/veloq/http/internal/h1"
 	"github.com/veloq/veloq/http/internal/h2"
 	vnet "github.com/veloq/veloq/net"
 )
 
 // notVersionCases are request lines sorted by whether their third part is
 // an HTTP-version at all ("HTTP/" digit "." digit): those that are not
-// get ErrNotHTTPVersion, the others the error of what is wrong with them.
+// get errNotHTTPVersion, the others the error of what is wrong with them.
 // silentH2 marks the lines that are no HTTP/1 request line at all, which
 // a server with HTTP/2 on closes without an answer as a broken preface.
 var notVersionCases = []struct {
 	name, req string
-	notHTTP   bool // Parse returns ErrNotHTTPVersion
+	notHTTP   bool // Parse returns errNotHTTPVersion
 	status    int  // what Parse's error maps to
 	silentH2  bool // closed unanswered as the first line with HTTP/2 on
 }{
@@ -50,11 +51,11 @@ var notVersionCases = []struct {
 func TestParseNotHTTPVersion(t *testing.T) {
 	for _, tt := range notVersionCases {
 		t.Run(tt.name, func(t *testing.T) {
-			var p Parser
+			var p parser
 			var req Request
 			_, err := p.Parse([]byte(tt.req), &req)
 			require.Error(t, err)
-			require.Equal(t, tt.notHTTP, errors.Is(err, ErrNotHTTPVersion), "error %v", err)
+			require.Equal(t, tt.notHTTP, errors.Is(err, errNotHTTPVersion), "error %v", err)
 			require.Equal(t, tt.status, ErrorStatus(err))
 			if tt.status == 400 {
 				require.ErrorIs(t, err, ErrBadRequest)
@@ -62,10 +63,10 @@ func TestParseNotHTTPVersion(t *testing.T) {
 		})
 	}
 	// A version still arriving is not judged early.
-	var p Parser
+	var p parser
 	var req Request
 	_, err := p.Parse([]byte("GET / HTT"), &req)
-	require.ErrorIs(t, err, ErrNeedMore)
+	require.ErrorIs(t, err, h1.ErrNeedMore)
 }
 
 // TestServerNotHTTPVersion: with HTTP/2 on, a request line that ends in no

@@ -1,4 +1,4 @@
-package http
+package h1
 
 import "bytes"
 
@@ -16,9 +16,8 @@ const (
 	csDone           // body complete
 )
 
-// A ChunkedDecoder is part of the protocol core (the Server decodes
-// chunked bodies for its handlers): it decodes a body in the chunked
-// transfer coding (RFC 9112 §7.1) incrementally and without allocating. The zero value is
+// A ChunkedDecoder decodes a body in the chunked transfer coding
+// (RFC 9112 §7.1) incrementally and without allocating. The zero value is
 // ready to use with the default limits; reuse one per connection with
 // Reset.
 //
@@ -62,7 +61,7 @@ func (d *ChunkedDecoder) Len() int64 { return d.total }
 //
 // Each call returns at most one run of data. err is ErrNeedMore when no
 // data could be produced because in ends inside framing or is empty; a
-// *ProtocolError when the body is malformed (status 400), too large (413)
+// *[Error] when the body is malformed (status 400), too large (413)
 // or has an oversized trailer section (431). done is set, with err nil and
 // no data, by the call that consumes the end of the trailer section; later
 // calls return done again and consume nothing.
@@ -118,7 +117,7 @@ func (d *ChunkedDecoder) next(in []byte, maxData int64) (n int, data []byte, don
 		switch d.state {
 		case csSize:
 			line := in[n:]
-			if len(line) > 0 && charClass[line[0]]&cHex == 0 {
+			if len(line) > 0 && CharClass[line[0]]&ClassHex == 0 {
 				return n, nil, false, errBadChunkSize
 			}
 			window := line[:min(len(line), maxChunkLineBytes)]
@@ -132,7 +131,7 @@ func (d *ChunkedDecoder) next(in []byte, maxData int64) (n int, data []byte, don
 			}
 			lf := d.scan + i
 			if lf == 0 || line[lf-1] != '\r' {
-				return n, nil, false, errBareLF
+				return n, nil, false, ErrBareLF
 			}
 			size, perr := parseChunkLine(line[:lf-1])
 			if perr != nil {
@@ -144,8 +143,8 @@ func (d *ChunkedDecoder) next(in []byte, maxData int64) (n int, data []byte, don
 				d.state = csTrailer
 				continue
 			}
-			if size > d.Limits.maxBodyBytes()-d.total {
-				return n, nil, false, errBodyTooLarge
+			if size > d.Limits.BodyBytes()-d.total {
+				return n, nil, false, ErrBodyTooLarge
 			}
 			d.remaining = size
 			d.state = csData
@@ -203,7 +202,7 @@ func (d *ChunkedDecoder) next(in []byte, maxData int64) (n int, data []byte, don
 // of sec, resuming at d.scan, and returns the section length including the
 // final CRLF.
 func (d *ChunkedDecoder) scanTrailer(sec []byte) (int, error) {
-	maxBytes := d.Limits.maxHeaderBytes()
+	maxBytes := d.Limits.HeaderBytes()
 	window := sec[:min(len(sec), maxBytes)]
 	for {
 		s := d.scan
@@ -222,7 +221,7 @@ func (d *ChunkedDecoder) scanTrailer(sec []byte) (int, error) {
 		}
 		lf := s + i
 		if lf == s || sec[lf-1] != '\r' {
-			return 0, errBareLF
+			return 0, ErrBareLF
 		}
 		line := sec[s : lf-1]
 		if len(line) == 0 {
@@ -232,8 +231,8 @@ func (d *ChunkedDecoder) scanTrailer(sec []byte) (int, error) {
 			return 0, err
 		}
 		d.nfields++
-		if d.nfields > d.Limits.maxHeaders() {
-			return 0, errTooManyHeaders
+		if d.nfields > d.Limits.Headers() {
+			return 0, ErrTooManyHeaders
 		}
 		d.scan = lf + 1
 	}
@@ -246,59 +245,65 @@ func checkFieldLine(line []byte, complete bool) error {
 		return nil
 	}
 	if line[0] == ' ' || line[0] == '\t' {
-		return errObsFold
+		return ErrObsFold
 	}
 	i := 0
-	for i < len(line) && charClass[line[i]]&cToken != 0 {
+	for i < len(line) && CharClass[line[i]]&ClassToken != 0 {
 		i++
 	}
 	if i == len(line) {
 		if complete {
-			return errBadFieldName
+			return ErrBadFieldName
 		}
 		return nil
 	}
 	switch line[i] {
 	case ':':
 	case ' ', '\t':
-		return errSpaceBeforeColon
+		return ErrSpaceBeforeColon
 	default:
-		return errBadFieldName
+		return ErrBadFieldName
 	}
 	if i == 0 {
-		return errBadFieldName
+		return ErrBadFieldName
 	}
 	for i++; i < len(line); i++ {
-		if c := line[i]; charClass[c]&cValue == 0 {
+		if c := line[i]; CharClass[c]&ClassValue == 0 {
 			if c == '\r' && !complete && i == len(line)-1 {
 				return nil
 			}
 			if c == '\r' {
-				return errBareCR
+				return ErrBareCR
 			}
-			return errBadFieldValue
+			return ErrBadFieldValue
 		}
 	}
 	return nil
 }
 
-// NextField is part of the protocol core: it splits the first field line
-// off a block of CRLF-terminated field lines that has already been
-// validated, such as
+// A Field is one field line: a name and a value with surrounding
+// whitespace removed. Package http's Field has the same fields.
+type Field struct {
+	Name  []byte
+	Value []byte
+}
+
+// NextField splits the first field line off a block of CRLF-terminated
+// field lines that has already been validated, such as
 // [ChunkedDecoder.Trailer]. It returns the field with the value trimmed,
 // the rest of the block, and false when the block is empty.
-func NextField(block []byte) (f HeaderField, rest []byte, ok bool) {
+func NextField(block []byte) (f Field, rest []byte, ok bool) {
 	lf := bytes.IndexByte(block, '\n')
 	if lf < 1 {
-		return HeaderField{}, nil, false
+		return Field{}, nil, false
 	}
 	line := block[:lf-1]
 	colon := bytes.IndexByte(line, ':')
 	if colon < 0 {
-		return HeaderField{}, nil, false
+		return Field{}, nil, false
 	}
 	f.Name = line[:colon:colon]
-	v := trimOWS(line[colon+1:])
+	v := TrimOWS(line[colon+1:])
 	f.Value = v[:len(v):len(v)]
 	return f, block[lf+1:], true
 }
@@ -343,7 +348,7 @@ ext:
 		first = false
 		i = skipWS(line, j+1)
 		start := i
-		for i < len(line) && isToken(line[i]) {
+		for i < len(line) && IsToken(line[i]) {
 			i++
 		}
 		if i == start {
@@ -363,7 +368,7 @@ ext:
 			continue
 		}
 		start = i
-		for i < len(line) && isToken(line[i]) {
+		for i < len(line) && IsToken(line[i]) {
 			i++
 		}
 		if i == start {
@@ -389,10 +394,10 @@ func skipQuoted(b []byte, i int) (int, bool) {
 			return i + 1, true
 		case c == '\\':
 			i++
-			if i == len(b) || charClass[b[i]]&cValue == 0 {
+			if i == len(b) || CharClass[b[i]]&ClassValue == 0 {
 				return 0, false
 			}
-		case charClass[c]&cQdText == 0:
+		case CharClass[c]&ClassQdText == 0:
 			return 0, false
 		}
 	}

@@ -1,4 +1,4 @@
-package http
+package h1
 
 import (
 	"math/rand/v2"
@@ -7,7 +7,7 @@ import (
 
 func naiveLen(b []byte, class uint8) int {
 	for i, c := range b {
-		if charClass[c]&class == 0 {
+		if CharClass[c]&class == 0 {
 			return i
 		}
 	}
@@ -20,9 +20,9 @@ func TestScanHelpers(t *testing.T) {
 		fn    func([]byte) int
 		class uint8
 	}{
-		{"valueLen", valueLen, cValue},
-		{"targetLen", targetLen, cTarget},
-		{"tokenLen", tokenLen, cToken},
+		{"ValueLen", ValueLen, ClassValue},
+		{"TargetLen", TargetLen, ClassTarget},
+		{"TokenLen", TokenLen, ClassToken},
 	}
 	for _, f := range funcs {
 		// Every byte value in every lane, after clean and after high bytes.
@@ -57,22 +57,22 @@ func TestScanHelpers(t *testing.T) {
 }
 
 // TestTokenEqualFold: for every token byte and every byte of the names
-// the parser looks for, tokenEqualFold agrees with equalFold.
+// the parser looks for, TokenEqualFold agrees with EqualFold.
 func TestTokenEqualFold(t *testing.T) {
 	for _, name := range []string{"host", "expect", "upgrade", "connection", "content-length", "transfer-encoding"} {
 		for i := range len(name) {
 			for c := range 256 {
-				if !isToken(byte(c)) {
+				if !IsToken(byte(c)) {
 					continue
 				}
 				b := []byte(name)
 				b[i] = byte(c)
-				if got, want := tokenEqualFold(b, name), equalFold(b, name); got != want {
-					t.Fatalf("%q vs %q: %v, equalFold says %v", b, name, got, want)
+				if got, want := TokenEqualFold(b, name), EqualFold(b, name); got != want {
+					t.Fatalf("%q vs %q: %v, EqualFold says %v", b, name, got, want)
 				}
 			}
 		}
-		if tokenEqualFold([]byte(name[1:]), name) {
+		if TokenEqualFold([]byte(name[1:]), name) {
 			t.Fatalf("shorter name matched %q", name)
 		}
 	}

@@ -1,96 +1,99 @@
-package http
+package h1
 
 import (
 	"encoding/binary"
 	"math/bits"
 )
 
-// Character classes used by the parsers. The table is computed once at
-// package initialisation and never modified afterwards.
+// Character classes, the bits of CharClass. The request parser in package
+// http, the chunked decoder and the response writer test bytes with them.
 const (
-	cToken  = 1 << iota // tchar (RFC 9110 §5.6.2)
-	cTarget             // VCHAR, allowed in a request-target
-	cValue              // field-vchar, SP or HTAB (RFC 9110 §5.5)
-	cHost               // characters of uri-host [ ":" port ]
-	cHex                // HEXDIG
-	cQdText             // qdtext (RFC 9110 §5.6.4)
+	ClassToken  = 1 << iota // tchar (RFC 9110 §5.6.2)
+	ClassTarget             // VCHAR, allowed in a request-target
+	ClassValue              // field-vchar, SP or HTAB (RFC 9110 §5.5)
+	ClassHost               // characters of uri-host [ ":" port ]
+	ClassHex                // HEXDIG
+	ClassQdText             // qdtext (RFC 9110 §5.6.4)
 )
 
-var charClass = func() (t [256]uint8) {
+// CharClass holds the classes of each byte. It is computed once at
+// package initialisation and never modified afterwards.
+var CharClass = func() (t [256]uint8) {
 	for c := 0; c < 256; c++ {
 		var m uint8
 		isAlpha := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 		isDigit := '0' <= c && c <= '9'
 		if isAlpha || isDigit {
-			m |= cToken | cHost
+			m |= ClassToken | ClassHost
 		}
 		switch c {
 		case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
-			m |= cToken
+			m |= ClassToken
 		}
 		switch c {
 		case '-', '.', '_', '~', '!', '$', '&', '\'', '(', ')', '*', '+', ',', ';', '=', ':', '[', ']', '%':
-			m |= cHost
+			m |= ClassHost
 		}
 		if 0x21 <= c && c <= 0x7e {
-			m |= cTarget | cValue
+			m |= ClassTarget | ClassValue
 		}
 		if c >= 0x80 || c == ' ' || c == '\t' {
-			m |= cValue
+			m |= ClassValue
 		}
 		if isDigit || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' {
-			m |= cHex
+			m |= ClassHex
 		}
 		if c == '\t' || c == ' ' || c == 0x21 || 0x23 <= c && c <= 0x5b || 0x5d <= c && c <= 0x7e || c >= 0x80 {
-			m |= cQdText
+			m |= ClassQdText
 		}
 		t[c] = m
 	}
 	return t
 }()
 
-func isToken(c byte) bool { return charClass[c]&cToken != 0 }
+// IsToken reports whether c is a tchar.
+func IsToken(c byte) bool { return CharClass[c]&ClassToken != 0 }
 
-// validToken reports whether b is a non-empty token.
-func validToken(b []byte) bool {
+// ValidToken reports whether b is a non-empty token.
+func ValidToken(b []byte) bool {
 	if len(b) == 0 {
 		return false
 	}
 	for _, c := range b {
-		if charClass[c]&cToken == 0 {
+		if CharClass[c]&ClassToken == 0 {
 			return false
 		}
 	}
 	return true
 }
 
-// lower maps an ASCII byte to lower case.
-func lower(c byte) byte {
+// Lower maps an ASCII byte to lower case.
+func Lower(c byte) byte {
 	if 'A' <= c && c <= 'Z' {
 		return c + ('a' - 'A')
 	}
 	return c
 }
 
-// equalFold reports whether b equals s under ASCII case folding.
-func equalFold(b []byte, s string) bool {
+// EqualFold reports whether b equals s under ASCII case folding.
+func EqualFold(b []byte, s string) bool {
 	if len(b) != len(s) {
 		return false
 	}
 	for i := 0; i < len(b); i++ {
-		if b[i] != s[i] && lower(b[i]) != lower(s[i]) {
+		if b[i] != s[i] && Lower(b[i]) != Lower(s[i]) {
 			return false
 		}
 	}
 	return true
 }
 
-// tokenEqualFold is equalFold for a token b and a name s made of lower-case
+// TokenEqualFold is EqualFold for a token b and a name s made of lower-case
 // letters and '-' (a field name the parser looks for). Setting bit 0x20
 // folds an upper-case letter to lower case, and turns no other token byte
 // into a lower-case letter or '-' (only CR would become '-'), so a byte
-// costs one OR and one compare: half of equalFold's (callgrind).
-func tokenEqualFold(b []byte, s string) bool {
+// costs one OR and one compare: half of EqualFold's (callgrind).
+func TokenEqualFold(b []byte, s string) bool {
 	if len(b) != len(s) {
 		return false
 	}
@@ -102,8 +105,8 @@ func tokenEqualFold(b []byte, s string) bool {
 	return true
 }
 
-// trimOWS removes leading and trailing SP and HTAB.
-func trimOWS(b []byte) []byte {
+// TrimOWS removes leading and trailing SP and HTAB.
+func TrimOWS(b []byte) []byte {
 	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
 		b = b[1:]
 	}
@@ -113,17 +116,17 @@ func trimOWS(b []byte) []byte {
 	return b
 }
 
-// nextListElem splits the first element off a comma-separated list
+// NextListElem splits the first element off a comma-separated list
 // (RFC 9110 §5.6.1). It returns the element with OWS trimmed and the rest
 // of the list after the comma. Empty elements are returned as empty slices;
 // callers skip them, as the RFC requires recipients to.
-func nextListElem(list []byte) (elem, rest []byte) {
+func NextListElem(list []byte) (elem, rest []byte) {
 	for i, c := range list {
 		if c == ',' {
-			return trimOWS(list[:i]), list[i+1:]
+			return TrimOWS(list[:i]), list[i+1:]
 		}
 	}
-	return trimOWS(list), nil
+	return TrimOWS(list), nil
 }
 
 // Word-at-a-time scanning: each helper returns a mask whose high bit is
@@ -148,9 +151,9 @@ func specialTarget(x uint64) uint64 {
 	return ((x-0x21*lanes01)&^x | (x + lanes01) | x) & lanes80
 }
 
-// valueLen returns the length of the prefix of b made of field-value bytes
+// ValueLen returns the length of the prefix of b made of field-value bytes
 // (VCHAR, obs-text, SP, HTAB).
-func valueLen(b []byte) int {
+func ValueLen(b []byte) int {
 	i := 0
 	for i+8 <= len(b) {
 		if m := specialValue(binary.LittleEndian.Uint64(b[i:])); m != 0 {
@@ -165,11 +168,11 @@ func valueLen(b []byte) int {
 		}
 		i += 8
 	}
-	return i + classLen(b[i:], cValue)
+	return i + classLen(b[i:], ClassValue)
 }
 
-// targetLen returns the length of the prefix of b made of VCHARs.
-func targetLen(b []byte) int {
+// TargetLen returns the length of the prefix of b made of VCHARs.
+func TargetLen(b []byte) int {
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
 		if m := specialTarget(binary.LittleEndian.Uint64(b[i:])); m != 0 {
@@ -178,17 +181,17 @@ func targetLen(b []byte) int {
 			return i + bits.TrailingZeros64(m)>>3
 		}
 	}
-	return i + classLen(b[i:], cTarget)
+	return i + classLen(b[i:], ClassTarget)
 }
 
-// tokenLen returns the length of the prefix of b made of tchars.
-func tokenLen(b []byte) int { return classLen(b, cToken) }
+// TokenLen returns the length of the prefix of b made of tchars.
+func TokenLen(b []byte) int { return classLen(b, ClassToken) }
 
 // classLen returns the length of the prefix of b whose bytes are all in
 // class, a byte at a time.
 func classLen(b []byte, class uint8) int {
 	for i, c := range b {
-		if charClass[c]&class == 0 {
+		if CharClass[c]&class == 0 {
 			return i
 		}
 	}

@@ -1,4 +1,4 @@
-package http
+package h1
 
 import (
 	"bytes"
@@ -141,7 +141,7 @@ func TestChunkedInvalid(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := ChunkedDecoder{Limits: tc.limits}
 			_, _, _, err := decodeAll(&d, []byte(tc.in))
-			var pe *ProtocolError
+			var pe *Error
 			if !errors.As(err, &pe) || pe.Status != tc.status {
 				t.Fatalf("err = %v, want status %d", err, tc.status)
 			}
@@ -157,7 +157,7 @@ func TestChunkedLimitBoundaries(t *testing.T) {
 		t.Fatalf("at the limits: %q, %v", body, err)
 	}
 	d = ChunkedDecoder{Limits: Limits{MaxHeaderBytes: len("X-A: 1\r\n\r\n") - 1}}
-	if _, _, _, err := decodeAll(&d, []byte(in)); !errors.Is(err, ErrHeaderTooLarge) {
+	if _, _, _, err := decodeAll(&d, []byte(in)); statusOf(err) != 431 {
 		t.Fatalf("one byte over: %v", err)
 	}
 }
@@ -205,7 +205,7 @@ func TestChunkedSplitAtEveryByte(t *testing.T) {
 			_, _, _, wantErr := decodeAll(&whole, []byte(tc.in))
 			d := ChunkedDecoder{Limits: tc.limits}
 			_, _, err := decodeSplit(&d, []byte(tc.in))
-			if ErrorStatus(err) != ErrorStatus(wantErr) {
+			if statusOf(err) != statusOf(wantErr) {
 				t.Fatalf("split: %v, whole: %v", err, wantErr)
 			}
 		})

@@ -154,9 +154,10 @@ func (call *Call) ResponseStarted() bool { return call.started }
 
 // Hijack takes over the connection of a 101 (Switching Protocols)
 // response, in OnResponseHead: the Client forgets it, and the caller
-// serves it with its own handler (Conn.SetHandler, then Conn.Redeliver
-// for input that came with the head). OnResponseEnd follows with a nil
-// error. Without Hijack, a 101's connection is closed.
+// serves it with its own handler (Conn.SetHandler); input that came with
+// the head is presented to that handler's OnData after the callback.
+// OnResponseEnd follows with a nil error. Without Hijack, a 101's
+// connection is closed.
 func (call *Call) Hijack() (*vnet.Conn, error) {
 	pc := call.pc
 	if pc == nil || call.ph != phaseWaiting || call.head.Status != 101 {

@@ -13,14 +13,11 @@ import (
 // Keep-alive: sequential requests on one loop use one connection.
 func TestKeepAliveReuse(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		var conns int
 		up := stdUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "hello %s", r.URL.Path)
 		})
-		up.Config.ConnState = nil
 		l := newLoop(t, b)
 		c := newClient(t, l)
-		_ = conns
 		const n = 50
 		for i := range n {
 			r := send(t, c, l, &Request{Method: "GET", Addr: addrOf(up), Target: fmt.Sprintf("/%d", i)})

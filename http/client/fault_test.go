@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -335,5 +336,93 @@ func TestInvalidRequest(t *testing.T) {
 			r := send(t, c, l, req)
 			require.ErrorIs(t, r.err, ErrInvalidRequest, fmt.Sprintf("%+v", req))
 		}
+	})
+}
+
+// A pooled connection idle past WithIdleTimeout is closed by the loop's
+// timer.
+func TestIdleTimeout(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		addr := rawUpstream(t, func(c net.Conn, br *bufio.Reader, i int) {
+			for {
+				if _, err := readReq(br); err != nil {
+					return
+				}
+				c.Write([]byte(okResp))
+			}
+		})
+		l := newLoop(t, b)
+		c := newClient(t, l, WithIdleTimeout(50*time.Millisecond))
+		require.NoError(t, send(t, c, l, &Request{Method: "GET", Addr: addr, Target: "/"}).err)
+		require.Eventually(t, func() bool { u := upOf(c); return u.Open == 0 && u.Idle == 0 },
+			10*time.Second, time.Millisecond)
+	})
+}
+
+// Unsolicited bytes on an idle pooled connection: it is dropped, and the
+// next request goes over a new connection.
+func TestUnsolicitedBytesWhileIdle(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		addr := rawUpstream(t, func(c net.Conn, br *bufio.Reader, i int) {
+			for n := 0; ; n++ {
+				if _, err := readReq(br); err != nil {
+					return
+				}
+				c.Write([]byte(okResp))
+				if i == 0 && n == 0 {
+					c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged"))
+				}
+			}
+		})
+		l := newLoop(t, b)
+		c := newClient(t, l)
+		require.NoError(t, send(t, c, l, &Request{Method: "GET", Addr: addr, Target: "/"}).err)
+		require.Eventually(t, func() bool { return upOf(c).Open == 0 }, 10*time.Second, time.Millisecond)
+		r := send(t, c, l, &Request{Method: "GET", Addr: addr, Target: "/"})
+		require.NoError(t, r.err)
+		require.Equal(t, "ok", r.body.String())
+	})
+}
+
+// A 101 response's connection is taken over with Hijack: the caller
+// speaks the new protocol on it, and the pool forgets it.
+func TestHijack101(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		addr := rawUpstream(t, func(c net.Conn, br *bufio.Reader, i int) {
+			if _, err := readReq(br); err != nil {
+				return
+			}
+			c.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\nhi"))
+			io.Copy(c, br) // echo
+		})
+		l := newLoop(t, b)
+		c := newClient(t, l)
+		got := make(chan string, 4)
+		r := &recorder{}
+		r.onHead = func(call *Call, h *ResponseHead) {
+			conn, err := call.Hijack()
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			conn.SetHandler(&vnet.HandlerFuncs{Data: func(conn *vnet.Conn) {
+				p, _ := conn.Next(-1)
+				got <- string(p)
+				if string(p) == "hi" {
+					conn.Write([]byte("ping"))
+				} else {
+					conn.Close()
+				}
+			}})
+		}
+		sendWith(t, c, l, &Request{Method: "GET", Addr: addr, Target: "/",
+			Header: []Field{{[]byte("Upgrade"), []byte("echo")}, {[]byte("Connection"), []byte("Upgrade")}}}, r)
+		require.NoError(t, r.err)
+		require.Equal(t, 101, r.status)
+		require.Equal(t, "hi", <-got)
+		require.Equal(t, "ping", <-got)
+		u := upOf(c)
+		require.Equal(t, 0, u.Open)
+		require.Equal(t, 0, u.Idle)
 	})
 }

@@ -459,7 +459,13 @@ func (call *Call) readHead(pc *pconn, c *vnet.Conn, in []byte) bool {
 	call.h.OnResponseHead(call, h)
 	if pc.call != call {
 		if h.Status == 101 && call.pc == nil && call.ph == phaseWaiting {
-			call.end(nil, nil) // hijacked
+			// Hijacked. What came after the head is kept by the loop when
+			// this callback returns; present it to the new handler then
+			// (Redeliver inside the callback would find nothing kept yet).
+			if c.Buffered() > 0 {
+				call.ls.loop.Defer(c.Redeliver)
+			}
+			call.end(nil, nil)
 		}
 		return false // cancelled in the callback
 	}

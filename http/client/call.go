@@ -57,6 +57,14 @@ type ResponseHandler interface {
 	OnResponseEnd(call *Call, trailer []Field, err error)
 }
 
+// An InformationalHandler is a ResponseHandler that also wants the
+// interim 1xx responses other than 101 (100 Continue, 103 Early Hints),
+// which are otherwise skipped: a proxy passes them on. The head's views
+// are valid during the call only; the final response follows.
+type InformationalHandler interface {
+	OnInformational(call *Call, resp *ResponseHead)
+}
+
 // phase is where a call is.
 type phase uint8
 

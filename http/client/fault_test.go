@@ -295,6 +295,7 @@ func TestInterimResponsesSkipped(t *testing.T) {
 		r := send(t, c, l, &Request{Method: "POST", Addr: addr, Target: "/", Body: []byte("data")})
 		require.NoError(t, r.err)
 		require.Equal(t, 1, r.heads)
+		require.Equal(t, []int{100, 103}, r.interim)
 		require.Equal(t, 200, r.status)
 		require.Equal(t, "ok", r.body.String())
 	})

@@ -51,6 +51,7 @@ type recorder struct {
 	err     error
 	ended   bool
 	heads   int
+	interim []int
 	onHead  func(call *Call, h *ResponseHead)
 	onBody  func(call *Call, p []byte)
 }
@@ -67,6 +68,12 @@ func (r *recorder) OnResponseHead(call *Call, h *ResponseHead) {
 	if r.onHead != nil {
 		r.onHead(call, h)
 	}
+}
+
+func (r *recorder) OnInformational(call *Call, h *ResponseHead) {
+	r.mu.Lock()
+	r.interim = append(r.interim, h.Status)
+	r.mu.Unlock()
 }
 
 func (r *recorder) OnResponseBody(call *Call, p []byte) {

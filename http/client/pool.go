@@ -442,7 +442,12 @@ func (call *Call) readHead(pc *pconn, c *vnet.Conn, in []byte) bool {
 	c.Discard(n)
 	h := &call.head
 	if h.Status < 200 && h.Status != 101 {
-		return true // 100 Continue and other interim answers: the final one follows
+		// 100 Continue and other interim answers: the final one follows.
+		if ih, ok := call.h.(InformationalHandler); ok {
+			ih.OnInformational(call, h)
+			return pc.call == call
+		}
+		return true
 	}
 	pc.timer.Stop()
 	pc.served = true

@@ -269,3 +269,78 @@ func TestTLSUpstream(t *testing.T) {
 		require.NoError(t, r.err)
 	})
 }
+
+// Do's body is paced: a reader that does not read leaves at most about
+// BodyBuffer bytes buffered (the call is paused), then reads it all.
+func TestDoPacedBody(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		const size = 32 << 20
+		up := stdUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", strconv.Itoa(size))
+			chunk := bytes.Repeat([]byte("p"), 64<<10)
+			for n := 0; n < size; n += len(chunk) {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		})
+		c := newOwnClient(t, b)
+		resp, err := c.Do(context.Background(), &Request{Method: "GET", Addr: addrOf(up), Target: "/"})
+		require.NoError(t, err)
+		d := resp.Body.(*doBody).d
+		buffered := func() (int, bool) {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			return len(d.buf), d.paused
+		}
+		require.Eventually(t, func() bool { _, p := buffered(); return p }, 10*time.Second, time.Millisecond)
+		n, _ := buffered()
+		require.Less(t, n, 2*BodyBuffer+1<<20, "buffered while the reader is behind")
+		got, err := io.Copy(io.Discard, resp.Body)
+		require.NoError(t, err)
+		require.EqualValues(t, size, got)
+		require.NoError(t, resp.Body.Close())
+	})
+}
+
+// Concurrent on-loop chains over two loops keep to their pools: new
+// connections are bounded by the concurrency, every other request reuses
+// one (the target is ≥ 99.9 % reuse at steady state).
+func TestReuseUnderConcurrency(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+			w.WriteString("ok")
+		}), vhttp.WithBackend(b), vhttp.WithLoops(1), vhttp.WithLogger(backendtest.Logger(t)))
+		a, err := s.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		loops := []*vnet.Loop{newLoop(t, b), newLoop(t, b)}
+		c, err := New(WithLoops(loops))
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		const chains, each = 8, 250
+		var all []*chain
+		for i := range chains {
+			l := loops[i%2]
+			ch := &chain{c: c, l: l, left: each, done: make(chan struct{}),
+				req: Request{Method: "GET", Addr: a.String(), Target: "/"}}
+			all = append(all, ch)
+			require.NoError(t, l.Post(func() { c.Send(l, &ch.req, ch) }))
+		}
+		for _, ch := range all {
+			select {
+			case <-ch.done:
+				require.NoError(t, ch.err)
+			case <-time.After(30 * time.Second):
+				t.Fatal("chain did not finish")
+			}
+		}
+		st := c.Stats()
+		require.EqualValues(t, chains*each, st.Requests)
+		require.Zero(t, st.Errors)
+		require.LessOrEqual(t, st.NewConns, uint64(chains))
+		reuse := float64(st.ReusedConns) / float64(st.Requests)
+		t.Logf("%d requests, %d new connections, reuse %.4f", st.Requests, st.NewConns, reuse)
+		require.GreaterOrEqual(t, reuse, 0.99)
+	})
+}

@@ -1,0 +1,270 @@
+package client
+
+import (
+	"fmt"
+	"strconv"
+
+	vhttp "github.com/veloq/veloq/http"
+	vnet "github.com/veloq/veloq/net"
+)
+
+// A Request is what the client sends: its head is serialized into the
+// upstream connection with one Write. The Client copies what it needs, so
+// the caller may reuse the Request and its slices once Send returns.
+type Request struct {
+	Method string
+	Addr   string // upstream host:port to dial (numeric: see vnet.Loop.Dial)
+	TLS    bool
+	Host   string  // Host field ("" = Addr)
+	Target string  // request-target, origin-form "/p?q"
+	Header []Field // other fields, sent as given (the caller removes hop-by-hop ones); Host, Content-Length and Transfer-Encoding are set by the client and skipped here
+	Body   []byte  // whole body, or nil
+}
+
+// A Field is one header or trailer field. In what the client delivers,
+// Name and Value are views valid during the callback only.
+type Field struct{ Name, Value []byte }
+
+// A ResponseHead is a response's status line and fields: views into the
+// connection's input, valid during OnResponseHead only.
+type ResponseHead struct {
+	Status int
+	Minor  int // HTTP/1.Minor
+	Reason []byte
+	Fields []Field
+	// ContentLength is the Content-Length field's value, -1 when there is
+	// none (chunked or close-delimited). For HEAD, 204 and 304 no body
+	// follows, whatever it says.
+	ContentLength int64
+}
+
+// A ResponseHandler receives a call's response on the loop the call was
+// sent from, one method at a time. It must not block.
+type ResponseHandler interface {
+	// OnResponseHead delivers the head; views are valid during the call
+	// only. Interim 1xx responses are skipped, except 101 Switching
+	// Protocols, whose connection the handler may take with Call.Hijack.
+	OnResponseHead(call *Call, resp *ResponseHead)
+	// OnResponseBody delivers the next part of the body; p is valid during
+	// the call only.
+	OnResponseBody(call *Call, p []byte)
+	// OnResponseEnd ends the call, exactly once: err is nil when the
+	// response was complete (trailer holds a chunked body's trailer
+	// fields, views valid during the call), otherwise an *Error saying why
+	// (errors.Is ErrUpstreamClosed, ErrTimeout, ErrDial, *ProtocolError,
+	// ...) and whether any response byte had arrived. The Call is not
+	// valid after OnResponseEnd returns.
+	OnResponseEnd(call *Call, trailer []Field, err error)
+}
+
+// phase is where a call is.
+type phase uint8
+
+const (
+	phaseFree    phase = iota // recycled
+	phaseQueued               // waiting for a connection
+	phaseWaiting              // written, waiting for the response head
+	phaseBody                 // reading the body
+	phaseEnding               // cancelled or failed; OnResponseEnd is on its way
+)
+
+// A Call is one request in flight, made by Send. Its methods must be
+// called on the loop it was sent from; it is valid until OnResponseEnd
+// returns.
+type Call struct {
+	ls *loopState
+	up *upstream
+	pc *pconn
+	h  ResponseHandler
+
+	buf        []byte // the serialized request, kept for a retry
+	headReq    bool   // HEAD: no body whatever the head says
+	retryable  bool   // idempotent method, or no body
+	retried    bool
+	started    bool // a response byte arrived
+	paused     bool
+	ph         phase
+	endErr     error
+	prev, next *Call // the upstream's wait queue
+
+	head      ResponseHead
+	ph2       parsedHead
+	remaining int64 // frameLength: body bytes still to come
+	chunk     vhttp.ChunkedDecoder
+	trailer   []Field
+}
+
+// Send sends req to req.Addr on loop l, on one of l's pooled connections
+// to it or a new one, and delivers the response to h's methods on l. It
+// must be called on l's goroutine (in a handler, a timer or a posted
+// closure). It never blocks and never calls h before it returns: even a
+// failure to start is delivered by OnResponseEnd afterwards.
+func (c *Client) Send(l *vnet.Loop, req *Request, h ResponseHandler) *Call {
+	ls := c.state(l)
+	call := ls.newCall(h)
+	if c.closed.Load() {
+		ls.endLater(call, ErrClientClosed, req.Addr)
+		return call
+	}
+	call.up = ls.upstream(req.Addr, req.TLS)
+	call.up.st.requests.Add(1)
+	if err := call.serialize(req); err != nil {
+		ls.endLater(call, err, req.Addr)
+		return call
+	}
+	call.up.acquire(call, false)
+	return call
+}
+
+// Pause stops reading the upstream's response (backpressure): no further
+// OnResponseBody until Resume. The upstream is slowed by TCP flow control.
+func (call *Call) Pause() {
+	if call.paused || call.ph == phaseFree {
+		return
+	}
+	call.paused = true
+	if call.pc != nil {
+		call.pc.c.PauseRead()
+	}
+}
+
+// Resume undoes Pause: delivery goes on, from a deferred task.
+func (call *Call) Resume() {
+	if !call.paused || call.ph == phaseFree {
+		return
+	}
+	call.paused = false
+	if call.pc != nil {
+		call.pc.c.ResumeRead()
+	}
+}
+
+// Cancel gives the call up: its connection is closed, not pooled, and
+// OnResponseEnd follows (from a deferred task) with ErrCanceled. It does
+// nothing once the call has ended or is ending.
+func (call *Call) Cancel() {
+	if call.ph == phaseFree || call.ph == phaseEnding {
+		return
+	}
+	call.fail(ErrCanceled)
+}
+
+// ResponseStarted reports whether any byte of the response has arrived.
+func (call *Call) ResponseStarted() bool { return call.started }
+
+// Hijack takes over the connection of a 101 (Switching Protocols)
+// response, in OnResponseHead: the Client forgets it, and the caller
+// serves it with its own handler (Conn.SetHandler, then Conn.Redeliver
+// for input that came with the head). OnResponseEnd follows with a nil
+// error. Without Hijack, a 101's connection is closed.
+func (call *Call) Hijack() (*vnet.Conn, error) {
+	pc := call.pc
+	if pc == nil || call.ph != phaseWaiting || call.head.Status != 101 {
+		return nil, ErrNotHijackable
+	}
+	pc.call = nil
+	call.pc = nil
+	pc.up.forget(pc)
+	return pc.c, nil
+}
+
+// serialize writes req's head and body into call.buf.
+func (call *Call) serialize(req *Request) error {
+	if !validToken(req.Method) || req.Addr == "" || !validText(req.Target) || !validText(req.Host) ||
+		len(req.Target) == 0 || req.Target[0] != '/' && req.Target != "*" && req.Method != "CONNECT" {
+		return fmt.Errorf("%w: method %q, target %q", ErrInvalidRequest, req.Method, req.Target)
+	}
+	host := req.Host
+	if host == "" {
+		host = req.Addr
+	}
+	b := call.buf[:0]
+	b = append(b, req.Method...)
+	b = append(b, ' ')
+	b = append(b, req.Target...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, host...)
+	b = append(b, "\r\n"...)
+	for _, f := range req.Header {
+		if !validFieldName(f.Name) || !validTextBytes(f.Value) {
+			call.buf = b
+			return fmt.Errorf("%w: field %q", ErrInvalidRequest, f.Name)
+		}
+		if asciiEqualFold(f.Name, "host") || asciiEqualFold(f.Name, "content-length") ||
+			asciiEqualFold(f.Name, "transfer-encoding") {
+			continue
+		}
+		b = append(b, f.Name...)
+		b = append(b, ": "...)
+		b = append(b, f.Value...)
+		b = append(b, "\r\n"...)
+	}
+	if req.Body != nil || bodyExpected(req.Method) {
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, int64(len(req.Body)), 10)
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, "\r\n"...)
+	b = append(b, req.Body...)
+	call.buf = b
+	call.headReq = req.Method == "HEAD"
+	call.retryable = req.Body == nil || idempotent(req.Method)
+	return nil
+}
+
+// bodyExpected: methods whose requests carry a body, so an empty one is
+// sent as Content-Length: 0 (as net/http does).
+func bodyExpected(m string) bool { return m == "POST" || m == "PUT" || m == "PATCH" }
+
+// idempotent: RFC 9110 §9.2.2.
+func idempotent(m string) bool {
+	switch m {
+	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+		return true
+	}
+	return false
+}
+
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := range len(s) {
+		if !isTokenChar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func validFieldName(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if !isTokenChar(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// validText: no CR, LF or NUL, which would let a value end the line or
+// the head (header injection); target and Host also take no space.
+func validText(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func validTextBytes(b []byte) bool {
+	for _, c := range b {
+		if c == '\r' || c == '\n' || c == 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,35 @@
+// Package client is an HTTP/1.1 client on veloq's loops, for gateways and
+// proxies whose requests to upstreams should cost no goroutine, channel,
+// lock or allocation each.
+//
+// A Client keeps keep-alive connections to each upstream (address + TLS)
+// per loop: a request sent on loop L goes over L's connections, so loops
+// share nothing on the request path. The pools are bounded (connections,
+// idle connections and waiting requests per upstream per loop, an idle
+// timeout), and an idle connection the upstream closes is dropped as soon
+// as its FIN or reset arrives, so no request is written into a connection
+// the loop knows is dead. A request that fails on a reused connection
+// before any response byte came back is retried once on a new connection
+// when that is safe (an idempotent method, or no body).
+//
+// Responses are parsed strictly (RFC 9112): the framing by Content-Length,
+// chunked or close; no body for HEAD, 204 and 304; interim 1xx answers
+// skipped; Content-Length with Transfer-Encoding, differing lengths, bare
+// LF and obs-fold refused with a *ProtocolError; and bytes past a
+// response's end are never read as another response: the connection is
+// closed instead of pooled.
+//
+// There are three ways to call it:
+//
+//   - Client.Send, on a loop (in a vnet or vhttp handler, a timer or a
+//     posted closure): the response comes back to a ResponseHandler on the
+//     same loop, head and body as views into the connection's input, with
+//     Call.Pause and Call.Resume for backpressure;
+//   - Client.Do, from any goroutine: it blocks until the head arrives, and
+//     the body streams, paced by the reader;
+//   - Transport, a net/http.RoundTripper for http.Client and
+//     httputil.ReverseProxy.
+//
+// Do and Transport run their requests on loops given with WithLoops, or on
+// loops the Client starts itself (one per CPU).
+package client

@@ -1,0 +1,335 @@
+package client
+
+// The response parser: a pure function over the bytes received, with no
+// I/O and no allocation, so it can be unit-tested and fuzzed alone
+// (FuzzParseResponse). It reads a response head as a view into the
+// connection's input and decides how the body is framed (RFC 9112 §6.3).
+
+import (
+	"bytes"
+	"errors"
+
+	vhttp "github.com/veloq/veloq/http"
+)
+
+// errNeedMore: the head is not complete yet.
+var errNeedMore = errors.New("client: need more input")
+
+// Default limits on a response head.
+const (
+	DefaultMaxResponseHeaderBytes = 64 << 10
+	DefaultMaxResponseFields      = 128
+)
+
+// framing is how a response body is delimited.
+type framing uint8
+
+const (
+	frameNone    framing = iota // no body (HEAD, 1xx, 204, 304)
+	frameLength                 // Content-Length
+	frameChunked                // Transfer-Encoding: chunked
+	frameClose                  // until the upstream closes
+)
+
+// parsedHead is what the parser learns beyond ResponseHead.
+type parsedHead struct {
+	frame     framing
+	length    int64 // with frameLength
+	keepAlive bool  // the connection may carry another request after this response
+}
+
+// parseLimits bounds a response head.
+type parseLimits struct {
+	maxBytes  int
+	maxFields int
+}
+
+func (l parseLimits) bytes() int {
+	if l.maxBytes > 0 {
+		return l.maxBytes
+	}
+	return DefaultMaxResponseHeaderBytes
+}
+
+func (l parseLimits) fields() int {
+	if l.maxFields > 0 {
+		return l.maxFields
+	}
+	return DefaultMaxResponseFields
+}
+
+// parseResponseHead parses one response head at the start of in into h
+// (whose Fields slice is reused) and returns its length including the
+// empty line. It returns errNeedMore when in holds no complete head yet
+// and is still within the limit, a *ProtocolError otherwise. headReq says
+// the request was HEAD (no body, whatever the fields say). The views in h
+// point into in.
+func parseResponseHead(in []byte, lim parseLimits, headReq bool, h *ResponseHead, p *parsedHead) (int, error) {
+	end := bytes.Index(in[:min(len(in), lim.bytes())], crlfcrlf)
+	if end < 0 {
+		if len(in) >= lim.bytes() {
+			return 0, protoErr("response head larger than the limit")
+		}
+		if !validLFs(in) {
+			return 0, protoErr("bare LF in response head")
+		}
+		return 0, errNeedMore
+	}
+	n := end + 4
+	block := in[:end+2] // status line and field lines, each with its CRLF
+	if !validLFs(block) {
+		return 0, protoErr("bare LF in response head")
+	}
+	line := block[:bytes.IndexByte(block, '\n')+1]
+	if err := parseStatusLine(line[:len(line)-2], h); err != nil {
+		return 0, err
+	}
+	h.Fields = h.Fields[:0]
+	h.ContentLength = -1
+	if err := parseFields(block[len(line):], lim, h, p); err != nil {
+		return 0, err
+	}
+	if err := decideFraming(headReq, h, p); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+var crlfcrlf = []byte("\r\n\r\n")
+
+// validLFs reports whether every LF in b is preceded by a CR and every CR
+// followed by an LF (RFC 9112 §2.2: a bare CR or LF is refused, since
+// parsers that accept them disagree on where a line ends).
+func validLFs(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '\n':
+			if i == 0 || b[i-1] != '\r' {
+				return false
+			}
+		case '\r':
+			if i+1 < len(b) && b[i+1] != '\n' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// parseStatusLine parses "HTTP/1.x SP 3DIGIT SP reason" (RFC 9112 §4);
+// the SP after the code may be missing when the reason is empty.
+func parseStatusLine(line []byte, h *ResponseHead) error {
+	if len(line) < 12 || string(line[:7]) != "HTTP/1." || line[8] != ' ' {
+		return protoErr("malformed status line")
+	}
+	minor := line[7]
+	if minor != '0' && minor != '1' {
+		return protoErr("unsupported HTTP version")
+	}
+	h.Minor = int(minor - '0')
+	code := 0
+	for _, c := range line[9:12] {
+		if c < '0' || c > '9' {
+			return protoErr("malformed status code")
+		}
+		code = code*10 + int(c-'0')
+	}
+	if code < 100 {
+		return protoErr("malformed status code")
+	}
+	h.Status = code
+	rest := line[12:]
+	if len(rest) > 0 {
+		if rest[0] != ' ' {
+			return protoErr("malformed status line")
+		}
+		rest = rest[1:]
+	}
+	for _, c := range rest {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return protoErr("control character in reason phrase")
+		}
+	}
+	h.Reason = rest[:len(rest):len(rest)]
+	return nil
+}
+
+// parseFields parses the field lines of block (each ending in CRLF) into
+// h.Fields, and reads the fields that frame the body and decide the
+// connection's reuse.
+func parseFields(block []byte, lim parseLimits, h *ResponseHead, p *parsedHead) error {
+	*p = parsedHead{keepAlive: h.Minor == 1}
+	var te, connKeep bool
+	for len(block) > 0 {
+		if block[0] == ' ' || block[0] == '\t' {
+			return protoErr("obs-fold in response head")
+		}
+		if !validFieldLine(block) {
+			return protoErr("malformed field line")
+		}
+		f, rest, ok := vhttp.NextField(block)
+		if !ok || len(f.Name) == 0 {
+			return protoErr("malformed field line")
+		}
+		block = rest
+		if len(h.Fields) == lim.fields() {
+			return protoErr("too many fields in response head")
+		}
+		h.Fields = append(h.Fields, Field{Name: f.Name, Value: f.Value})
+		switch {
+		case asciiEqualFold(f.Name, "content-length"):
+			if err := parseContentLength(f.Value, h); err != nil {
+				return err
+			}
+		case asciiEqualFold(f.Name, "transfer-encoding"):
+			if te || !asciiEqualFold(f.Value, "chunked") {
+				return protoErr("unsupported transfer coding")
+			}
+			te = true
+		case asciiEqualFold(f.Name, "connection"):
+			if hasToken(f.Value, "close") {
+				p.keepAlive = false
+			}
+			if hasToken(f.Value, "keep-alive") {
+				connKeep = true
+			}
+		}
+	}
+	if h.Minor == 0 && connKeep {
+		p.keepAlive = true
+	}
+	if te {
+		if h.ContentLength >= 0 {
+			return protoErr("both Content-Length and Transfer-Encoding")
+		}
+		if h.Minor == 0 {
+			return protoErr("Transfer-Encoding in an HTTP/1.0 response")
+		}
+		p.frame = frameChunked
+	}
+	return nil
+}
+
+// validFieldLine checks the first line of block: a token name, a colon
+// right after it, and a value without control characters other than HTAB.
+func validFieldLine(block []byte) bool {
+	lf := bytes.IndexByte(block, '\n')
+	if lf < 1 {
+		return false
+	}
+	line := block[:lf-1]
+	i := 0
+	for i < len(line) && isTokenChar(line[i]) {
+		i++
+	}
+	if i == 0 || i == len(line) || line[i] != ':' {
+		return false
+	}
+	for _, c := range line[i+1:] {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// parseContentLength reads a Content-Length value, which may repeat the
+// same length in a list or in several field lines (RFC 9110 §8.6);
+// differing lengths are refused.
+func parseContentLength(v []byte, h *ResponseHead) error {
+	for len(v) > 0 {
+		var item []byte
+		if i := bytes.IndexByte(v, ','); i >= 0 {
+			item, v = bytes.TrimRight(v[:i], " \t"), bytes.TrimLeft(v[i+1:], " \t")
+		} else {
+			item, v = v, nil
+		}
+		if len(item) == 0 || len(item) > 18 {
+			return protoErr("malformed Content-Length")
+		}
+		var n int64
+		for _, c := range item {
+			if c < '0' || c > '9' {
+				return protoErr("malformed Content-Length")
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if h.ContentLength >= 0 && h.ContentLength != n {
+			return protoErr("differing Content-Length values")
+		}
+		h.ContentLength = n
+	}
+	if h.ContentLength < 0 {
+		return protoErr("malformed Content-Length")
+	}
+	return nil
+}
+
+// decideFraming applies RFC 9112 §6.3 to a parsed head.
+func decideFraming(headReq bool, h *ResponseHead, p *parsedHead) error {
+	switch {
+	case h.Status < 200 || h.Status == 204 || h.Status == 304 || headReq:
+		p.frame = frameNone
+		if h.Status == 101 {
+			p.keepAlive = false
+		}
+	case p.frame == frameChunked:
+	case h.ContentLength >= 0:
+		p.frame = frameLength
+		p.length = h.ContentLength
+	default:
+		p.frame = frameClose
+		p.keepAlive = false
+	}
+	if p.frame == frameChunked && h.Status >= 200 && !headReq {
+		h.ContentLength = -1
+	}
+	return nil
+}
+
+func isTokenChar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	switch c {
+	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
+		return true
+	}
+	return false
+}
+
+// asciiEqualFold reports whether b equals the lower-case ASCII s, ignoring
+// case.
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// hasToken reports whether the comma-separated list v holds the token s
+// (lower case), ignoring case.
+func hasToken(v []byte, s string) bool {
+	for len(v) > 0 {
+		var item []byte
+		if i := bytes.IndexByte(v, ','); i >= 0 {
+			item, v = v[:i], v[i+1:]
+		} else {
+			item, v = v, nil
+		}
+		if asciiEqualFold(bytes.Trim(item, " \t"), s) {
+			return true
+		}
+	}
+	return false
+}

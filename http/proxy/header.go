@@ -14,16 +14,16 @@ package proxy
 type fieldKind uint8
 
 const (
-	kindPass     fieldKind = iota
-	kindHop                // hop-by-hop: dropped
-	kindFramed             // framing the proxy redoes: dropped
-	kindTE                 // TE: only "trailers" passes
-	kindHost               // Host: sent separately
-	kindConn               // Connection: dropped, and names more to drop
-	kindXFF                // X-Forwarded-For: appended to
-	kindXFwd               // X-Forwarded-Proto / -Host: replaced
-	kindExpect             // Expect: answered by the server already
-	kindForwarded          // Forwarded: appended to when enabled
+	kindPass      fieldKind = iota
+	kindHop                 // hop-by-hop: dropped
+	kindFramed              // framing the proxy redoes: dropped
+	kindTE                  // TE: only "trailers" passes
+	kindHost                // Host: sent separately
+	kindConn                // Connection: dropped, and names more to drop
+	kindXFF                 // X-Forwarded-For: appended to
+	kindXFwd                // X-Forwarded-Proto / -Host: replaced
+	kindExpect              // Expect: answered by the server already
+	kindForwarded           // Forwarded: appended to when enabled
 )
 
 // classify returns the kind of a field name, case-insensitively, with a

@@ -35,10 +35,14 @@ func (p *Proxy) startHealth(l *vnet.Loop) {
 	p.healthRound()
 }
 
-// Close stops the health checks. The proxy keeps forwarding; its client
-// is the caller's to close when it was given with WithClient.
+// Close stops the health checks and closes the proxy's client unless it
+// was given with WithClient (then it is the caller's to close). Call it
+// once the server is shut down.
 func (p *Proxy) Close() error {
 	p.health.closed.Store(true)
+	if p.ownClient {
+		return p.client.Close()
+	}
 	return nil
 }
 
@@ -53,7 +57,7 @@ func (p *Proxy) healthRound() {
 	checks := make([]*check, 0, len(list))
 	for _, u := range list {
 		chk := &check{p: p, u: u}
-		chk.req = client.Request{Method: []byte("GET"), Addr: u.addr, TLS: u.tls, Host: []byte(u.addr), Target: []byte(hc.Path)}
+		chk.req = client.Request{Method: "GET", Addr: u.addr, TLS: u.tls, Target: hc.Path}
 		checks = append(checks, chk)
 		chk.live = true
 		call := p.client.Send(l, &chk.req, chk)

@@ -21,9 +21,10 @@ var ErrNoUpstreams = errors.New("proxy: no upstreams")
 // request to one of its upstreams with the HTTP client on the request's
 // own loop and streams the answer back. See the package documentation.
 type Proxy struct {
-	cfg    config
-	ups    upstreams
-	client *client.Client
+	cfg       config
+	ups       upstreams
+	client    *client.Client
+	ownClient bool
 
 	rr          atomic.Uint64 // round-robin position
 	live        atomic.Int64  // requests in flight (retry budget)
@@ -56,11 +57,14 @@ func New(opts ...Option) (*Proxy, error) {
 	}
 	p.client = p.cfg.client
 	if p.client == nil {
-		c, err := client.New()
+		// The proxy sends on its server's loops; the client's own loops
+		// serve only Do and Transport, which the proxy does not use, so
+		// one is enough (New starts them eagerly).
+		c, err := client.New(client.WithNumLoops(1))
 		if err != nil {
 			return nil, fmt.Errorf("proxy: %w", err)
 		}
-		p.client = c
+		p.client, p.ownClient = c, true
 	}
 	p.pool.New = func() any { return newExchange(p) }
 	return p, nil
@@ -161,22 +165,22 @@ type exchange struct {
 	conns  [][]byte       // Connection field values (views into r)
 	fields []client.Field // into arena
 
-	timer     *vnet.Timer // per-attempt timeout, on timerLoop
-	timerLoop *vnet.Loop
-	onTimeout func()
-	onGone    func()
+	timer      *vnet.Timer // per-attempt timeout, on timerLoop
+	timerLoop  *vnet.Loop
+	onTimeout  func()
+	onGone     func()
 	onWritable func(error)
 
-	sent      int64 // when the attempt was sent (since epoch)
-	attempt   int
-	idem      bool // the method is idempotent
-	callLive  bool // the current attempt's call has not ended
-	headSent  bool // the response head went to the client
-	finished  bool // End or Fail called on rsp
-	gone      bool // the client left
-	paused    bool // the call is paused waiting for the client
-	timedOut  bool // the current attempt's timer fired
-	retried   bool // counted in liveRetries
+	sent     int64 // when the attempt was sent (since epoch)
+	attempt  int
+	idem     bool // the method is idempotent
+	callLive bool // the current attempt's call has not ended
+	headSent bool // the response head went to the client
+	finished bool // End or Fail called on rsp
+	gone     bool // the client left
+	paused   bool // the call is paused waiting for the client
+	timedOut bool // the current attempt's timer fired
+	retried  bool // counted in liveRetries
 }
 
 func newExchange(p *Proxy) *exchange {
@@ -458,6 +462,12 @@ func (ex *exchange) writable(err error) {
 	}
 	if err != nil {
 		ex.call.Cancel()
+		return
+	}
+	if ex.rsp != nil && ex.rsp.Buffered() > ex.p.cfg.maxBuffer {
+		// An early wake-up: wait again.
+		ex.paused = true
+		ex.rsp.WhenWritable(ex.onWritable)
 		return
 	}
 	ex.call.Resume()

@@ -57,9 +57,9 @@ type upstream struct {
 	ewma     atomic.Uint64
 	ewmaWhen atomic.Int64
 
-	requests, retries, ejections                  atomic.Uint64
+	requests, retries, ejections                 atomic.Uint64
 	connectErrs, resetErrs, timeouts, badReplies atomic.Uint64
-	status5xx, status4xx, canceled                atomic.Uint64
+	status5xx, status4xx, canceled               atomic.Uint64
 }
 
 // parseUpstream splits "host:port", "http://host:port" or

@@ -432,7 +432,13 @@ func (cs *conn) serve(req *Request, consume int) bool {
 	}
 	next := w.then
 	w.then = then{}
+	det := w.takeDetached(next.step)
 	switch next.step {
+	case stepDetach:
+		cs.c.Discard(consume)
+		cs.endBody()
+		cs.phase = phaseBusy
+		return det.run()
 	case stepOffload:
 		cs.c.Discard(consume)
 		cs.endBody()
@@ -499,6 +505,7 @@ func (cs *conn) handOver(h vnet.Handler) {
 func (cs *conn) callHandler(w *ResponseWriter, req *Request) {
 	defer cs.recoverHandler(w, req)
 	req.pattern = ""
+	w.req = req // for Detach; the loop's writer never streams (Flush)
 	cs.srv.h.ServeHTTP(w, req)
 }
 
@@ -506,6 +513,7 @@ func (cs *conn) recoverHandler(w *ResponseWriter, req *Request) {
 	// Kept for netHandler.Describe, which runs after OnData returns, when
 	// the loop's Request may already hold the next request.
 	cs.pattern = req.pattern
+	w.req = nil
 	if r := recover(); r != nil {
 		w.then = then{step: stepAbort}
 		if !cs.srv.handlerPanicked(r, "remote", cs.c.RemoteAddr()) {

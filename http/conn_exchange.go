@@ -38,6 +38,10 @@ func (cs *conn) writeBody(p []byte) {
 
 func (cs *conn) whenWritable(f func(error)) { whenDrained(cs.c, f) }
 
+// buffered is the connection's pending output: one answer is in progress
+// at a time.
+func (cs *conn) buffered() int { return cs.c.OutputBuffered() }
+
 // whenDrained calls f(nil) once c's pending output is down to stdOutHigh,
 // or f(net.ErrClosed) if c closes first: a writer off the loop waits on
 // it before producing more.

@@ -36,6 +36,9 @@ type exchange interface {
 	// net.ErrClosed once the exchange is gone: a writer off the loop waits
 	// on it, so that it cannot outrun the client.
 	whenWritable(f func(error))
+	// buffered is the number of bytes of the answer sent so far that the
+	// client has not taken yet.
+	buffered() int
 
 	// writeFile sends resp's head, then body's bytes from its file, and
 	// ends the exchange itself (end, then resume) once the last byte is
@@ -108,6 +111,7 @@ const (
 	stepHijack              // send the response, then hand the connection over
 	stepFail                // the handler panicked: 500 and close
 	stepAbort               // panic(net/http.ErrAbortHandler): close, no answer
+	stepDetach              // the answer follows through a Responder (detach.go)
 )
 
 // then is what the server does once the handler returns: its step and

@@ -94,7 +94,10 @@ func (st *h2Stream) serve() {
 	}
 	next := w.then
 	w.then = then{}
+	det := w.takeDetached(next.step)
 	switch next.step {
+	case stepDetach:
+		det.run()
 	case stepOffload:
 		offload(st, next.job)
 	case stepFail:
@@ -476,6 +479,15 @@ func (st *h2Stream) whenWritable(f func(error)) {
 		return
 	}
 	whenDrained(st.hc.cs.c, f)
+}
+
+// buffered is the stream's DATA waiting for the windows and the
+// connection's output (which other streams share).
+func (st *h2Stream) buffered() int {
+	if st.closed {
+		return 0
+	}
+	return len(st.pending) + st.hc.cs.c.OutputBuffered()
 }
 
 // end ends the answer: END_STREAM once its DATA is out. A request body

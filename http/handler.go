@@ -44,6 +44,8 @@ type ResponseWriter struct {
 	req      *Request // the request answered, for the head
 	streamed bool     // the head went out
 	serr     error    // the connection is gone
+
+	det *Responder // made by Detach in the handler running
 }
 
 // ErrNotOffloaded is returned by [ResponseWriter.Flush] in a handler

@@ -386,6 +386,10 @@ type loopStats struct {
 // touches it (except the counters).
 type loopState struct {
 	srv *Server
+	// Detached answers' states free for reuse, and the header a dead
+	// Responder hands out (detach.go).
+	detFree    []*detached
+	detScratch ResponseHeader
 	// dates holds the Date header's value for the current second, which
 	// ends when the loop clock (Loop.Clock) reaches dateUntil.
 	dates     DateCache

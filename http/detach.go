@@ -1,0 +1,417 @@
+package http
+
+import (
+	"errors"
+	"net"
+
+	vnet "github.com/veloq/veloq/net"
+)
+
+// ErrDetachUnavailable is returned by [ResponseWriter.Detach] in a handler
+// that does not run inline on the loop: an offloaded one already answers
+// later, from its own goroutine.
+var ErrDetachUnavailable = errors.New("http: Detach is only available to inline handlers")
+
+// Detach lets an inline handler return before its answer is ready: the
+// answer is completed later, on the same loop, through the returned
+// [Responder] — typically from callbacks the loop runs (a timer, another
+// connection's data: an upstream's answer arriving), with no goroutine.
+// The fields, status and body written to w are dropped; the Responder has
+// its own head.
+//
+// The exchange stays in progress until [Responder.End] or
+// [Responder.Fail], or until the client goes away ([Responder.OnGone]).
+// Meanwhile the requests an HTTP/1 client pipelined behind it wait, and
+// are answered in order after it; Server.Shutdown waits for it as for any
+// request in progress. An answer that sends nothing for the server's
+// next-request timeout ([WithNextRequestTimeout]) is cut: the client sees
+// it incomplete and OnGone runs.
+//
+// If the handler panics after Detach, the exchange ends as for any panic
+// (500, or the answer cut once its head went out) and the Responder is
+// dead. Calling Detach twice in one handler returns the same Responder.
+// An offloaded handler gets [ErrDetachUnavailable].
+func (w *ResponseWriter) Detach() (*Responder, error) {
+	if w.off || w.ex == nil || w.req == nil {
+		return nil, ErrDetachUnavailable
+	}
+	if w.det == nil {
+		ls := w.ex.shared()
+		d := ls.newDetached(w.ex.transport().Loop())
+		d.ex = w.ex
+		d.inHandler = true
+		_, d.head.method = internMethod(w.req.Method)
+		d.head.major, d.head.minor = uint8(max(w.req.ProtoMajor, 1)), uint8(w.req.ProtoMinor)
+		d.head.close = w.req.Close
+		d.activeAt = d.loop.Clock()
+		w.det = &Responder{d: d, gen: d.gen}
+	}
+	w.then = then{step: stepDetach}
+	return w.det, nil
+}
+
+// A Responder completes the answer of a detached request (see
+// [ResponseWriter.Detach]): a head, then body parts, then the end; or a
+// whole answer in one call (Respond); or an error (Fail).
+//
+// All its methods must be called on the loop that ran the handler
+// (Loop); code on another goroutine posts to it (Loop().Post). Once the
+// answer ended (End, Fail) or the client went away, every method is a
+// harmless no-op: Write returns net.ErrClosed, WhenWritable calls its
+// function with net.ErrClosed, Header and Trailer return a scratch header
+// that is never sent. The Responder's state is kept by the loop for the
+// next detached answer, so a Responder costs one small allocation (a
+// handle with a generation, which is what makes a stale one harmless).
+type Responder struct {
+	d   *detached
+	gen uint32
+}
+
+// detached is a detached answer's state, kept by its loop for reuse; gen
+// counts the answers it served, so a Responder of an earlier one finds
+// it changed.
+type detached struct {
+	ls   *loopState
+	loop *vnet.Loop
+	gen  uint32
+	ex   exchange // the exchange answered, while live
+
+	head      stdHead // the request as writing the head needs it
+	resp      Response
+	trailer   ResponseHeader
+	cl        int64 // announced body length, -1 if unknown
+	sent      int64 // body bytes written
+	activeAt  int64 // loop clock of the last head or body write
+	headSent  bool
+	inHandler bool // the handler that detached has not returned yet
+	// What End or Fail asked while the handler was still running: done
+	// once it returns (run).
+	pending  uint8
+	failWith int
+
+	onGone   func()
+	writable func(error) // the function WhenWritable waits to call
+	wake     func(error) // d.onWritable, made once
+}
+
+// Requests left for run.
+const (
+	pendNone uint8 = iota
+	pendEnd
+	pendFail
+)
+
+// newDetached returns a detached state of the loop, reused if one is free.
+func (ls *loopState) newDetached(l *vnet.Loop) *detached {
+	if n := len(ls.detFree); n > 0 {
+		d := ls.detFree[n-1]
+		ls.detFree[n-1] = nil
+		ls.detFree = ls.detFree[:n-1]
+		return d
+	}
+	d := &detached{ls: ls, loop: l, cl: -1}
+	d.resp.Reset(nil)
+	d.wake = d.onWritable
+	return d
+}
+
+// maxFreeDetached bounds the detached states a loop keeps for reuse.
+const maxFreeDetached = 256
+
+// finish ends d's life for its answer: every Responder of it goes stale.
+// keep is false when the exchange may still read d (the trailers of an
+// HTTP/2 stream whose DATA waits for its windows): d is left to the
+// garbage collector instead of being reused.
+func (d *detached) finish(keep bool) {
+	d.gen++
+	d.ex, d.onGone, d.writable = nil, nil, nil
+	d.headSent, d.inHandler = false, false
+	d.pending, d.failWith = pendNone, 0
+	d.cl, d.sent = -1, 0
+	ls := d.ls
+	if !keep || len(ls.detFree) >= maxFreeDetached {
+		return
+	}
+	d.resp.Reset(d.resp.body)
+	d.trailer.Reset()
+	ls.detFree = append(ls.detFree, d)
+}
+
+// live returns the state of r's answer while it is in progress.
+func (r *Responder) live() *detached {
+	if d := r.d; d.gen == r.gen && d.ex != nil {
+		return d
+	}
+	return nil
+}
+
+// run takes over the exchange once the handler that detached returned:
+// what it asked meanwhile is done now, else the exchange waits for the
+// Responder, and the protocol reports the client's going. It reports
+// whether the protocol may go on at once with the next request.
+func (d *detached) run() bool {
+	d.inHandler = false
+	switch d.pending {
+	case pendEnd:
+		return d.end()
+	case pendFail:
+		return d.fail(d.failWith)
+	}
+	d.ex.cancelOnGone(d.gone)
+	return false
+}
+
+// gone runs when the protocol reports that the client went away (closed,
+// half-closed, reset the stream) or the connection closed.
+func (d *detached) gone() {
+	ex, f, w := d.ex, d.onGone, d.writable
+	ex.cancelOnGone(nil)
+	d.finish(true)
+	if !ex.transport().Closed() {
+		// A half-close (HTTP/1) or a client FIN under HTTP/2: nothing
+		// more of the answer is wanted.
+		ex.abort(nil)
+	}
+	if w != nil {
+		w(net.ErrClosed)
+	}
+	if f != nil {
+		f()
+	}
+}
+
+// Loop returns the loop every method of r must run on.
+func (r *Responder) Loop() *vnet.Loop { return r.d.loop }
+
+// Header returns the fields of the answer's head, to fill before
+// WriteHead. Framing fields (Content-Length, Transfer-Encoding) are
+// ignored; "Connection: close" closes the connection after the answer.
+// After WriteHead it returns a scratch header that is never sent.
+func (r *Responder) Header() *ResponseHeader {
+	d := r.live()
+	if d == nil || d.headSent {
+		return r.d.ls.scratchHeader()
+	}
+	return d.resp.Header()
+}
+
+// scratchHeader is a header that is never sent, for a Responder whose
+// head went out or whose answer ended.
+func (ls *loopState) scratchHeader() *ResponseHeader {
+	ls.detScratch.Reset()
+	return &ls.detScratch
+}
+
+// WriteHead sends the head of the answer with status and r's Header.
+// contentLength >= 0 announces that many body bytes; a negative one an
+// unknown number: the body is chunked on HTTP/1.1, delimited by closing
+// the connection on HTTP/1.0, DATA frames until End on HTTP/2. A HEAD
+// request, a 204 or a 304 answer gets no body, whatever is written. Only
+// the first call counts.
+func (r *Responder) WriteHead(status int, contentLength int64) {
+	d := r.live()
+	if d == nil || d.headSent {
+		return
+	}
+	d.writeHead(status, contentLength)
+}
+
+func (d *detached) writeHead(status int, cl int64) {
+	d.resp.SetStatus(status)
+	d.headSent = true
+	d.cl = max(cl, -1)
+	d.activeAt = d.loop.Clock()
+	d.ex.writeHead(&d.resp, d.head.request(d.ls), d.cl)
+}
+
+// ErrBodyTooLong is returned by [Responder.Write] for the bytes past the
+// length WriteHead announced, which are not sent.
+var ErrBodyTooLong = errors.New("http: body longer than announced")
+
+// Write sends p as the next part of the body; the bytes are copied, so p
+// may be reused at once. Without WriteHead first, the head is sent with
+// status 200 and an unknown length. Write does not wait for the client:
+// pace a large body with Buffered and WhenWritable. It returns
+// net.ErrClosed once the answer ended or the client went away.
+func (r *Responder) Write(p []byte) (int, error) {
+	d := r.live()
+	if d == nil {
+		return 0, net.ErrClosed
+	}
+	if !d.headSent {
+		d.writeHead(StatusOK, -1)
+	}
+	n := len(p)
+	var err error
+	if d.cl >= 0 && d.sent+int64(n) > d.cl {
+		n = int(d.cl - d.sent)
+		err = ErrBodyTooLong
+	}
+	d.sent += int64(n)
+	d.activeAt = d.loop.Clock()
+	d.ex.writeBody(p[:n])
+	return n, err
+}
+
+// Buffered returns the number of bytes of the answer written so far that
+// the client has not taken yet (still queued in the server): with
+// WhenWritable, what paces a large body.
+func (r *Responder) Buffered() int {
+	d := r.live()
+	if d == nil {
+		return 0
+	}
+	return d.ex.buffered()
+}
+
+// WhenWritable calls f on the loop once the client has taken the answer
+// down to the server's low-water mark (256 KiB queued), with nil, or with
+// net.ErrClosed once the answer is gone. One function waits at a time:
+// a second call replaces the first. The call may come early (a wake-up
+// an earlier answer asked for): check Buffered before writing much.
+func (r *Responder) WhenWritable(f func(error)) {
+	d := r.live()
+	if d == nil {
+		f(net.ErrClosed)
+		return
+	}
+	wait := d.writable == nil
+	d.writable = f
+	if wait {
+		d.ex.whenWritable(d.wake)
+	}
+}
+
+// onWritable is the exchange's whenWritable callback for d.
+func (d *detached) onWritable(err error) {
+	f := d.writable
+	if f == nil {
+		return // the answer ended meanwhile
+	}
+	d.writable = nil
+	f(err)
+}
+
+// Trailer returns the trailer fields sent at End: in the last chunk of a
+// chunked HTTP/1.1 body, in a HEADERS frame on HTTP/2; they are dropped
+// when the body is not chunked.
+func (r *Responder) Trailer() *ResponseHeader {
+	d := r.live()
+	if d == nil {
+		return r.d.ls.scratchHeader()
+	}
+	return &d.trailer
+}
+
+// End completes the answer; the connection goes on with the next
+// request. A head not sent yet is sent now (status 200 and an empty body
+// unless set). A body shorter than the length announced closes the
+// connection after it, since the client cannot frame the next answer.
+func (r *Responder) End() {
+	d := r.live()
+	if d == nil {
+		return
+	}
+	if d.inHandler {
+		d.pending = pendEnd
+		return
+	}
+	if ex := d.ex; d.end() {
+		ex.resume()
+	}
+}
+
+// end ends the answer and reports whether the protocol may go on with the
+// next request at once.
+func (d *detached) end() bool {
+	ex := d.ex
+	if !d.headSent {
+		d.writeHead(d.resp.Status(), 0)
+	}
+	trailers := d.trailer.Len() > 0
+	if trailers {
+		ex.writeTrailers(&d.trailer)
+	}
+	reusable := d.cl < 0 || d.sent == d.cl
+	ex.cancelOnGone(nil)
+	d.writable = nil // ending may report the stream closed: not to f
+	more := ex.end(reusable)
+	// HTTP/2 may send the trailers later, after DATA the windows hold.
+	d.finish(!trailers)
+	return more
+}
+
+// Respond sends a whole answer in one call: WriteHead with len(body),
+// Write(body), End.
+func (r *Responder) Respond(status int, body []byte) {
+	r.WriteHead(status, int64(len(body)))
+	_, _ = r.Write(body)
+	r.End()
+}
+
+// Fail ends the answer with an error: when nothing was sent yet, an
+// answer with status and its text (the connection goes on); otherwise the
+// answer is cut so that the client sees it incomplete (the HTTP/1
+// connection closes, the HTTP/2 stream is reset).
+func (r *Responder) Fail(status int) {
+	d := r.live()
+	if d == nil {
+		return
+	}
+	if d.inHandler {
+		d.pending, d.failWith = pendFail, status
+		return
+	}
+	if ex := d.ex; d.fail(status) {
+		ex.resume()
+	}
+}
+
+// fail ends the answer with an error and reports whether the protocol may
+// go on with the next request at once.
+func (d *detached) fail(status int) bool {
+	ex := d.ex
+	ex.cancelOnGone(nil)
+	d.writable = nil
+	if d.headSent {
+		d.finish(true)
+		ex.abort(nil)
+		return false
+	}
+	resp := &d.resp
+	resp.Reset(resp.body)
+	resp.SetStatus(status)
+	resp.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = resp.WriteString(StatusText(status) + "\n")
+	ex.writeResponse(resp, d.head.request(d.ls))
+	more := ex.end(true)
+	d.finish(true)
+	return more
+}
+
+// OnGone makes f run on the loop if the client goes away (closes the
+// connection, half-closes it, resets the HTTP/2 stream) or the server
+// cuts the connection (a timeout, Shutdown's deadline) before the answer
+// ended: the place to stop producing it. A second call replaces f.
+func (r *Responder) OnGone(f func()) {
+	if d := r.live(); d != nil {
+		d.onGone = f
+	}
+}
+
+// takeDetached returns the detached answer the handler that ran with w
+// left, nil if none; a detached state the handler left for another step
+// (a panic, a later Offloaded or Hijack) is released, its Responder dead.
+func (w *ResponseWriter) takeDetached(next step) *detached {
+	r := w.det
+	if r == nil {
+		return nil
+	}
+	w.det = nil
+	d := r.d
+	if next != stepDetach {
+		d.finish(true)
+		return nil
+	}
+	return d
+}

@@ -66,19 +66,19 @@ func classify(name []byte) fieldKind {
 		if foldEq(name, "x-forwarded-for") {
 			return kindXFF
 		}
-		if foldEq(name, "x-forwarded-host") {
-			return kindXFwd
-		}
 	case 16:
 		if foldEq(name, "proxy-connection") {
 			return kindHop
 		}
-		if foldEq(name, "x-forwarded-proto") {
+		if foldEq(name, "x-forwarded-host") {
 			return kindXFwd
 		}
 	case 17:
 		if foldEq(name, "transfer-encoding") {
 			return kindHop
+		}
+		if foldEq(name, "x-forwarded-proto") {
+			return kindXFwd
 		}
 	}
 	return kindPass

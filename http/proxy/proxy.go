@@ -174,6 +174,7 @@ type exchange struct {
 	sent     int64 // when the attempt was sent (since epoch)
 	attempt  int
 	idem     bool // the method is idempotent
+	head     bool // HEAD: no body in the answer
 	callLive bool // the current attempt's call has not ended
 	headSent bool // the response head went to the client
 	finished bool // End or Fail called on rsp
@@ -202,6 +203,7 @@ func (ex *exchange) begin(r *vhttp.Request, c *vnet.Conn, rsp *vhttp.Responder) 
 	ex.loop, ex.rsp = c.Loop(), rsp
 	ex.attempt, ex.headSent, ex.finished, ex.gone, ex.paused = 0, false, false, false, false
 	ex.idem = idempotent(r.Method)
+	ex.head = r.IsHead()
 
 	// One allocation-free pass: size the arena first so that views into
 	// it stay valid while it fills.
@@ -225,7 +227,28 @@ func (ex *exchange) begin(r *vhttp.Request, c *vnet.Conn, rsp *vhttp.Responder) 
 		a = append(a, b...)
 		return a[s:len(a):len(a)]
 	}
-	xffStart, xff := -1, false
+	// X-Forwarded-For first, into one contiguous value: the values
+	// received, then the client's address.
+	xffStart, xff := len(a), false
+	for i := range r.Headers {
+		if classify(r.Headers[i].Name) == kindXFF {
+			if xff {
+				a = append(a, ", "...)
+			}
+			a = append(a, r.Headers[i].Value...)
+			xff = true
+		}
+	}
+	if xff {
+		a = append(a, ", "...)
+	}
+	ip := clientIP(c.RemoteAddr())
+	if ip.IsValid() {
+		a = ip.AppendTo(a)
+	} else {
+		a = append(a, "unknown"...)
+	}
+	f = append(f, client.Field{Name: nameXFF, Value: a[xffStart:len(a):len(a)]})
 	for i := range r.Headers {
 		h := &r.Headers[i]
 		switch classify(h.Name) {
@@ -238,28 +261,8 @@ func (ex *exchange) begin(r *vhttp.Request, c *vnet.Conn, rsp *vhttp.Responder) 
 			if hasToken(h.Value, "trailers") && !listed(ex.conns, h.Name) {
 				f = append(f, client.Field{Name: nameTE, Value: valTrailers})
 			}
-		case kindXFF:
-			if xff {
-				a = append(a, ", "...)
-			} else {
-				xffStart, xff = len(a), true
-			}
-			a = append(a, h.Value...)
 		}
 	}
-	// X-Forwarded-For: the values received, then the client's address.
-	ip := clientIP(c.RemoteAddr())
-	if !xff {
-		xffStart = len(a)
-	} else {
-		a = append(a, ", "...)
-	}
-	if ip.IsValid() {
-		a = ip.AppendTo(a)
-	} else {
-		a = append(a, "unknown"...)
-	}
-	f = append(f, client.Field{Name: nameXFF, Value: a[xffStart:len(a):len(a)]})
 	proto := "http"
 	if c.TLS() != nil {
 		proto = "https"
@@ -520,7 +523,15 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 		ex.arena = ex.arena[:s]
 	}
 	ex.headSent = true
-	ex.rsp.WriteHead(resp.Status, resp.ContentLength)
+	cl := resp.ContentLength
+	if ex.head || resp.Status == 204 || resp.Status == 304 {
+		// No body follows whatever the length says, but the Responder
+		// closes the connection after an answer shorter than announced
+		// (detach's End counts the bytes sent, HEAD or not): announce no
+		// length so that the connection stays usable.
+		cl = -1
+	}
+	ex.rsp.WriteHead(resp.Status, cl)
 }
 
 // OnResponseBody forwards a part of the body, pausing the upstream while

@@ -31,6 +31,7 @@ type Proxy struct {
 	liveRetries atomic.Int64  // of which retrying
 	noUpstream  atomic.Uint64 // 503s: nothing available
 	retryDenied atomic.Uint64 // retries the budget refused
+	paused      atomic.Uint64 // upstreams paused for a slow client
 
 	pool   sync.Pool // *exchange
 	health healthState
@@ -547,6 +548,7 @@ func (ex *exchange) OnResponseBody(call *client.Call, b []byte) {
 	}
 	if !ex.paused && rsp.Buffered() > ex.p.cfg.maxBuffer {
 		ex.paused = true
+		ex.p.paused.Add(1)
 		call.Pause()
 		rsp.WhenWritable(ex.onWritable)
 	}
@@ -610,7 +612,7 @@ func (ex *exchange) classify(err error, now int64) int {
 		p.failed(up, now)
 		p.penalize(up, now, ex.sent)
 		return vhttp.StatusGatewayTimeout
-	case errors.Is(err, client.ErrDial):
+	case connectFailed(err):
 		up.connectErrs.Add(1)
 	case isProtocolError(err):
 		up.badReplies.Add(1)
@@ -632,7 +634,7 @@ func (ex *exchange) retry(err error, now int64) bool {
 	if ex.timedOut || ex.gone || ex.attempt > p.cfg.retries || responseStarted(err) {
 		return false
 	}
-	dial := errors.Is(err, client.ErrDial)
+	dial := connectFailed(err)
 	if !dial && !(ex.idem && errors.Is(err, client.ErrUpstreamClosed)) {
 		return false
 	}
@@ -687,6 +689,18 @@ func (ex *exchange) free() {
 func responseStarted(err error) bool {
 	var e *client.Error
 	return errors.As(err, &e) && e.ResponseStarted
+}
+
+// connectFailed reports whether the call failed to connect, so that
+// nothing of the request was sent. The client reports a connect that
+// fails at once as ErrDial, and one that fails later (a nonblocking
+// connect refused) as ErrUpstreamClosed wrapping the dial's *net.OpError.
+func connectFailed(err error) bool {
+	if errors.Is(err, client.ErrDial) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 func isProtocolError(err error) bool {

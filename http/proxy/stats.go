@@ -16,6 +16,9 @@ type Stats struct {
 	NoUpstream uint64
 	// RetriesDenied counts retries the retry budget refused.
 	RetriesDenied uint64
+	// Paused counts the times an upstream was paused because its client
+	// was more than the buffer limit behind (backpressure).
+	Paused uint64
 	// Client is the forwarding client's own statistics (pools,
 	// connections made and reused).
 	Client client.Stats
@@ -52,6 +55,7 @@ func (p *Proxy) Stats() Stats {
 		InFlight:      p.live.Load(),
 		NoUpstream:    p.noUpstream.Load(),
 		RetriesDenied: p.retryDenied.Load(),
+		Paused:        p.paused.Load(),
 		Client:        p.client.Stats(),
 	}
 	for _, u := range p.ups.load().list {

@@ -57,7 +57,9 @@ echo "httpproxy.sh: building" >&2
 GOWORK=off go build -o bin/stdproxy ./peers/stdproxy
 (cd .. && go build -o bench/bin/veloq-proxy ./cmd/veloq-proxy)
 CADDY=""
-if [ -x bin/caddy ]; then
+if ! [[ " $PROXIES " == *" caddy "* ]]; then
+	:
+elif [ -x bin/caddy ]; then
 	CADDY=bin/caddy
 elif GOBIN=$PWD/bin timeout 600 go install github.com/caddyserver/caddy/v2/cmd/caddy@v2.11.9 >"$TMP/caddy-install.log" 2>&1; then
 	CADDY=bin/caddy

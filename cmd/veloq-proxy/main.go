@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -64,6 +65,7 @@ func run(args []string) error {
 	via := fs.String("via", "", "add Via with this pseudonym both ways")
 	forwarded := fs.Bool("forwarded", false, "add an RFC 7239 Forwarded element")
 	host := fs.String("host", "", "send this Host upstream instead of the client's")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -111,6 +113,20 @@ func run(args []string) error {
 		}
 		sopts = append(sopts, vhttp.WithTLS(&tls.Config{Certificates: []tls.Certificate{pair}}))
 	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	mallocs0 := ms.Mallocs
 	s := vhttp.NewServer(p, sopts...)
 	if _, err := s.Listen("tcp", *listen); err != nil {
 		return err
@@ -126,6 +142,10 @@ func run(args []string) error {
 	err = s.Shutdown(sctx)
 	p.Close()
 	printStats(p)
+	runtime.ReadMemStats(&ms)
+	if n := p.Stats().Client.Requests; n > 0 {
+		fmt.Printf("veloq-proxy: %.2f heap allocations per request (whole process, over the run)\n", float64(ms.Mallocs-mallocs0)/float64(n))
+	}
 	return err
 }
 

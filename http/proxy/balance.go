@@ -84,7 +84,7 @@ func (p *Proxy) pick(set *upstreamSet, now int64, key []byte, avoid *upstream) *
 			return scan(list, i, now, avoid)
 		}
 	}
-	start := int(p.rr.Add(1)) % n
+	start := int((p.rr.Add(1) - 1) % uint64(n))
 	return scan(list, start, now, avoid)
 }
 

@@ -310,3 +310,38 @@ func TestSlowClientBackpressure(t *testing.T) {
 		require.Equal(t, int64(size), n)
 	})
 }
+
+// A retry budget of nothing: the refused attempt is not retried, the
+// client gets 502 and the refusal is counted.
+func TestRetryBudget(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		good := stdUpstream(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {})
+		p := newProxy(t, WithUpstreams(closedAddr(t), good), WithRetries(1, 0, 0), WithEjection(0, 0, 0))
+		addr := serve(t, b, p)
+		c := httpClient()
+		code, _ := get(t, c, "http://"+addr+"/") // round-robin: the dead one first
+		require.Equal(t, 502, code)
+		require.Equal(t, uint64(1), p.Stats().RetriesDenied)
+		require.Zero(t, p.Stats().Upstreams[1].Retries)
+	})
+}
+
+// A client that leaves while its upstream has not answered cancels the
+// upstream request: nothing stays in flight.
+func TestClientGoneCancels(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		up := rawUpstream(t, func(r *nethttp.Request) ([]byte, bool) { return nil, false })
+		p := newProxy(t, WithUpstreams(up))
+		addr := serve(t, b, p)
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		_, err = conn.Write([]byte("GET /hang HTTP/1.1\r\nHost: x\r\n\r\n"))
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return p.Stats().InFlight == 1 }, 5*time.Second, time.Millisecond)
+		conn.Close()
+		require.Eventually(t, func() bool {
+			st := p.Stats()
+			return st.InFlight == 0 && st.Upstreams[0].InFlight == 0 && st.Upstreams[0].Canceled == 1
+		}, 5*time.Second, time.Millisecond)
+	})
+}

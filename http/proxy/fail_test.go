@@ -101,6 +101,8 @@ func TestMalformed(t *testing.T) {
 			switch r.URL.Path {
 			case "/both":
 				return []byte("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"), false
+			case "/switch":
+				return []byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n"), false
 			case "/garbage":
 				return []byte("HTTP/1.1 ??? nonsense\r\n\r\n"), false
 			case "/extra":
@@ -111,7 +113,7 @@ func TestMalformed(t *testing.T) {
 		p := newProxy(t, WithUpstreams(up), WithEjection(0, 0, 0))
 		addr := serve(t, b, p)
 		c := httpClient()
-		for _, path := range []string{"/both", "/garbage"} {
+		for _, path := range []string{"/both", "/garbage", "/switch"} {
 			code, _ := get(t, c, "http://"+addr+path)
 			require.Equal(t, 502, code, path)
 			code, body := get(t, c, "http://"+addr+"/next")
@@ -126,7 +128,7 @@ func TestMalformed(t *testing.T) {
 			require.Equal(t, 200, code)
 			require.Equal(t, "clean", body, "never the smuggled answer")
 		}
-		require.Equal(t, uint64(2), p.Stats().Upstreams[0].BadResponses)
+		require.Equal(t, uint64(3), p.Stats().Upstreams[0].BadResponses)
 	})
 }
 

@@ -172,17 +172,18 @@ type exchange struct {
 	onGone     func()
 	onWritable func(error)
 
-	sent     int64 // when the attempt was sent (since epoch)
-	attempt  int
-	idem     bool // the method is idempotent
-	head     bool // HEAD: no body in the answer
-	callLive bool // the current attempt's call has not ended
-	headSent bool // the response head went to the client
-	finished bool // End or Fail called on rsp
-	gone     bool // the client left
-	paused   bool // the call is paused waiting for the client
-	timedOut bool // the current attempt's timer fired
-	retried  bool // counted in liveRetries
+	sent      int64 // when the attempt was sent (since epoch)
+	attempt   int
+	idem      bool // the method is idempotent
+	head      bool // HEAD: no body in the answer
+	callLive  bool // the current attempt's call has not ended
+	headSent  bool // the response head went to the client
+	finished  bool // End or Fail called on rsp
+	gone      bool // the client left
+	paused    bool // the call is paused waiting for the client
+	timedOut  bool // the current attempt's timer fired
+	badSwitch bool // the upstream answered 101 to a request without Upgrade
+	retried   bool // counted in liveRetries
 }
 
 func newExchange(p *Proxy) *exchange {
@@ -421,7 +422,7 @@ func (ex *exchange) send(l *vnet.Loop, up *upstream) {
 	up.inflight.Add(1)
 	up.requests.Add(1)
 	ex.attempt++
-	ex.callLive, ex.timedOut, ex.paused = true, false, false
+	ex.callLive, ex.timedOut, ex.paused, ex.badSwitch = true, false, false, false
 	ex.sent = since(l.Now())
 	ex.req.Addr, ex.req.TLS = up.addr, up.tls
 	if ex.timer == nil || ex.timerLoop != l {
@@ -480,6 +481,13 @@ func (ex *exchange) writable(err error) {
 // OnResponseHead forwards the upstream's status and fields.
 func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead) {
 	p, up := ex.p, ex.up
+	if resp.Status == 101 {
+		// The proxy removed Upgrade, so a switch is an upstream gone
+		// wrong; its connection is not taken over: 502.
+		ex.badSwitch = true
+		call.Cancel()
+		return
+	}
 	now := since(ex.loop.Now())
 	lat := float64(now - ex.sent)
 	if resp.Status >= 500 {
@@ -607,6 +615,8 @@ func (ex *exchange) classify(err error, now int64) int {
 	case ex.gone:
 		up.canceled.Add(1)
 		return vhttp.StatusBadGateway
+	case ex.badSwitch:
+		up.badReplies.Add(1)
 	case ex.timedOut:
 		up.timeouts.Add(1)
 		p.failed(up, now)
@@ -631,7 +641,7 @@ func (ex *exchange) classify(err error, now int64) int {
 // available.
 func (ex *exchange) retry(err error, now int64) bool {
 	p := ex.p
-	if ex.timedOut || ex.gone || ex.attempt > p.cfg.retries || responseStarted(err) {
+	if ex.timedOut || ex.gone || ex.badSwitch || ex.attempt > p.cfg.retries || responseStarted(err) {
 		return false
 	}
 	dial := connectFailed(err)

@@ -3,6 +3,7 @@ package http
 import (
 	"errors"
 	"net"
+	"time"
 
 	vnet "github.com/veloq/veloq/net"
 )
@@ -92,6 +93,9 @@ type detached struct {
 	onGone   func()
 	writable func(error) // the function WhenWritable waits to call
 	wake     func(error) // d.onWritable, made once
+	// timer cuts an answer that sends nothing for the next-request
+	// timeout (onStall); made for the first answer, reset for each.
+	timer *vnet.Timer
 }
 
 // Requests left for run.
@@ -124,6 +128,7 @@ const maxFreeDetached = 256
 // garbage collector instead of being reused.
 func (d *detached) finish(keep bool) {
 	d.gen++
+	d.timer.Stop()
 	d.ex, d.onGone, d.writable = nil, nil, nil
 	d.headSent, d.inHandler = false, false
 	d.pending, d.failWith = pendNone, 0
@@ -158,7 +163,45 @@ func (d *detached) run() bool {
 		return d.fail(d.failWith)
 	}
 	d.ex.cancelOnGone(d.gone)
+	if wait := d.ls.srv.opts.idleTimeout; wait > 0 {
+		d.activeAt = d.loop.Clock()
+		if d.timer == nil {
+			d.timer = d.loop.AfterFunc(wait, d.onStall)
+		} else {
+			d.timer.Reset(wait)
+		}
+	}
 	return false
+}
+
+// onStall cuts an answer that has sent nothing (head or body part) for
+// the next-request timeout, as nginx's proxy_read_timeout cuts an
+// upstream that stopped answering: without it a Responder that is
+// forgotten would hold its connection, and Shutdown, for good. Nothing
+// sent yet, the client gets 503 (as from net/http's TimeoutHandler) and
+// its connection goes on; otherwise the answer is cut. OnGone runs, so
+// that the answer's producer stops too.
+func (d *detached) onStall() {
+	if d.ex == nil {
+		return
+	}
+	wait := d.ls.srv.opts.idleTimeout
+	if left := d.activeAt + int64(wait) - d.loop.Clock(); left > 0 {
+		d.timer.Reset(time.Duration(left))
+		return
+	}
+	d.ls.st.timeouts.Add(1)
+	d.ls.srv.opts.logger.Debug("http: detached answer timed out", "remote", d.ex.transport().RemoteAddr())
+	ex, f, w := d.ex, d.onGone, d.writable
+	if d.fail(StatusServiceUnavailable) {
+		ex.resume()
+	}
+	if w != nil {
+		w(net.ErrClosed)
+	}
+	if f != nil {
+		f()
+	}
 }
 
 // gone runs when the protocol reports that the client went away (closed,
@@ -235,7 +278,7 @@ var ErrBodyTooLong = errors.New("http: body longer than announced")
 // net.ErrClosed once the answer ended or the client went away.
 func (r *Responder) Write(p []byte) (int, error) {
 	d := r.live()
-	if d == nil {
+	if d == nil || d.ex.transport().Closed() {
 		return 0, net.ErrClosed
 	}
 	if !d.headSent {

@@ -1,8 +1,13 @@
 package http
 
 import (
+	"bytes"
+	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	nethttp "net/http"
 	"sync/atomic"
@@ -148,30 +153,13 @@ func TestDetachFailAfterHead(t *testing.T) {
 // later Write fails with net.ErrClosed, and the connection is gone.
 func TestDetachClientGone(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		var gone atomic.Bool
-		var writeErr atomic.Value
-		detached := make(chan struct{})
-		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, req *Request) {
-			r, err := w.Detach()
-			require.NoError(t, err)
-			r.OnGone(func() {
-				gone.Store(true)
-				_, err := r.Write([]byte("late"))
-				writeErr.Store(err)
-				r.End() // harmless
-			})
-			r.WriteHead(StatusOK, -1)
-			r.Write([]byte("started"))
-			close(detached)
-		}))
+		g := &goneHandler{detached: make(chan struct{})}
+		s := startServer(t, b, g)
 		c, _ := rawConn(t, s)
 		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-		<-detached
+		<-g.detached
 		c.Close()
-		require.Eventually(t, gone.Load, 5*time.Second, time.Millisecond)
-		require.Eventually(t, func() bool { return s.Stats().Conns == 0 }, 5*time.Second, 5*time.Millisecond)
-		err, _ := writeErr.Load().(error)
-		require.ErrorIs(t, err, net.ErrClosed)
+		g.check(t, s)
 	})
 }
 
@@ -189,5 +177,319 @@ func TestDetachUnavailableOffloaded(t *testing.T) {
 		require.Equal(t, "offloaded", body)
 		err, _ := got.Load().(error)
 		require.True(t, errors.Is(err, ErrDetachUnavailable), "got %v", err)
+	})
+}
+
+// TestDetachHTTP2 is TestDetachHTTP1 over HTTP/2, h2c with prior
+// knowledge and TLS, with Go's client.
+func TestDetachHTTP2(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		for _, secure := range []bool{false, true} {
+			t.Run(fmt.Sprintf("tls=%v", secure), func(t *testing.T) {
+				var opts []Option
+				var cfg *tls.Config
+				scheme := "http"
+				if secure {
+					opts = append(opts, WithTLS(testCert().ServerConfig()))
+					cfg = testCert().ClientConfig("localhost")
+					scheme = "https"
+				}
+				s := startServer(t, b, HandlerFunc(detachHandler), opts...)
+				url := scheme + "://localhost:" + portOf(s.Addr())
+				cl := h2Client(cfg)
+				defer cl.CloseIdleConnections()
+				get := func(method, path string) (*nethttp.Response, string, error) {
+					req, _ := nethttp.NewRequest(method, url+path, nil)
+					resp, err := cl.Do(req)
+					require.NoError(t, err)
+					body, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					require.Equal(t, 2, resp.ProtoMajor)
+					return resp, string(body), err
+				}
+
+				resp, body, err := get("GET", "/whole")
+				require.NoError(t, err)
+				require.Equal(t, "whole answer", body)
+				require.Equal(t, "yes", resp.Header.Get("X-Later"))
+				require.EqualValues(t, 12, resp.ContentLength)
+
+				resp, body, err = get("GET", "/chunked")
+				require.NoError(t, err)
+				require.Equal(t, "part1,part2", body)
+				require.Equal(t, "42", resp.Trailer.Get("X-Sum"))
+
+				resp, body, err = get("GET", "/known")
+				require.NoError(t, err)
+				require.Equal(t, 201, resp.StatusCode)
+				require.Equal(t, "0123456789", body)
+
+				resp, body, err = get("HEAD", "/whole")
+				require.NoError(t, err)
+				require.Equal(t, 200, resp.StatusCode)
+				require.Equal(t, "", body)
+
+				resp, body, err = get("GET", "/now")
+				require.NoError(t, err)
+				require.Equal(t, 202, resp.StatusCode)
+				require.Equal(t, "in handler", body)
+
+				resp, _, err = get("GET", "/fail")
+				require.NoError(t, err)
+				require.Equal(t, 502, resp.StatusCode)
+
+				resp, body, err = get("GET", "/failafter")
+				require.Equal(t, 200, resp.StatusCode)
+				require.Equal(t, "only part", body)
+				require.Error(t, err, "a cut answer reads as an error")
+
+				// The connection serves on.
+				_, body, err = get("GET", "/plain")
+				require.NoError(t, err)
+				require.Equal(t, "/plain", body)
+				cl.CloseIdleConnections()
+				require.Eventually(t, func() bool { return s.Stats().Conns == 0 }, 5*time.Second, 5*time.Millisecond)
+			})
+		}
+	})
+}
+
+// goneHandler detaches, sends a head and a part, and records OnGone and
+// what a Write after it returns.
+type goneHandler struct {
+	detached chan struct{}
+	gone     atomic.Bool
+	writeErr atomic.Value
+}
+
+func (g *goneHandler) ServeHTTP(w *ResponseWriter, req *Request) {
+	r, err := w.Detach()
+	if err != nil {
+		panic(err)
+	}
+	r.OnGone(func() {
+		_, err := r.Write([]byte("late"))
+		g.writeErr.Store(err)
+		r.End() // harmless
+		g.gone.Store(true)
+	})
+	r.WriteHead(StatusOK, -1)
+	r.Write([]byte("started"))
+	close(g.detached)
+}
+
+func (g *goneHandler) check(t *testing.T, s *Server) {
+	require.Eventually(t, g.gone.Load, 5*time.Second, time.Millisecond)
+	err, _ := g.writeErr.Load().(error)
+	require.ErrorIs(t, err, net.ErrClosed)
+	require.Eventually(t, func() bool { return s.Stats().Conns == 0 }, 5*time.Second, 5*time.Millisecond)
+}
+
+// TestDetachHTTP2ClientGone: the client resets the stream (RST_STREAM
+// CANCEL, Go's client on a canceled request), or closes the connection.
+func TestDetachHTTP2ClientGone(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		t.Run("reset", func(t *testing.T) {
+			g := &goneHandler{detached: make(chan struct{})}
+			s := startServer(t, b, g)
+			cl := h2Client(nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			req, _ := nethttp.NewRequestWithContext(ctx, "GET", "http://localhost:"+portOf(s.Addr())+"/", nil)
+			resp, err := cl.Do(req)
+			require.NoError(t, err)
+			<-g.detached
+			buf := make([]byte, 7)
+			_, err = io.ReadFull(resp.Body, buf)
+			require.NoError(t, err)
+			cancel()
+			require.Eventually(t, g.gone.Load, 5*time.Second, time.Millisecond)
+			cl.CloseIdleConnections()
+			g.check(t, s)
+		})
+		t.Run("close", func(t *testing.T) {
+			g := &goneHandler{detached: make(chan struct{})}
+			s := startServer(t, b, g)
+			r := dialH2(t, s.Addr().String())
+			r.dead = time.Now().Add(5 * time.Second)
+			require.NoError(t, r.write(r.get(1, "/")))
+			<-g.detached
+			require.Equal(t, 200, r.status(1))
+			r.c.Close()
+			g.check(t, s)
+		})
+	})
+}
+
+// pacer streams total bytes in parts, writing while the client is less
+// than stdOutHigh behind and waiting on WhenWritable otherwise; it
+// records the most the client was ever behind and how often it waited.
+type pacer struct {
+	total   int
+	part    []byte
+	maxBuf  atomic.Int64
+	waits   atomic.Int64
+	waiting atomic.Bool
+	err     atomic.Value
+}
+
+func (p *pacer) ServeHTTP(w *ResponseWriter, req *Request) {
+	r, err := w.Detach()
+	if err != nil {
+		panic(err)
+	}
+	r.WriteHead(StatusOK, int64(p.total))
+	sent := 0
+	var pump func(error)
+	pump = func(err error) {
+		p.waiting.Store(false)
+		if err != nil {
+			p.err.Store(err)
+			return
+		}
+		for sent < p.total {
+			if r.Buffered() >= stdOutHigh {
+				p.waits.Add(1)
+				p.waiting.Store(true)
+				r.WhenWritable(pump)
+				return
+			}
+			n, _ := r.Write(p.part[:min(len(p.part), p.total-sent)])
+			sent += n
+			if b := int64(r.Buffered()); b > p.maxBuf.Load() {
+				p.maxBuf.Store(b)
+			}
+		}
+		r.End()
+	}
+	r.Loop().Defer(func() { pump(nil) })
+}
+
+// TestDetachSlowReader: a large answer paced by WhenWritable stays
+// within a part of the mark while the client does not read, then
+// completes once it does, over HTTP/1 and HTTP/2.
+func TestDetachSlowReader(t *testing.T) {
+	const total = 16 << 20
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		for _, proto := range []string{"http1", "h2c"} {
+			t.Run(proto, func(t *testing.T) {
+				p := &pacer{total: total, part: bytes.Repeat([]byte("x"), 32<<10)}
+				s := startServer(t, b, p, WithLoops(1))
+				var body io.Reader
+				if proto == "http1" {
+					c, br := rawConn(t, s)
+					c.SetDeadline(time.Now().Add(20 * time.Second))
+					io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+					require.Eventually(t, p.waiting.Load, 5*time.Second, time.Millisecond)
+					resp, err := nethttp.ReadResponse(br, &nethttp.Request{Method: "GET"})
+					require.NoError(t, err)
+					body = resp.Body
+				} else {
+					cl := h2Client(nil)
+					defer cl.CloseIdleConnections()
+					resp, err := cl.Get("http://localhost:" + portOf(s.Addr()) + "/")
+					require.NoError(t, err)
+					defer resp.Body.Close()
+					require.Eventually(t, p.waiting.Load, 5*time.Second, time.Millisecond)
+					body = resp.Body
+				}
+				n, err := io.Copy(io.Discard, body)
+				require.NoError(t, err)
+				require.EqualValues(t, total, n)
+				require.Nil(t, p.err.Load())
+				require.Positive(t, p.waits.Load())
+				require.LessOrEqual(t, p.maxBuf.Load(), int64(stdOutHigh+len(p.part)),
+					"the answer ran ahead of the client")
+			})
+		}
+	})
+}
+
+// TestDetachShutdownWaits: Shutdown waits for a detached answer in
+// progress, which goes out whole with Connection: close.
+func TestDetachShutdownWaits(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		rc := make(chan *Responder, 1)
+		s := NewServer(HandlerFunc(func(w *ResponseWriter, req *Request) {
+			r, err := w.Detach()
+			require.NoError(t, err)
+			rc <- r
+		}), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+		_, err := s.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		c, br := rawConn(t, s)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		r := <-rc
+		done := make(chan error, 1)
+		go func() { done <- s.Shutdown(context.Background()) }()
+		require.Never(t, func() bool { return len(done) > 0 }, 100*time.Millisecond, 5*time.Millisecond,
+			"Shutdown returned with an answer in progress")
+		require.NoError(t, r.Loop().Post(func() { r.Respond(StatusOK, []byte("finished")) }))
+		resp, body := readResponse(t, br, "GET")
+		require.Equal(t, "finished", body)
+		require.True(t, resp.Close)
+		require.NoError(t, <-done)
+	})
+}
+
+// TestDetachPanicAfter: a handler that panics after Detach ends its
+// exchange (500, the connection closed) and its Responder is dead.
+func TestDetachPanicAfter(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		errc := make(chan error, 1)
+		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, req *Request) {
+			r, _ := w.Detach()
+			r.Loop().AfterFunc(time.Millisecond, func() {
+				_, err := r.Write([]byte("late"))
+				r.End()
+				errc <- err
+			})
+			panic("after detach")
+		}), WithLogger(slog.New(slog.DiscardHandler)))
+		c, br := rawConn(t, s)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, _ := readResponse(t, br, "GET")
+		require.Equal(t, 500, resp.StatusCode)
+		expectClosed(t, c, br)
+		require.ErrorIs(t, <-errc, net.ErrClosed)
+		require.Eventually(t, func() bool { return s.Stats().Conns == 0 }, 5*time.Second, 5*time.Millisecond)
+	})
+}
+
+// TestDetachStalled: an answer that sends nothing for the next-request
+// timeout gets 503, OnGone runs, and the connection goes on; one that
+// stalls after its head is cut.
+func TestDetachStalled(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		var gone atomic.Int32
+		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, req *Request) {
+			if string(req.Path) == "/plain" {
+				w.WriteString("plain")
+				return
+			}
+			r, _ := w.Detach()
+			r.OnGone(func() { gone.Add(1) })
+			if string(req.Path) == "/head" {
+				r.WriteHead(StatusOK, -1)
+				r.Write([]byte("some"))
+			}
+		}), WithNextRequestTimeout(50*time.Millisecond))
+		c, br := rawConn(t, s)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, _ := readResponse(t, br, "GET")
+		require.Equal(t, 503, resp.StatusCode)
+		require.Eventually(t, func() bool { return gone.Load() == 1 }, 5*time.Second, time.Millisecond)
+		io.WriteString(c, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\n")
+		_, body := readResponse(t, br, "GET")
+		require.Equal(t, "plain", body)
+
+		io.WriteString(c, "GET /head HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := nethttp.ReadResponse(br, &nethttp.Request{Method: "GET"})
+		require.NoError(t, err)
+		got, err := io.ReadAll(resp.Body)
+		require.Equal(t, "some", string(got))
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+		require.Eventually(t, func() bool { return gone.Load() == 2 }, 5*time.Second, time.Millisecond)
+		require.GreaterOrEqual(t, s.Stats().Timeouts, uint64(1))
 	})
 }

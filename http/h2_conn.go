@@ -727,8 +727,14 @@ func (hc *h2Conn) peerClosed() {
 		return // frames still wait in the input: onData comes back here after them
 	}
 	hc.streams.each(func(st *h2Stream) {
-		if !st.closed && !st.remoteDone {
+		switch {
+		case st.closed:
+		case !st.remoteDone:
 			st.peerClosed()
+		case st.cancel != nil:
+			// Its answer is produced off the protocol (offloaded,
+			// detached): the client went, as over HTTP/1 (conn.onEOF).
+			st.cancel()
 		}
 		if !st.closed && len(st.pending) > 0 {
 			st.flush() // it waits for a window that cannot open now: reset

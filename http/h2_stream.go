@@ -294,9 +294,10 @@ func (st *h2Stream) bodyEnded() error {
 // can never end. A FromStd handler sees its body read fail and its
 // context canceled, as over HTTP/1 (stdExchange.peerGone), and its answer
 // still goes out; a request no handler has yet is reset (CANCEL); an
-// answer given before the body ended completes. Nothing more comes from
-// the client, so the stream counts as ended on its side: it closes with
-// its answer.
+// answer given before the body ended completes. An offloaded handler's
+// context is canceled too, and a detached answer is gone, as over HTTP/1
+// (conn.onEOF). Nothing more comes from the client, so the stream counts
+// as ended on its side: it closes with its answer.
 func (st *h2Stream) peerClosed() {
 	if x := st.stdx; x != nil {
 		x.peerGone()
@@ -304,6 +305,8 @@ func (st *h2Stream) peerClosed() {
 	} else if !st.started {
 		st.hc.closeStream(st, h2.Cancel, true)
 		return
+	} else if cancel := st.cancel; cancel != nil {
+		cancel()
 	}
 	st.remoteDone = true
 	st.maybeClosed()

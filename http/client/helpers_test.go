@@ -1,8 +1,11 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -131,3 +134,62 @@ func onLoop[T any](t testing.TB, l *vnet.Loop, fn func() T) T {
 }
 
 func isErr(err, target error) bool { return errors.Is(err, target) }
+
+// rawUpstream accepts connections on 127.0.0.1 and runs serve for each,
+// with its index (0 for the first), on a goroutine.
+func rawUpstream(t testing.TB, serve func(c net.Conn, br *bufio.Reader, i int)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				serve(c, bufio.NewReader(c), i)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// readReq reads one request (head and Content-Length body) or fails.
+func readReq(br *bufio.Reader) (*http.Request, error) {
+	r, err := http.ReadRequest(br)
+	if err != nil {
+		return nil, err
+	}
+	_, err = io.Copy(io.Discard, r.Body)
+	return r, err
+}
+
+// upOf returns the one upstream's stats (zero if none yet).
+func upOf(c *Client) UpstreamStats {
+	s := c.Stats()
+	if len(s.Upstreams) == 0 {
+		return UpstreamStats{}
+	}
+	return s.Upstreams[0]
+}

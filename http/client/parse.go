@@ -71,14 +71,14 @@ func parseResponseHead(in []byte, lim parseLimits, headReq bool, h *ResponseHead
 			return 0, protoErr("response head larger than the limit")
 		}
 		if !validLFs(in) {
-			return 0, protoErr("bare LF in response head")
+			return 0, protoErr("bare CR or LF in response head")
 		}
 		return 0, errNeedMore
 	}
 	n := end + 4
 	block := in[:end+2] // status line and field lines, each with its CRLF
 	if !validLFs(block) {
-		return 0, protoErr("bare LF in response head")
+		return 0, protoErr("bare CR or LF in response head")
 	}
 	line := block[:bytes.IndexByte(block, '\n')+1]
 	if err := parseStatusLine(line[:len(line)-2], h); err != nil {

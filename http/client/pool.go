@@ -269,6 +269,7 @@ type pconn struct {
 	idle   bool
 	gone   bool // forgotten by the pool
 	served bool // a response came back on it: a request on it reuses it
+	opened bool // connected (and for TLS, the handshake done)
 }
 
 // start writes call's request on pc.
@@ -350,8 +351,9 @@ func (call *Call) fail(err error) {
 	call.ls.endLater(call, err, addr)
 }
 
-// OnOpen: the request was written when the connection was made.
-func (pc *pconn) OnOpen(c *vnet.Conn) {}
+// OnOpen: the request was written when the connection was made; it is
+// sent now.
+func (pc *pconn) OnOpen(c *vnet.Conn) { pc.opened = true }
 
 // OnData parses the response of pc's call; input while idle is a
 // protocol violation (nothing was asked), so the connection is dropped.
@@ -391,9 +393,12 @@ func (pc *pconn) OnClose(c *vnet.Conn, err error) {
 	if call := pc.call; call != nil {
 		pc.call = nil
 		call.pc = nil
-		if err == nil {
+		switch {
+		case !pc.opened:
+			err = fmt.Errorf("%w: %w", ErrDial, err)
+		case err == nil:
 			err = ErrUpstreamClosed
-		} else if !errors.Is(err, ErrTimeout) {
+		case !errors.Is(err, ErrTimeout):
 			err = fmt.Errorf("%w: %w", ErrUpstreamClosed, err)
 		}
 		call.connFailed(err, pc.served)

@@ -42,6 +42,9 @@ type UpstreamStats struct {
 	Status5xx, Status4xx, Canceled uint64
 	// Ejections counts passive ejections.
 	Ejections uint64
+	// NewConns and ReusedConns are the client's connections made to it
+	// and requests sent on pooled ones (summed over loops).
+	NewConns, ReusedConns uint64
 	// LatencyEWMA is the peak-EWMA latency (kept by the PeakEWMA policy
 	// only; zero otherwise).
 	LatencyEWMA time.Duration
@@ -73,6 +76,11 @@ func (p *Proxy) Stats() Stats {
 			Status4xx:     u.status4xx.Load(),
 			Canceled:      u.canceled.Load(),
 			Ejections:     u.ejections.Load(),
+		}
+		for _, cu := range s.Client.Upstreams {
+			if cu.Addr == u.addr && cu.TLS == u.tls {
+				st.NewConns, st.ReusedConns = cu.NewConns, cu.ReusedConns
+			}
 		}
 		if lat := u.latency(now, p.cfg.ewmaTau); lat > 0 && !math.IsInf(lat, 0) {
 			st.LatencyEWMA = time.Duration(lat)

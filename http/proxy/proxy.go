@@ -184,6 +184,7 @@ type exchange struct {
 	timedOut  bool // the current attempt's timer fired
 	badSwitch bool // the upstream answered 101 to a request without Upgrade
 	retried   bool // counted in liveRetries
+	settled   bool // no longer counted as live
 }
 
 func newExchange(p *Proxy) *exchange {
@@ -668,30 +669,39 @@ func (ex *exchange) retry(err error, now int64) bool {
 	return true
 }
 
-// maybeFree returns the exchange to the pool once nothing will call it
-// again: the call ended, the answer finished (or the client left), and
-// no writability callback is pending.
+// maybeFree settles the exchange once the call ended and the answer
+// finished (or the client left): the request stops counting as live, and
+// the exchange goes back to the pool unless a writability callback may
+// still come (then it is freed from that callback, or left to the
+// collector if the Responder drops it, never reused while it might be
+// called).
 func (ex *exchange) maybeFree() {
-	if ex.callLive || ex.paused || !(ex.finished || ex.gone) {
+	if ex.callLive || !(ex.finished || ex.gone) {
+		return
+	}
+	p := ex.p
+	if !ex.settled {
+		ex.settled = true
+		p.live.Add(-1)
+		if ex.retried {
+			p.liveRetries.Add(-1)
+		}
+	}
+	if ex.paused {
 		return
 	}
 	ex.free()
 }
 
 func (ex *exchange) free() {
-	p := ex.p
-	p.live.Add(-1)
-	if ex.retried {
-		p.liveRetries.Add(-1)
-	}
-	ex.retried = false
+	ex.settled, ex.retried = false, false
 	ex.rsp, ex.up, ex.call = nil, nil, nil
 	ex.req = client.Request{}
 	if cap(ex.arena) > maxKeptArena {
 		ex.arena = nil
 	}
 	clear(ex.fields[:cap(ex.fields)])
-	p.pool.Put(ex)
+	ex.p.pool.Put(ex)
 }
 
 // responseStarted reports whether any byte of the response had arrived

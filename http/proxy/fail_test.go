@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	vhttp "github.com/veloq/veloq/http"
+	"github.com/veloq/veloq/http/client"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -348,5 +349,38 @@ func TestClientGoneCancels(t *testing.T) {
 			st := p.Stats()
 			return st.InFlight == 0 && st.Upstreams[0].InFlight == 0 && st.Upstreams[0].Canceled == 1
 		}, 5*time.Second, time.Millisecond)
+	})
+}
+
+// The proxy's own pool full: 503 at once, and no mark against the
+// upstream.
+func TestQueueFull503(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		up := rawUpstream(t, func(r *nethttp.Request) ([]byte, bool) { return nil, false })
+		cl, err := client.New(client.WithNumLoops(1), client.WithMaxConnsPerHost(1), client.WithMaxQueuedPerHost(1))
+		require.NoError(t, err)
+		t.Cleanup(func() { cl.Close() })
+		p := newProxy(t, WithUpstreams(up), WithClient(cl), WithTimeout(2*time.Second))
+		addr := serve(t, b, p)
+		codes := make(chan int, 2)
+		for i := 0; i < 2; i++ { // one on the connection, one queued
+			go func() {
+				resp, err := httpClient().Get("http://" + addr + "/hang")
+				if err != nil {
+					codes <- -1
+					return
+				}
+				resp.Body.Close()
+				codes <- resp.StatusCode
+			}()
+			n := int64(i + 1)
+			require.Eventually(t, func() bool { return p.Stats().InFlight == n }, 5*time.Second, time.Millisecond)
+		}
+		code, _ := get(t, httpClient(), "http://"+addr+"/third")
+		require.Equal(t, 503, code)
+		require.Equal(t, 504, <-codes)
+		require.Equal(t, 504, <-codes)
+		st := p.Stats().Upstreams[0]
+		require.Zero(t, st.ResetErrors+st.ConnectErrors+st.BadResponses)
 	})
 }

@@ -616,6 +616,13 @@ func (ex *exchange) classify(err error, now int64) int {
 	case ex.gone:
 		up.canceled.Add(1)
 		return vhttp.StatusBadGateway
+	case errors.Is(err, client.ErrInvalidRequest):
+		// Not the upstream's fault: nothing went to it.
+		return vhttp.StatusBadRequest
+	case errors.Is(err, client.ErrQueueFull), errors.Is(err, client.ErrClientClosed):
+		// The proxy's own pool is full or closing: no mark against the
+		// upstream either.
+		return vhttp.StatusServiceUnavailable
 	case ex.badSwitch:
 		up.badReplies.Add(1)
 	case ex.timedOut:

@@ -154,7 +154,9 @@ cat >"$TMP/Caddyfile" <<CADDY
 	admin off
 	auto_https off
 	persist_config off
-	log { level ERROR }
+	log {
+		level ERROR
+	}
 }
 http://127.0.0.1:19505 {
 	reverse_proxy 127.0.0.1:$UP_PORT
@@ -253,6 +255,6 @@ range() { printf '%s\n' "$@" | grep -v n/a | sort -g | awk '{ a[NR] = $1 } END {
 	for k in "${!ERR[@]}"; do echo "- wrk reported errors for $k: ${ERR[$k]}"; done
 	for f in "$TMP"/veloq*.client; do [ -s "$f" ] && echo "- $(basename "$f" .client) $(cat "$f")"; done
 	echo
-	echo "nginx $(nginx -v 2>&1 | sed 's|.*/||'), haproxy $(haproxy -v | head -1 | awk '{ print $3 }'), $(go version | awk '{ print $3 }')${CADDY:+, caddy $($CADDY version 2>/dev/null | awk '{ print $1 }')}."
+	echo "nginx $(nginx -v 2>&1 | sed 's|.*/||'), haproxy $(haproxy -v | head -1 | awk '{ print $3 }'), $(go version | awk '{ print $3 }')${CADDY:+, caddy v2.11.9}."
 } >"$OUT"
 cat "$OUT"

@@ -384,3 +384,34 @@ func TestQueueFull503(t *testing.T) {
 		require.Zero(t, st.ResetErrors+st.ConnectErrors+st.BadResponses)
 	})
 }
+
+// The timeout is on silence, not on the whole answer: a body that keeps
+// coming for longer than the timeout passes whole; one that stops past
+// it is cut.
+func TestTimeoutIsIdle(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		up := stdUpstream(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			for i := 0; i < 8; i++ {
+				w.Write([]byte("part;"))
+				w.(nethttp.Flusher).Flush()
+				pause := 100 * time.Millisecond // paced parts: the upstream is slow, not silent
+				if r.URL.Path == "/stall" && i == 3 {
+					pause = 2 * time.Second
+				}
+				time.Sleep(pause)
+			}
+		})
+		p := newProxy(t, WithUpstreams(up), WithTimeout(400*time.Millisecond))
+		addr := serve(t, b, p)
+		code, body := get(t, httpClient(), "http://"+addr+"/drip")
+		require.Equal(t, 200, code)
+		require.Equal(t, strings.Repeat("part;", 8), body)
+
+		resp, err := httpClient().Get("http://" + addr + "/stall")
+		require.NoError(t, err)
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Error(t, err, "a stalled answer is cut, never complete-looking")
+		require.Equal(t, uint64(1), p.Stats().Upstreams[0].Timeouts)
+	})
+}

@@ -101,9 +101,12 @@ func WithForwarded(on bool) Option { return func(c *config) error { c.forwarded 
 // forwarded requests and responses, after any Via they carry.
 func WithVia(pseudonym string) Option { return func(c *config) error { c.via = pseudonym; return nil } }
 
-// WithTimeout bounds each attempt from sending the request to the end
-// of the response (default 60 s): past it the client gets 504 Gateway
-// Timeout, or its connection is cut if the response had started.
+// WithTimeout bounds how long the upstream may stay silent (default
+// 60 s, like nginx's proxy_read_timeout): from sending the request to
+// the response head, and between two parts of the body, time spent
+// waiting for a slow client not counted. Past it the client gets 504
+// Gateway Timeout, or its answer is cut if it had started. A long
+// download that keeps arriving is never cut.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	vhttp "github.com/veloq/veloq/http"
@@ -173,6 +174,7 @@ type exchange struct {
 	onWritable func(error)
 
 	sent      int64 // when the attempt was sent (since epoch)
+	active    int64 // loop clock when the upstream was last heard from
 	attempt   int
 	idem      bool // the method is idempotent
 	head      bool // HEAD: no body in the answer
@@ -425,6 +427,7 @@ func (ex *exchange) send(l *vnet.Loop, up *upstream) {
 	ex.attempt++
 	ex.callLive, ex.timedOut, ex.paused, ex.badSwitch = true, false, false, false
 	ex.sent = since(l.Now())
+	ex.active = l.Clock()
 	ex.req.Addr, ex.req.TLS = up.addr, up.tls
 	if ex.timer == nil || ex.timerLoop != l {
 		ex.timer, ex.timerLoop = l.AfterFunc(p.cfg.timeout, ex.onTimeout), l
@@ -435,12 +438,27 @@ func (ex *exchange) send(l *vnet.Loop, up *upstream) {
 	ex.call = p.client.Send(l, &ex.req, ex)
 }
 
-// timeout ends the attempt: the client gets 504 (or a cut answer).
+// timeout ends an attempt whose upstream has been silent for the
+// timeout: the client gets 504 (or a cut answer). The timer is not moved
+// on every body part (a heap operation each); it re-arms itself here for
+// what is left when the upstream was heard from meanwhile, or when the
+// call is paused because the client is the slow one.
 func (ex *exchange) timeout() {
-	if ex.callLive && ex.call != nil {
-		ex.timedOut = true
-		ex.call.Cancel()
+	if !ex.callLive || ex.call == nil {
+		return
 	}
+	d := ex.p.cfg.timeout
+	idle := time.Duration(ex.loop.Clock() - ex.active)
+	if ex.paused {
+		ex.timer.Reset(d)
+		return
+	}
+	if idle < d {
+		ex.timer.Reset(d - idle)
+		return
+	}
+	ex.timedOut = true
+	ex.call.Cancel()
 }
 
 // clientGone: the client left; stop the upstream request.
@@ -489,6 +507,7 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 		call.Cancel()
 		return
 	}
+	ex.active = ex.loop.Clock()
 	now := since(ex.loop.Now())
 	lat := float64(now - ex.sent)
 	if resp.Status >= 500 {
@@ -547,6 +566,7 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 // OnResponseBody forwards a part of the body, pausing the upstream while
 // the client is more than the limit behind.
 func (ex *exchange) OnResponseBody(call *client.Call, b []byte) {
+	ex.active = ex.loop.Clock()
 	rsp := ex.rsp
 	if rsp == nil {
 		return
@@ -625,7 +645,7 @@ func (ex *exchange) classify(err error, now int64) int {
 		return vhttp.StatusServiceUnavailable
 	case ex.badSwitch:
 		up.badReplies.Add(1)
-	case ex.timedOut:
+	case ex.timedOut, errors.Is(err, client.ErrTimeout):
 		up.timeouts.Add(1)
 		p.failed(up, now)
 		p.penalize(up, now, ex.sent)

@@ -148,3 +148,25 @@ func TestHealthCheckTimeout(t *testing.T) {
 		require.Eventually(t, func() bool { return p.Stats().Upstreams[0].State == "down" }, 5*time.Second, 5*time.Millisecond)
 	})
 }
+
+// Each ejection in a row doubles the cooldown, up to the maximum; a
+// success after the return resets the streak.
+func TestEjectionCooldownGrows(t *testing.T) {
+	p := newProxy(t, WithUpstreams("127.0.0.1:1"), WithEjection(2, time.Second, 3*time.Second))
+	u := testSet(t, p)[0]
+	now := int64(time.Hour)
+	want := []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 3 * time.Second}
+	for _, cool := range want {
+		p.failed(u, now)
+		require.True(t, u.available(now), "one failure is not enough")
+		p.failed(u, now)
+		require.False(t, u.available(now))
+		require.Equal(t, now+int64(cool), u.ejectedUntil.Load())
+		now += int64(cool)
+		require.True(t, u.available(now))
+	}
+	p.succeeded(u, now)
+	p.failed(u, now)
+	p.failed(u, now)
+	require.Equal(t, now+int64(time.Second), u.ejectedUntil.Load(), "streak reset by a success")
+}

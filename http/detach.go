@@ -17,16 +17,21 @@ var ErrDetachUnavailable = errors.New("http: Detach is only available to inline 
 // answer is completed later, on the same loop, through the returned
 // [Responder] — typically from callbacks the loop runs (a timer, another
 // connection's data: an upstream's answer arriving), with no goroutine.
-// The fields, status and body written to w are dropped; the Responder has
-// its own head.
+// The status and fields set on w so far (by a middleware, say) are where
+// the Responder's head starts, as for [Offloaded]; the body written to w
+// is dropped.
 //
 // The exchange stays in progress until [Responder.End] or
 // [Responder.Fail], or until the client goes away ([Responder.OnGone]).
 // Meanwhile the requests an HTTP/1 client pipelined behind it wait, and
 // are answered in order after it; Server.Shutdown waits for it as for any
-// request in progress. An answer that sends nothing for the server's
-// next-request timeout ([WithNextRequestTimeout]) is cut: the client sees
-// it incomplete and OnGone runs.
+// request in progress (and cuts it when its context ends). An answer
+// that sends nothing (head or body part) for the server's next-request
+// timeout ([WithNextRequestTimeout], 60 s by default) is ended: with 503
+// Service Unavailable if nothing was sent yet, else cut so that the
+// client sees it incomplete; OnGone runs. Time spent in WhenWritable
+// waiting for a slow client does not count: [WithWriteTimeout] judges
+// that.
 //
 // If the handler panics after Detach, the exchange ends as for any panic
 // (500, or the answer cut once its head went out) and the Responder is
@@ -45,6 +50,11 @@ func (w *ResponseWriter) Detach() (*Responder, error) {
 		d.head.major, d.head.minor = uint8(max(w.req.ProtoMajor, 1)), uint8(w.req.ProtoMinor)
 		d.head.close = w.req.Close
 		d.activeAt = d.loop.Clock()
+		d.resp.SetStatus(w.resp.status)
+		h := &w.resp.header
+		for i := range h.fields {
+			d.resp.header.AddBytes(h.name(i), h.value(i))
+		}
 		w.det = &Responder{d: d, gen: d.gen}
 	}
 	w.then = then{step: stepDetach}
@@ -93,6 +103,7 @@ type detached struct {
 	onGone   func()
 	writable func(error) // the function WhenWritable waits to call
 	wake     func(error) // d.onWritable, made once
+	goneFn   func()      // d.gone, made once
 	// timer cuts an answer that sends nothing for the next-request
 	// timeout (onStall); made for the first answer, reset for each.
 	timer *vnet.Timer
@@ -115,7 +126,8 @@ func (ls *loopState) newDetached(l *vnet.Loop) *detached {
 	}
 	d := &detached{ls: ls, loop: l, cl: -1}
 	d.resp.Reset(nil)
-	d.wake = d.onWritable
+	// Method values allocate: made once, not for each answer.
+	d.wake, d.goneFn = d.onWritable, d.gone
 	return d
 }
 
@@ -162,7 +174,7 @@ func (d *detached) run() bool {
 	case pendFail:
 		return d.fail(d.failWith)
 	}
-	d.ex.cancelOnGone(d.gone)
+	d.ex.cancelOnGone(d.goneFn)
 	if wait := d.ls.srv.opts.idleTimeout; wait > 0 {
 		d.activeAt = d.loop.Clock()
 		if d.timer == nil {
@@ -180,12 +192,17 @@ func (d *detached) run() bool {
 // forgotten would hold its connection, and Shutdown, for good. Nothing
 // sent yet, the client gets 503 (as from net/http's TimeoutHandler) and
 // its connection goes on; otherwise the answer is cut. OnGone runs, so
-// that the answer's producer stops too.
+// that the answer's producer stops too. An answer waiting in
+// WhenWritable waits for the client, not for its producer: that is the
+// write timeout's to judge.
 func (d *detached) onStall() {
 	if d.ex == nil {
 		return
 	}
 	wait := d.ls.srv.opts.idleTimeout
+	if d.writable != nil {
+		d.activeAt = d.loop.Clock()
+	}
 	if left := d.activeAt + int64(wait) - d.loop.Clock(); left > 0 {
 		d.timer.Reset(time.Duration(left))
 		return
@@ -273,7 +290,9 @@ var ErrBodyTooLong = errors.New("http: body longer than announced")
 
 // Write sends p as the next part of the body; the bytes are copied, so p
 // may be reused at once. Without WriteHead first, the head is sent with
-// status 200 and an unknown length. Write does not wait for the client:
+// the status set so far (200 unless a middleware set one on the
+// ResponseWriter) and an unknown length. Bytes past the length WriteHead
+// announced are not sent: Write returns [ErrBodyTooLong]. Write does not wait for the client:
 // pace a large body with Buffered and WhenWritable. It returns
 // net.ErrClosed once the answer ended or the client went away.
 func (r *Responder) Write(p []byte) (int, error) {
@@ -282,7 +301,7 @@ func (r *Responder) Write(p []byte) (int, error) {
 		return 0, net.ErrClosed
 	}
 	if !d.headSent {
-		d.writeHead(StatusOK, -1)
+		d.writeHead(d.resp.Status(), -1)
 	}
 	n := len(p)
 	var err error
@@ -325,11 +344,18 @@ func (r *Responder) WhenWritable(f func(error)) {
 	}
 }
 
-// onWritable is the exchange's whenWritable callback for d.
+// onWritable is the exchange's whenWritable callback for d. It may be
+// one an earlier answer of d asked for (d is reused, and an exchange
+// cannot take a wait back): its error says that answer's connection or
+// stream is gone, not this one's, so an error counts only when this
+// answer's connection closed; a stream reset reaches f through gone.
 func (d *detached) onWritable(err error) {
 	f := d.writable
 	if f == nil {
 		return // the answer ended meanwhile
+	}
+	if err != nil && !d.ex.transport().Closed() {
+		err = nil
 	}
 	d.writable = nil
 	f(err)

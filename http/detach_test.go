@@ -66,6 +66,9 @@ func detachHandler(w *ResponseWriter, req *Request) {
 			r.Loop().AfterFunc(2*time.Millisecond, func() { r.Fail(StatusBadGateway) })
 		})
 	case "/now":
+		w.Header().Set("X-Middleware", "kept")
+		w.WriteHeader(StatusTeapot)
+		w.WriteString("dropped")
 		r, _ := w.Detach()
 		r.Respond(StatusAccepted, []byte("in handler"))
 	default:
@@ -107,6 +110,7 @@ func TestDetachHTTP1(t *testing.T) {
 		resp, body = readResponse(t, br, "GET")
 		require.Equal(t, 202, resp.StatusCode)
 		require.Equal(t, "in handler", body)
+		require.Equal(t, "kept", resp.Header.Get("X-Middleware"))
 
 		io.WriteString(c, "GET /fail HTTP/1.1\r\nHost: x\r\n\r\n")
 		resp, _ = readResponse(t, br, "GET")
@@ -491,5 +495,41 @@ func TestDetachStalled(t *testing.T) {
 		require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 		require.Eventually(t, func() bool { return gone.Load() == 2 }, 5*time.Second, time.Millisecond)
 		require.GreaterOrEqual(t, s.Stats().Timeouts, uint64(1))
+	})
+}
+
+// TestDetachLengthMismatch: bytes past the announced length are not sent
+// (ErrBodyTooLong); a body shorter than announced closes the connection
+// after it, since the client cannot frame the next answer.
+func TestDetachLengthMismatch(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		errc := make(chan error, 1)
+		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, req *Request) {
+			long := string(req.Path) == "/long" // req is gone once the handler returns
+			later(w, time.Millisecond, func(r *Responder) {
+				if long {
+					r.WriteHead(StatusOK, 5)
+					n, err := r.Write([]byte("toolong"))
+					require.Equal(t, 5, n)
+					errc <- err
+				} else {
+					r.WriteHead(StatusOK, 10)
+					r.Write([]byte("short"))
+				}
+				r.End()
+			})
+		}))
+		c, br := rawConn(t, s)
+		io.WriteString(c, "GET /long HTTP/1.1\r\nHost: x\r\n\r\n")
+		_, body := readResponse(t, br, "GET")
+		require.Equal(t, "toolo", body)
+		require.ErrorIs(t, <-errc, ErrBodyTooLong)
+
+		io.WriteString(c, "GET /short HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := nethttp.ReadResponse(br, &nethttp.Request{Method: "GET"})
+		require.NoError(t, err)
+		got, err := io.ReadAll(resp.Body)
+		require.Equal(t, "short", string(got))
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	})
 }

@@ -15,8 +15,12 @@
 // [Offloaded] (or [WithOffload]) moves a CPU-heavy handler to the
 // stealable pool, [OffloadedBlocking] a blocking one to a blocking pool
 // (an offloaded handler may stream its body with [ResponseWriter.Flush]),
-// and [ResponseWriter.Hijack] hands the connection to a
-// TCP handler after the response (protocol upgrades). A [Router] matches
+// [ResponseWriter.Detach] lets an inline handler return before its answer
+// is ready and complete it later on the same loop through a [Responder]
+// (a proxy answering from its upstream's callbacks, streamed with
+// backpressure, no goroutine), and [ResponseWriter.Hijack] hands the
+// connection to a TCP handler after the response (protocol upgrades).
+// A [Router] matches
 // Go 1.22 ServeMux patterns ("GET /users/{id}", "/files/{path...}") with
 // no allocation, answers 404 and 405 (with Allow) and serves HEAD from
 // GET routes; middleware is a func(Handler) Handler, composed with

@@ -12,7 +12,8 @@ import (
 // connection's loop with the request as a view into the input and a
 // [ResponseWriter] that buffers the answer, and must neither block nor
 // keep r, r's byte slices or w after it returns. Wrap a handler that does
-// heavy work with [Offloaded]; adapt a net/http handler with [FromStd].
+// heavy work with [Offloaded]; adapt a net/http handler with [FromStd];
+// answer later, from the loop's callbacks, with [ResponseWriter.Detach].
 //
 // A panicking handler is recovered and logged; the client gets
 // 500 Internal Server Error and its connection is closed.
@@ -30,7 +31,10 @@ func (f HandlerFunc) ServeHTTP(w *ResponseWriter, r *Request) { f(w, r) }
 // and body, all buffered. The server serializes it when the handler
 // returns, with Date, Server, Content-Length and Connection handling
 // (see [Response.AppendTo]). It allocates nothing once its buffers have
-// grown to the sizes the handler uses.
+// grown to the sizes the handler uses. A handler whose answer is not
+// ready when it returns (it waits for another connection, a timer)
+// detaches it instead ([ResponseWriter.Detach]) and completes it later
+// through a [Responder].
 type ResponseWriter struct {
 	resp  Response
 	ex    exchange  // the request's exchange; nil for a writer not made by the server

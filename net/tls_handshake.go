@@ -144,7 +144,10 @@ func (a *tlsAcceptor) OnEOF(c *Conn) {
 	}
 }
 
-// OnClose ends a handshake still waiting for the peer.
+// OnClose ends a handshake still waiting for the peer. A dial's handler
+// hears of it (OnClose without OnOpen), as Loop.DialTLS says: the dialer
+// holds the Conn, and on the loop nothing else tells it the connect or
+// the handshake failed. An accepted connection's handler never knew it.
 func (a *tlsAcceptor) OnClose(c *Conn, err error) {
 	t := c.tls
 	if t == nil {
@@ -154,6 +157,9 @@ func (a *tlsAcceptor) OnClose(c *Conn, err error) {
 	h.handshakeOver()
 	h.end(net.ErrClosed)
 	c.loop.abandonHandshake(h)
+	if h.client {
+		a.inner.OnClose(c, err)
+	}
 }
 
 // start begins the handshake: a server's with the first ciphertext from

@@ -1180,3 +1180,41 @@ func TestTLSRecvBufferSize(t *testing.T) {
 		}
 	})
 }
+
+// An on-loop DialTLS that fails, at the handshake or at the connect,
+// reports it to the dialer's handler with OnClose (no OnOpen): a caller
+// on the loop has no other way to learn that its connection is gone.
+func TestDialTLSOnLoopFailureCloses(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		addr, _ := tlsEchoPeer(t, testCert().ServerConfig())
+		refused, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		deadAddr := refused.Addr().String()
+		refused.Close()
+		s := startServer(t, b, echoHandler())
+		l := s.Loops()[0]
+		for _, tc := range []struct{ name, addr string }{{"handshake", addr}, {"connect", deadAddr}} {
+			closed := make(chan error, 1)
+			opened := make(chan struct{}, 1)
+			h := &HandlerFuncs{
+				Open:  func(c *Conn) { opened <- struct{}{} },
+				Close: func(c *Conn, err error) { closed <- err },
+			}
+			require.NoError(t, l.Post(func() {
+				if _, err := l.DialTLS(context.Background(), "tcp", tc.addr, testCert().ClientConfig("wrong.example"), h); err != nil {
+					closed <- err
+				}
+			}))
+			select {
+			case err := <-closed:
+				require.Error(t, err, tc.name)
+				if tc.name == "handshake" {
+					require.ErrorIs(t, err, ErrTLS)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: the handler never saw OnClose", tc.name)
+			}
+			require.Empty(t, opened)
+		}
+	})
+}

@@ -170,3 +170,34 @@ func TestEjectionCooldownGrows(t *testing.T) {
 	p.failed(u, now)
 	require.Equal(t, now+int64(time.Second), u.ejectedUntil.Load(), "streak reset by a success")
 }
+
+// Through the proxy: one cookie value keeps going to one upstream.
+func TestHashCookieAffinity(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		var ups []string
+		for i := 0; i < 3; i++ {
+			ups = append(ups, stdUpstream(t, func(w nethttp.ResponseWriter, r *nethttp.Request) { fmt.Fprint(w, i) }))
+		}
+		p := newProxy(t, WithUpstreams(ups...), WithHashKey(CookieKey("session")))
+		addr := serve(t, b, p)
+		c := httpClient()
+		seen := map[string]bool{}
+		for s := 0; s < 20; s++ {
+			first := ""
+			for i := 0; i < 3; i++ {
+				req, _ := nethttp.NewRequest("GET", "http://"+addr+"/", nil)
+				req.Header.Set("Cookie", fmt.Sprintf("theme=dark; session=s%d", s))
+				resp, err := c.Do(req)
+				require.NoError(t, err)
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if i == 0 {
+					first = string(body)
+				}
+				require.Equal(t, first, string(body), "session s%d moved", s)
+			}
+			seen[first] = true
+		}
+		require.Len(t, seen, 3, "20 sessions spread over the 3 upstreams")
+	})
+}

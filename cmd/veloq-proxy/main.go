@@ -1,0 +1,165 @@
+// Command veloq-proxy is an HTTP reverse proxy on veloq's loops: it
+// serves HTTP/1.1 and HTTP/2 (h2 over TLS, h2c) and forwards every
+// request to one of its upstreams over pooled keep-alive HTTP/1.1
+// connections, one pool per loop.
+//
+//	go run ./cmd/echo-server -mode http -addr 127.0.0.1:9001 &
+//	go run ./cmd/veloq-proxy -listen 127.0.0.1:8080 -upstream 127.0.0.1:9001
+//
+// -upstream repeats (host:port, http://host:port or https://host:port);
+// -policy is round-robin, least-outstanding, peak-ewma or hash (with
+// -hash-header, -hash-cookie or -hash-path); -health-path turns on active
+// health checks; -cert and -key serve TLS. It prints where it listens
+// when it starts, stops cleanly on SIGINT or SIGTERM, and then prints
+// its per-upstream counters and its client's pool statistics.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+
+	vhttp "github.com/veloq/veloq/http"
+	"github.com/veloq/veloq/http/proxy"
+	vnet "github.com/veloq/veloq/net"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "veloq-proxy:", err)
+		os.Exit(1)
+	}
+}
+
+// listFlag is a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("veloq-proxy", flag.ContinueOnError)
+	var upstreams listFlag
+	listen := fs.String("listen", "127.0.0.1:8080", "listen address")
+	fs.Var(&upstreams, "upstream", "upstream host:port, http://host:port or https://host:port (repeatable)")
+	policy := fs.String("policy", "round-robin", "round-robin, least-outstanding, peak-ewma or hash")
+	hashHeader := fs.String("hash-header", "", "hash policy: hash this request field")
+	hashCookie := fs.String("hash-cookie", "", "hash policy: hash this cookie")
+	hashPath := fs.Bool("hash-path", false, "hash policy: hash the path")
+	healthPath := fs.String("health-path", "", "active health checks: GET this path on every upstream")
+	healthInterval := fs.Duration("health-interval", 5*time.Second, "time between health checks")
+	timeout := fs.Duration("timeout", 60*time.Second, "per-attempt upstream timeout (504 past it)")
+	loops := fs.Int("loops", runtime.NumCPU(), "number of reactor loops")
+	backend := fs.String("backend", "auto", "I/O backend: auto, uring or epoll")
+	cert := fs.String("cert", "", "TLS certificate file (PEM); with -key, serve HTTPS and h2")
+	key := fs.String("key", "", "TLS key file (PEM)")
+	via := fs.String("via", "", "add Via with this pseudonym both ways")
+	forwarded := fs.Bool("forwarded", false, "add an RFC 7239 Forwarded element")
+	host := fs.String("host", "", "send this Host upstream instead of the client's")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if len(upstreams) == 0 {
+		return errors.New("at least one -upstream is needed")
+	}
+	pol, ok := proxy.ParsePolicy(*policy)
+	if !ok {
+		return fmt.Errorf("-policy %q: want round-robin, least-outstanding, peak-ewma or hash", *policy)
+	}
+	opts := []proxy.Option{
+		proxy.WithUpstreams(upstreams...), proxy.WithPolicy(pol), proxy.WithTimeout(*timeout),
+		proxy.WithVia(*via), proxy.WithForwarded(*forwarded), proxy.WithHost(*host),
+	}
+	if pol == proxy.Hash {
+		switch {
+		case *hashHeader != "":
+			opts = append(opts, proxy.WithHashKey(proxy.HeaderKey(*hashHeader)))
+		case *hashCookie != "":
+			opts = append(opts, proxy.WithHashKey(proxy.CookieKey(*hashCookie)))
+		case *hashPath:
+			opts = append(opts, proxy.WithHashKey(proxy.PathKey()))
+		default:
+			return errors.New("-policy hash needs -hash-header, -hash-cookie or -hash-path")
+		}
+	}
+	if *healthPath != "" {
+		opts = append(opts, proxy.WithHealthCheck(proxy.HealthCheck{Path: *healthPath, Interval: *healthInterval}))
+	}
+	p, err := proxy.New(opts...)
+	if err != nil {
+		return err
+	}
+	sopts := []vhttp.Option{vhttp.WithLoops(*loops)}
+	if *backend != "auto" {
+		sopts = append(sopts, vhttp.WithBackend(vnet.Backend(*backend)))
+	}
+	if *cert != "" || *key != "" {
+		if *cert == "" || *key == "" {
+			return errors.New("-cert and -key go together")
+		}
+		pair, err := tls.LoadX509KeyPair(*cert, *key)
+		if err != nil {
+			return err
+		}
+		sopts = append(sopts, vhttp.WithTLS(&tls.Config{Certificates: []tls.Certificate{pair}}))
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	mallocs0 := ms.Mallocs
+	s := vhttp.NewServer(p, sopts...)
+	if _, err := s.Listen("tcp", *listen); err != nil {
+		return err
+	}
+	fmt.Printf("veloq-proxy: on %s, backend %s, %d loops, %d upstreams (%s), pid %d\n",
+		s.Addr(), s.NetServer().Backend(), len(s.NetServer().Loops()), len(upstreams), pol, os.Getpid())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	fmt.Println("veloq-proxy: shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = s.Shutdown(sctx)
+	p.Close()
+	printStats(p)
+	runtime.ReadMemStats(&ms)
+	if n := p.Stats().Client.Requests; n > 0 {
+		fmt.Printf("veloq-proxy: %.2f heap allocations per request (whole process, over the run)\n", float64(ms.Mallocs-mallocs0)/float64(n))
+	}
+	return err
+}
+
+func printStats(p *proxy.Proxy) {
+	st := p.Stats()
+	for _, u := range st.Upstreams {
+		fmt.Printf("veloq-proxy: upstream %s %s: %d requests, %d retries, %d connect errors, %d resets, %d timeouts, %d bad answers, %d 5xx, %d ejections\n",
+			u.Addr, u.State, u.Requests, u.Retries, u.ConnectErrors, u.ResetErrors, u.Timeouts, u.BadResponses, u.Status5xx, u.Ejections)
+	}
+	c := st.Client
+	reuse := 0.0
+	if sent := c.NewConns + c.ReusedConns; sent > 0 {
+		reuse = float64(c.ReusedConns) / float64(sent)
+	}
+	fmt.Printf("veloq-proxy: client: %d requests, %d new upstream connections, %d on reused ones (reuse %.4f), %d retries, %d errors\n",
+		c.Requests, c.NewConns, c.ReusedConns, reuse, c.Retries, c.Errors)
+}

@@ -1,0 +1,49 @@
+// Package proxy is an HTTP reverse proxy that runs entirely on veloq's
+// loops: a [Proxy] is a [vhttp.Handler] (so it composes with vhttp.Router
+// and middleware) that forwards each request with the [client] on the
+// request's own loop and streams the answer back through a detached
+// response, with no goroutine, channel or lock per request and its
+// per-request state pooled.
+//
+// For each request, inline on the loop, ServeHTTP:
+//
+//   - picks an upstream by the policy (RoundRobin, LeastOutstanding and
+//     PeakEWMA by power of two choices, Hash on a header, cookie or the
+//     path), skipping upstreams that are draining, ejected or failing
+//     their health checks; none available: 503;
+//   - builds the upstream request: method, origin-form target, Host
+//     passed (or set by WithHost), the fields minus the hop-by-hop ones
+//     (RFC 9110 §7.6.1: Connection and every field it names, Keep-Alive,
+//     Proxy-Connection, TE except "trailers", Transfer-Encoding, Upgrade),
+//     X-Forwarded-For appended to, X-Forwarded-Proto and -Host set, and
+//     optionally an RFC 7239 Forwarded element and Via; the body the
+//     server has read (within its limits);
+//   - detaches the response and sends the request; the answer's head
+//     (hop-by-hop fields removed), body parts and trailers are forwarded
+//     as they arrive. While the client is more than WithMaxBuffered bytes
+//     behind, the upstream is paused (its TCP window closes), so memory
+//     per client stays bounded whatever the body size. A client that
+//     goes away cancels the upstream request.
+//
+// Failures: an upstream that cannot be reached or fails before any
+// response byte is retried on another upstream when that is safe (a
+// refused connect sent nothing; otherwise only idempotent methods), at
+// most WithRetries times and within a retry budget (retries in flight
+// below a share of the requests in flight). A failed upstream or a
+// malformed answer gives 502 (the client's parser closes the upstream
+// connection, so nothing past a bad answer is ever read as the next
+// one), an attempt past WithTimeout 504; an answer that fails after its
+// head went out is cut, so the client sees it incomplete.
+//
+// Upstream health: passive ejection after consecutive failures (connect
+// failures, resets, timeouts, malformed answers, 5xx) for a cooldown that
+// doubles with each ejection in a row; active checks (WithHealthCheck) from
+// a timer on the loop of the proxy's first request. The set changes while
+// serving (Add, Drain, Remove) without failing requests in flight. Stats
+// reports per-upstream counters and the client's pool statistics.
+//
+// Not yet: request bodies are buffered by the server (within its limits)
+// rather than streamed, and Upgrade (WebSocket) requests are not passed
+// through: Upgrade is removed as a hop-by-hop field. Upstreams speak
+// HTTP/1.1 (plaintext, or TLS with an https:// address).
+package proxy

@@ -1,0 +1,417 @@
+package proxy
+
+import (
+	"bufio"
+	"io"
+	"net"
+	nethttp "net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	vhttp "github.com/veloq/veloq/http"
+	"github.com/veloq/veloq/http/client"
+	vnet "github.com/veloq/veloq/net"
+)
+
+func get(t *testing.T, c *nethttp.Client, url string) (int, string) {
+	t.Helper()
+	resp, err := c.Get(url)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode, string(body)
+}
+
+// A refused upstream: the request goes to the next one; with none left,
+// 502.
+func TestRefused(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		good := stdUpstream(t, func(w nethttp.ResponseWriter, r *nethttp.Request) { w.Write([]byte("good")) })
+		dead := closedAddr(t)
+		p := newProxy(t, WithUpstreams(dead, good), WithEjection(0, 0, 0))
+		addr := serve(t, b, p)
+		c := httpClient()
+		for i := 0; i < 6; i++ {
+			code, body := get(t, c, "http://"+addr+"/")
+			require.Equal(t, 200, code)
+			require.Equal(t, "good", body)
+		}
+		// POST too: a refused connect sent nothing, so any method may go on.
+		resp, err := c.Post("http://"+addr+"/", "text/plain", strings.NewReader("x"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, 200, resp.StatusCode)
+		st := p.Stats()
+		require.NotZero(t, st.Upstreams[0].ConnectErrors)
+		require.NotZero(t, st.Upstreams[1].Retries)
+
+		only := newProxy(t, WithUpstreams(dead))
+		addr2 := serve(t, b, only)
+		code, _ := get(t, c, "http://"+addr2+"/")
+		require.Equal(t, 502, code)
+	})
+}
+
+// An upstream that never answers: 504 at the timeout, while another
+// client is served meanwhile on the same single loop.
+func TestUpstreamTimeout(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		up := rawUpstream(t, func(r *nethttp.Request) ([]byte, bool) {
+			if r.URL.Path == "/hang" {
+				return nil, false
+			}
+			return []byte("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nfast"), false
+		})
+		p := newProxy(t, WithUpstreams(up), WithTimeout(2*time.Second))
+		addr := serve(t, b, p)
+		done := make(chan int, 1)
+		go func() {
+			resp, err := httpClient().Get("http://" + addr + "/hang")
+			if err != nil {
+				done <- -1
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+		c := httpClient()
+		require.Eventually(t, func() bool { return p.Stats().InFlight == 1 }, 5*time.Second, time.Millisecond)
+		for i := 0; i < 5; i++ {
+			code, body := get(t, c, "http://"+addr+"/x")
+			require.Equal(t, 200, code)
+			require.Equal(t, "fast", body)
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("the hung request ended (%d) before the others were served", code)
+		default: // served while the other waited
+		}
+		require.Equal(t, 504, <-done)
+		require.Equal(t, uint64(1), p.Stats().Upstreams[0].Timeouts)
+	})
+}
+
+// Malformed answers become 502 and never desync: bytes past an answer's
+// end are not taken as the next answer.
+func TestMalformed(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		up := rawUpstream(t, func(r *nethttp.Request) ([]byte, bool) {
+			switch r.URL.Path {
+			case "/both":
+				return []byte("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"), false
+			case "/switch":
+				return []byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n"), false
+			case "/garbage":
+				return []byte("HTTP/1.1 ??? nonsense\r\n\r\n"), false
+			case "/extra":
+				return []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled"), false
+			}
+			return []byte("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nclean"), false
+		})
+		p := newProxy(t, WithUpstreams(up), WithEjection(0, 0, 0))
+		addr := serve(t, b, p)
+		c := httpClient()
+		for _, path := range []string{"/both", "/garbage", "/switch"} {
+			code, _ := get(t, c, "http://"+addr+path)
+			require.Equal(t, 502, code, path)
+			code, body := get(t, c, "http://"+addr+"/next")
+			require.Equal(t, 200, code)
+			require.Equal(t, "clean", body)
+		}
+		code, body := get(t, c, "http://"+addr+"/extra")
+		require.Equal(t, 200, code)
+		require.Equal(t, "ok", body)
+		for i := 0; i < 3; i++ {
+			code, body = get(t, c, "http://"+addr+"/next")
+			require.Equal(t, 200, code)
+			require.Equal(t, "clean", body, "never the smuggled answer")
+		}
+		require.Equal(t, uint64(3), p.Stats().Upstreams[0].BadResponses)
+	})
+}
+
+// No upstream available: 503.
+func TestNoUpstream503(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		up := stdUpstream(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			w.WriteHeader(500)
+		})
+		p := newProxy(t, WithUpstreams(up), WithEjection(2, time.Hour, time.Hour))
+		addr := serve(t, b, p)
+		c := httpClient()
+		for i := 0; i < 2; i++ {
+			code, _ := get(t, c, "http://"+addr+"/")
+			require.Equal(t, 500, code, "the upstream's own answer passes")
+		}
+		require.Equal(t, "ejected", p.Stats().Upstreams[0].State)
+		code, _ := get(t, c, "http://"+addr+"/")
+		require.Equal(t, 503, code)
+		require.Equal(t, uint64(1), p.Stats().NoUpstream)
+	})
+}
+
+// Passive ejection after consecutive 5xx, then recovery after the
+// cooldown.
+func TestEjectionRecovery(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		var failing atomic.Bool
+		failing.Store(true)
+		var badHits atomic.Int64
+		bad := stdUpstream(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			badHits.Add(1)
+			if failing.Load() {
+				w.WriteHeader(503)
+				return
+			}
+			w.Write([]byte("bad-fixed"))
+		})
+		good := stdUpstream(t, func(w nethttp.ResponseWriter, r *nethttp.Request) { w.Write([]byte("good")) })
+		p := newProxy(t, WithUpstreams(bad, good), WithEjection(3, 200*time.Millisecond, time.Second))
+		addr := serve(t, b, p)
+		c := httpClient()
+		for i := 0; i < 6; i++ {
+			get(t, c, "http://"+addr+"/")
+		}
+		st := p.Stats()
+		require.Equal(t, "ejected", st.Upstreams[0].State)
+		require.Equal(t, uint64(1), st.Upstreams[0].Ejections)
+		hits := badHits.Load()
+		for i := 0; i < 10; i++ {
+			code, body := get(t, c, "http://"+addr+"/")
+			require.Equal(t, 200, code)
+			require.Equal(t, "good", body)
+		}
+		require.Equal(t, hits, badHits.Load(), "no request to an ejected upstream")
+		failing.Store(false)
+		require.Eventually(t, func() bool {
+			_, body := get(t, c, "http://"+addr+"/")
+			return body == "bad-fixed"
+		}, 5*time.Second, 20*time.Millisecond)
+		require.Equal(t, "up", p.Stats().Upstreams[0].State)
+	})
+}
+
+func TestRoundRobinSpread(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		var hits [3]atomic.Int64
+		var ups []string
+		for i := range hits {
+			ups = append(ups, stdUpstream(t, func(w nethttp.ResponseWriter, r *nethttp.Request) { hits[i].Add(1) }))
+		}
+		p := newProxy(t, WithUpstreams(ups...))
+		addr := serve(t, b, p)
+		c := httpClient()
+		for i := 0; i < 30; i++ {
+			code, _ := get(t, c, "http://"+addr+"/")
+			require.Equal(t, 200, code)
+		}
+		for i := range hits {
+			require.Equal(t, int64(10), hits[i].Load(), "upstream %d", i)
+		}
+	})
+}
+
+// The set changes under load (drain, remove, add) and no request fails.
+func TestChangeUnderLoad(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		slow := func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			time.Sleep(2 * time.Millisecond) // an upstream doing work, so requests overlap
+			w.Write([]byte("ok"))
+		}
+		a, bb, c3 := stdUpstream(t, slow), stdUpstream(t, slow), stdUpstream(t, slow)
+		p := newProxy(t, WithUpstreams(a, bb), WithPolicy(LeastOutstanding))
+		addr := serve(t, b, p, vhttp.WithLoops(2))
+		var fails, oks atomic.Int64
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := httpClient()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					resp, err := c.Get("http://" + addr + "/")
+					if err != nil {
+						fails.Add(1)
+						continue
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						fails.Add(1)
+					} else {
+						oks.Add(1)
+					}
+				}
+			}()
+		}
+		require.Eventually(t, func() bool { return oks.Load() > 50 }, 10*time.Second, time.Millisecond)
+		require.NoError(t, p.Add(c3))
+		require.NoError(t, p.Drain(a))
+		require.Eventually(t, func() bool { return len(p.Stats().Upstreams) == 2 }, 10*time.Second, time.Millisecond, "drained upstream removed")
+		n := oks.Load()
+		require.Eventually(t, func() bool { return oks.Load() > n+50 }, 10*time.Second, time.Millisecond)
+		require.NoError(t, p.Remove(bb))
+		n = oks.Load()
+		require.Eventually(t, func() bool { return oks.Load() > n+50 }, 10*time.Second, time.Millisecond)
+		close(stop)
+		wg.Wait()
+		require.Zero(t, fails.Load())
+		st := p.Stats()
+		require.Len(t, st.Upstreams, 1)
+		require.Equal(t, c3, st.Upstreams[0].Addr)
+		require.ErrorIs(t, p.Remove(a), ErrUnknownUpstream)
+	})
+}
+
+// A large answer to a client that does not read: the upstream is paused,
+// so what the proxy holds stays bounded; the whole body arrives once the
+// client reads.
+func TestSlowClientBackpressure(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		const size = 256 << 20
+		var written atomic.Int64
+		up := stdUpstream(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			w.Header().Set("Content-Length", "268435456")
+			chunk := make([]byte, 64<<10)
+			for written.Load() < size {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+				written.Add(int64(len(chunk)))
+			}
+		})
+		p := newProxy(t, WithUpstreams(up))
+		addr := serve(t, b, p)
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		_, err = conn.Write([]byte("GET /big HTTP/1.1\r\nHost: x\r\n\r\n"))
+		require.NoError(t, err)
+		last := int64(-1)
+		require.Eventually(t, func() bool {
+			w := written.Load()
+			stable := w == last && p.Stats().Paused > 0
+			last = w
+			return stable
+		}, 20*time.Second, 50*time.Millisecond)
+		// Socket buffers on both sides plus the proxy's 256 KiB: far
+		// below the body.
+		require.Less(t, written.Load(), int64(64<<20), "the upstream was stopped")
+		resp, err := nethttp.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err)
+		n, err := io.Copy(io.Discard, resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, int64(size), n)
+	})
+}
+
+// A retry budget of nothing: the refused attempt is not retried, the
+// client gets 502 and the refusal is counted.
+func TestRetryBudget(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		good := stdUpstream(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {})
+		p := newProxy(t, WithUpstreams(closedAddr(t), good), WithRetries(1, 0, 0), WithEjection(0, 0, 0))
+		addr := serve(t, b, p)
+		c := httpClient()
+		code, _ := get(t, c, "http://"+addr+"/") // round-robin: the dead one first
+		require.Equal(t, 502, code)
+		require.Equal(t, uint64(1), p.Stats().RetriesDenied)
+		require.Zero(t, p.Stats().Upstreams[1].Retries)
+	})
+}
+
+// A client that leaves while its upstream has not answered cancels the
+// upstream request: nothing stays in flight.
+func TestClientGoneCancels(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		up := rawUpstream(t, func(r *nethttp.Request) ([]byte, bool) { return nil, false })
+		p := newProxy(t, WithUpstreams(up))
+		addr := serve(t, b, p)
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		_, err = conn.Write([]byte("GET /hang HTTP/1.1\r\nHost: x\r\n\r\n"))
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return p.Stats().InFlight == 1 }, 5*time.Second, time.Millisecond)
+		conn.Close()
+		require.Eventually(t, func() bool {
+			st := p.Stats()
+			return st.InFlight == 0 && st.Upstreams[0].InFlight == 0 && st.Upstreams[0].Canceled == 1
+		}, 5*time.Second, time.Millisecond)
+	})
+}
+
+// The proxy's own pool full: 503 at once, and no mark against the
+// upstream.
+func TestQueueFull503(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		up := rawUpstream(t, func(r *nethttp.Request) ([]byte, bool) { return nil, false })
+		cl, err := client.New(client.WithNumLoops(1), client.WithMaxConnsPerHost(1), client.WithMaxQueuedPerHost(1))
+		require.NoError(t, err)
+		t.Cleanup(func() { cl.Close() })
+		p := newProxy(t, WithUpstreams(up), WithClient(cl), WithTimeout(2*time.Second))
+		addr := serve(t, b, p)
+		codes := make(chan int, 2)
+		for i := 0; i < 2; i++ { // one on the connection, one queued
+			go func() {
+				resp, err := httpClient().Get("http://" + addr + "/hang")
+				if err != nil {
+					codes <- -1
+					return
+				}
+				resp.Body.Close()
+				codes <- resp.StatusCode
+			}()
+			n := int64(i + 1)
+			require.Eventually(t, func() bool { return p.Stats().InFlight == n }, 5*time.Second, time.Millisecond)
+		}
+		code, _ := get(t, httpClient(), "http://"+addr+"/third")
+		require.Equal(t, 503, code)
+		require.Equal(t, 504, <-codes)
+		require.Equal(t, 504, <-codes)
+		st := p.Stats().Upstreams[0]
+		require.Zero(t, st.ResetErrors+st.ConnectErrors+st.BadResponses)
+	})
+}
+
+// The timeout is on silence, not on the whole answer: a body that keeps
+// coming for longer than the timeout passes whole; one that stops past
+// it is cut.
+func TestTimeoutIsIdle(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		up := stdUpstream(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			for i := 0; i < 8; i++ {
+				w.Write([]byte("part;"))
+				w.(nethttp.Flusher).Flush()
+				pause := 100 * time.Millisecond // paced parts: the upstream is slow, not silent
+				if r.URL.Path == "/stall" && i == 3 {
+					pause = 2 * time.Second
+				}
+				time.Sleep(pause)
+			}
+		})
+		p := newProxy(t, WithUpstreams(up), WithTimeout(400*time.Millisecond))
+		addr := serve(t, b, p)
+		code, body := get(t, httpClient(), "http://"+addr+"/drip")
+		require.Equal(t, 200, code)
+		require.Equal(t, strings.Repeat("part;", 8), body)
+
+		resp, err := httpClient().Get("http://" + addr + "/stall")
+		require.NoError(t, err)
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Error(t, err, "a stalled answer is cut, never complete-looking")
+		require.Equal(t, uint64(1), p.Stats().Upstreams[0].Timeouts)
+	})
+}

@@ -1,0 +1,178 @@
+package proxy
+
+// Hop-by-hop fields (RFC 9110 §7.6.1) describe one connection, so a proxy
+// removes them from what it forwards, both ways: Connection and every
+// field it names, Keep-Alive, Proxy-Connection, TE (except "trailers",
+// which the proxy can honour end to end because it forwards trailers),
+// Transfer-Encoding and Upgrade. The proxy also drops the fields it
+// re-frames itself: Content-Length (the client library and the Responder
+// frame the forwarded message from its real length) and, on requests,
+// Host (sent from the request's authority) and Expect (the server already
+// answered 100-continue and read the body).
+
+// fieldKind classifies a field name for forwarding.
+type fieldKind uint8
+
+const (
+	kindPass      fieldKind = iota
+	kindHop                 // hop-by-hop: dropped
+	kindFramed              // framing the proxy redoes: dropped
+	kindTE                  // TE: only "trailers" passes
+	kindHost                // Host: sent separately
+	kindConn                // Connection: dropped, and names more to drop
+	kindXFF                 // X-Forwarded-For: appended to
+	kindXFwd                // X-Forwarded-Proto / -Host: replaced
+	kindExpect              // Expect: answered by the server already
+	kindForwarded           // Forwarded: appended to when enabled
+)
+
+// classify returns the kind of a field name, case-insensitively, with a
+// switch on the length first so that most names are ruled out by one
+// comparison of an int.
+func classify(name []byte) fieldKind {
+	switch len(name) {
+	case 2:
+		if foldEq(name, "te") {
+			return kindTE
+		}
+	case 4:
+		if foldEq(name, "host") {
+			return kindHost
+		}
+	case 6:
+		if foldEq(name, "expect") {
+			return kindExpect
+		}
+	case 7:
+		if foldEq(name, "upgrade") {
+			return kindHop
+		}
+	case 9:
+		if foldEq(name, "forwarded") {
+			return kindForwarded
+		}
+	case 10:
+		if foldEq(name, "connection") {
+			return kindConn
+		}
+		if foldEq(name, "keep-alive") {
+			return kindHop
+		}
+	case 14:
+		if foldEq(name, "content-length") {
+			return kindFramed
+		}
+	case 15:
+		if foldEq(name, "x-forwarded-for") {
+			return kindXFF
+		}
+	case 16:
+		if foldEq(name, "proxy-connection") {
+			return kindHop
+		}
+		if foldEq(name, "x-forwarded-host") {
+			return kindXFwd
+		}
+	case 17:
+		if foldEq(name, "transfer-encoding") {
+			return kindHop
+		}
+		if foldEq(name, "x-forwarded-proto") {
+			return kindXFwd
+		}
+	}
+	return kindPass
+}
+
+// foldEq reports whether b equals the lower-case ASCII string s, ignoring
+// the case of b.
+func foldEq(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// foldEqBytes reports whether a and b are equal ignoring ASCII case.
+func foldEqBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// listed reports whether name is one of the comma-separated tokens of
+// any of the Connection field values in conns.
+func listed(conns [][]byte, name []byte) bool {
+	for _, v := range conns {
+		for len(v) > 0 {
+			var tok []byte
+			tok, v = nextToken(v)
+			if foldEqBytes(tok, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nextToken splits the first element off a comma-separated list, with
+// optional whitespace around it removed.
+func nextToken(v []byte) (tok, rest []byte) {
+	i := 0
+	for i < len(v) && v[i] != ',' {
+		i++
+	}
+	tok, rest = v[:i], v[i:]
+	if len(rest) > 0 {
+		rest = rest[1:]
+	}
+	for len(tok) > 0 && (tok[0] == ' ' || tok[0] == '\t') {
+		tok = tok[1:]
+	}
+	for len(tok) > 0 && (tok[len(tok)-1] == ' ' || tok[len(tok)-1] == '\t') {
+		tok = tok[:len(tok)-1]
+	}
+	return tok, rest
+}
+
+// hasToken reports whether the list v holds token tok (lower case),
+// ignoring parameters after a ';' (as in "trailers;q=1" — TE's own
+// grammar has none for trailers, but tolerating them costs nothing).
+func hasToken(v []byte, tok string) bool {
+	for len(v) > 0 {
+		var t []byte
+		t, v = nextToken(v)
+		for i, c := range t {
+			if c == ';' {
+				t = t[:i]
+				break
+			}
+		}
+		if foldEq(t, tok) {
+			return true
+		}
+	}
+	return false
+}

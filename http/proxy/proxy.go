@@ -1,0 +1,797 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	vhttp "github.com/veloq/veloq/http"
+	"github.com/veloq/veloq/http/client"
+	vnet "github.com/veloq/veloq/net"
+)
+
+// ErrNoUpstreams is returned by New when no upstream is given.
+var ErrNoUpstreams = errors.New("proxy: no upstreams")
+
+// A Proxy is a reverse proxy: a [vhttp.Handler] that forwards each
+// request to one of its upstreams with the HTTP client on the request's
+// own loop and streams the answer back. See the package documentation.
+type Proxy struct {
+	cfg       config
+	ups       upstreams
+	client    *client.Client
+	ownClient bool
+
+	rr          atomic.Uint64 // round-robin position
+	live        atomic.Int64  // requests in flight (retry budget)
+	liveRetries atomic.Int64  // of which retrying
+	noUpstream  atomic.Uint64 // 503s: nothing available
+	retryDenied atomic.Uint64 // retries the budget refused
+	paused      atomic.Uint64 // upstreams paused for a slow client
+
+	pool   sync.Pool // *exchange
+	health healthState
+}
+
+// New returns a proxy to the upstreams given by [WithUpstreams] (at
+// least one; more can be added later with Add).
+func New(opts ...Option) (*Proxy, error) {
+	p := &Proxy{cfg: defaultConfig()}
+	for _, o := range opts {
+		if err := o(&p.cfg); err != nil {
+			return nil, err
+		}
+	}
+	if len(p.cfg.upstreams) == 0 {
+		return nil, ErrNoUpstreams
+	}
+	p.ups.ring = p.cfg.policy == Hash
+	p.ups.set.Store(newSet(nil, p.ups.ring))
+	for _, a := range p.cfg.upstreams {
+		if err := p.Add(a); err != nil {
+			return nil, err
+		}
+	}
+	p.client = p.cfg.client
+	if p.client == nil {
+		// The proxy sends on its server's loops; the client's own loops
+		// serve only Do and Transport, which the proxy does not use, so
+		// one is enough (New starts them eagerly).
+		c, err := client.New(client.WithNumLoops(1))
+		if err != nil {
+			return nil, fmt.Errorf("proxy: %w", err)
+		}
+		p.client, p.ownClient = c, true
+	}
+	p.pool.New = func() any { return newExchange(p) }
+	return p, nil
+}
+
+// Client returns the HTTP client the proxy forwards with.
+func (p *Proxy) Client() *client.Client { return p.client }
+
+// Add puts an upstream ("host:port", "http://host:port" or
+// "https://host:port") in the set; requests start going to it at once.
+func (p *Proxy) Add(addr string) error {
+	u, err := parseUpstream(addr)
+	if err != nil {
+		return err
+	}
+	return p.ups.add(u)
+}
+
+// Remove takes an upstream out of the set now. Requests already
+// forwarded to it finish normally; new ones go elsewhere.
+func (p *Proxy) Remove(addr string) error {
+	_, err := p.ups.remove(addr)
+	return err
+}
+
+// Drain stops sending new requests to an upstream and removes it from
+// the set once the requests in flight on it have finished.
+func (p *Proxy) Drain(addr string) error {
+	u := p.ups.find(addr)
+	if u == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownUpstream, addr)
+	}
+	u.draining.Store(true)
+	p.drained(u)
+	return nil
+}
+
+// drained removes a draining upstream with nothing in flight.
+func (p *Proxy) drained(u *upstream) {
+	if u.draining.Load() && u.inflight.Load() == 0 && !u.removed.Load() {
+		p.ups.remove(u.name) // an error means someone removed it first
+	}
+}
+
+// ServeHTTP forwards r. It runs inline on the connection's loop and
+// returns at once: the answer is streamed through the detached
+// response as the upstream's arrives.
+func (p *Proxy) ServeHTTP(w *vhttp.ResponseWriter, r *vhttp.Request) {
+	c := w.Conn()
+	if c == nil {
+		// Offloaded: the answer cannot be streamed from the loop.
+		w.WriteHeader(vhttp.StatusInternalServerError)
+		w.WriteString("proxy: the reverse proxy must run inline on the loop, not offloaded\n")
+		return
+	}
+	if string(r.Method) == "CONNECT" {
+		w.WriteHeader(vhttp.StatusMethodNotAllowed)
+		return
+	}
+	l := c.Loop()
+	p.startHealth(l)
+	now := since(l.Now())
+	var key []byte
+	if p.cfg.policy == Hash {
+		key = p.cfg.hashKey.key(r)
+	}
+	up := p.pick(p.ups.load(), now, key, nil)
+	if up == nil {
+		p.noUpstream.Add(1)
+		w.WriteHeader(vhttp.StatusServiceUnavailable)
+		w.WriteString("no upstream available\n")
+		return
+	}
+	rsp, err := w.Detach()
+	if err != nil {
+		w.WriteHeader(vhttp.StatusInternalServerError)
+		return
+	}
+	ex := p.pool.Get().(*exchange)
+	ex.begin(r, c, rsp)
+	p.live.Add(1)
+	rsp.OnGone(ex.onGone)
+	ex.send(l, up)
+}
+
+// exchange is one forwarded request, from ServeHTTP to the end of the
+// response; pooled, so the request path allocates nothing once warm.
+// Everything in it runs on one loop.
+type exchange struct {
+	p    *Proxy
+	loop *vnet.Loop
+	rsp  *vhttp.Responder
+	up   *upstream
+	call *client.Call
+
+	req    client.Request
+	arena  []byte         // the request's bytes, kept for retries
+	conns  [][]byte       // Connection field values (views into r)
+	fields []client.Field // into arena
+
+	timer      *vnet.Timer // per-attempt timeout, on timerLoop
+	timerLoop  *vnet.Loop
+	onTimeout  func()
+	onGone     func()
+	onWritable func(error)
+
+	sent      int64 // when the attempt was sent (since epoch)
+	active    int64 // loop clock when the upstream was last heard from
+	attempt   int
+	idem      bool // the method is idempotent
+	head      bool // HEAD: no body in the answer
+	callLive  bool // the current attempt's call has not ended
+	headSent  bool // the response head went to the client
+	finished  bool // End or Fail called on rsp
+	gone      bool // the client left
+	paused    bool // the call is paused waiting for the client
+	timedOut  bool // the current attempt's timer fired
+	badSwitch bool // the upstream answered 101 to a request without Upgrade
+	retried   bool // counted in liveRetries
+	settled   bool // no longer counted as live
+}
+
+func newExchange(p *Proxy) *exchange {
+	ex := &exchange{p: p}
+	ex.onTimeout = ex.timeout
+	ex.onGone = ex.clientGone
+	ex.onWritable = ex.writable
+	return ex
+}
+
+// maxKeptArena bounds the request bytes a pooled exchange keeps: a large
+// upload's buffer is left to the collector rather than pinned.
+const maxKeptArena = 64 << 10
+
+// begin copies what the upstream request needs out of r (whose views die
+// when ServeHTTP returns) into the exchange's arena.
+func (ex *exchange) begin(r *vhttp.Request, c *vnet.Conn, rsp *vhttp.Responder) {
+	p := ex.p
+	ex.loop, ex.rsp = c.Loop(), rsp
+	ex.attempt, ex.headSent, ex.finished, ex.gone, ex.paused = 0, false, false, false, false
+	ex.idem = idempotent(r.Method)
+	ex.head = r.IsHead()
+
+	// One allocation-free pass: size the arena first so that views into
+	// it stay valid while it fills.
+	n := len(r.Method) + len(r.Target) + len(r.Host) + len(r.Body) + len(p.cfg.host) + len(p.cfg.via) + 256
+	for i := range r.Headers {
+		n += len(r.Headers[i].Name) + len(r.Headers[i].Value) + 2
+	}
+	a := ex.arena[:0]
+	if cap(a) < n {
+		a = make([]byte, 0, n+n/4)
+	}
+	ex.conns = ex.conns[:0]
+	for i := range r.Headers {
+		if classify(r.Headers[i].Name) == kindConn {
+			ex.conns = append(ex.conns, r.Headers[i].Value)
+		}
+	}
+	f := ex.fields[:0]
+	put := func(b []byte) []byte { // b copied into the arena
+		s := len(a)
+		a = append(a, b...)
+		return a[s:len(a):len(a)]
+	}
+	// X-Forwarded-For first, into one contiguous value: the values
+	// received, then the client's address.
+	xffStart, xff := len(a), false
+	for i := range r.Headers {
+		if classify(r.Headers[i].Name) == kindXFF {
+			if xff {
+				a = append(a, ", "...)
+			}
+			a = append(a, r.Headers[i].Value...)
+			xff = true
+		}
+	}
+	if xff {
+		a = append(a, ", "...)
+	}
+	ip := clientIP(c.RemoteAddr())
+	if ip.IsValid() {
+		a = ip.AppendTo(a)
+	} else {
+		a = append(a, "unknown"...)
+	}
+	f = append(f, client.Field{Name: nameXFF, Value: a[xffStart:len(a):len(a)]})
+	for i := range r.Headers {
+		h := &r.Headers[i]
+		switch classify(h.Name) {
+		case kindPass, kindForwarded:
+			if len(ex.conns) > 0 && listed(ex.conns, h.Name) {
+				continue
+			}
+			f = append(f, client.Field{Name: put(h.Name), Value: put(h.Value)})
+		case kindTE:
+			if hasToken(h.Value, "trailers") && !listed(ex.conns, h.Name) {
+				f = append(f, client.Field{Name: nameTE, Value: valTrailers})
+			}
+		}
+	}
+	proto := "http"
+	if c.TLS() != nil {
+		proto = "https"
+	}
+	xfp := valHTTP
+	if c.TLS() != nil {
+		xfp = valHTTPS
+	}
+	f = append(f, client.Field{Name: nameXFProto, Value: xfp})
+	if r.Host != nil {
+		f = append(f, client.Field{Name: nameXFHost, Value: put(r.Host)})
+	}
+	if p.cfg.forwarded {
+		s := len(a)
+		a = append(a, "for="...)
+		if ip.Is6() {
+			a = append(a, "\"["...)
+			a = ip.AppendTo(a)
+			a = append(a, "]\""...)
+		} else if ip.IsValid() {
+			a = ip.AppendTo(a)
+		} else {
+			a = append(a, "unknown"...)
+		}
+		if r.Host != nil {
+			a = append(a, ";host=\""...)
+			a = append(a, r.Host...)
+			a = append(a, '"')
+		}
+		a = append(a, ";proto="...)
+		a = append(a, proto...)
+		f = append(f, client.Field{Name: nameForwarded, Value: a[s:len(a):len(a)]})
+	}
+	if p.cfg.via != "" {
+		s := len(a)
+		a = appendVia(a, r.ProtoMajor, r.ProtoMinor, p.cfg.via)
+		f = append(f, client.Field{Name: nameVia, Value: a[s:len(a):len(a)]})
+	}
+
+	ex.req.Method = methodString(r.Method, put)
+	ex.req.Target = arenaString(put(originForm(r)))
+	if p.cfg.host != "" {
+		ex.req.Host = p.cfg.host
+	} else {
+		ex.req.Host = arenaString(put(r.Host))
+	}
+	ex.req.Body = nil
+	if len(r.Body) > 0 {
+		ex.req.Body = put(r.Body)
+	}
+	ex.req.Header = f
+	ex.fields = f
+	ex.arena = a
+	ex.conns = ex.conns[:0] // views into r: not kept
+}
+
+// arenaString returns b, a view into the exchange's arena, as a string
+// without copying it. Sound because the arena's bytes are not written
+// again until the exchange is freed, and the strings live only in ex.req,
+// which free clears; the client copies the request into its own buffer
+// during Send and keeps no reference to the strings.
+func arenaString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// methodString returns the method as a string, a constant for the
+// common ones.
+func methodString(m []byte, put func([]byte) []byte) string {
+	switch string(m) {
+	case "GET":
+		return "GET"
+	case "HEAD":
+		return "HEAD"
+	case "POST":
+		return "POST"
+	case "PUT":
+		return "PUT"
+	case "DELETE":
+		return "DELETE"
+	case "OPTIONS":
+		return "OPTIONS"
+	case "PATCH":
+		return "PATCH"
+	}
+	return arenaString(put(m))
+}
+
+// Field names and values the proxy adds, made once: a []byte conversion
+// of a constant in a field that escapes would allocate per request.
+var (
+	nameTE        = []byte("TE")
+	valTrailers   = []byte("trailers")
+	nameXFF       = []byte("X-Forwarded-For")
+	nameXFProto   = []byte("X-Forwarded-Proto")
+	nameXFHost    = []byte("X-Forwarded-Host")
+	nameForwarded = []byte("Forwarded")
+	nameVia       = []byte("Via")
+	valHTTP       = []byte("http")
+	valHTTPS      = []byte("https")
+)
+
+// originForm returns the target to send upstream: r's origin-form
+// target, or the path and query of an absolute-form one.
+func originForm(r *vhttp.Request) []byte {
+	t := r.Target
+	if len(t) > 0 && (t[0] == '/' || t[0] == '*') {
+		return t
+	}
+	if len(r.Path) > 0 && r.Query == nil {
+		return r.Path
+	}
+	// Absolute form with a query or without a path: rebuild in a
+	// fresh buffer (rare: only proxies send absolute-form targets).
+	b := make([]byte, 0, len(r.Path)+len(r.Query)+2)
+	if len(r.Path) == 0 {
+		b = append(b, '/')
+	}
+	b = append(b, r.Path...)
+	if r.Query != nil {
+		b = append(b, '?')
+		b = append(b, r.Query...)
+	}
+	return b
+}
+
+func appendVia(a []byte, major, minor int, name string) []byte {
+	switch {
+	case major == 2:
+		a = append(a, "2 "...)
+	case minor == 0:
+		a = append(a, "1.0 "...)
+	default:
+		a = append(a, "1.1 "...)
+	}
+	return append(a, name...)
+}
+
+// idempotent reports whether a request with this method may be sent
+// again (RFC 9110 §9.2.2).
+func idempotent(m []byte) bool {
+	switch string(m) {
+	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+		return true
+	}
+	return false
+}
+
+// send makes one attempt on up.
+func (ex *exchange) send(l *vnet.Loop, up *upstream) {
+	p := ex.p
+	ex.up = up
+	up.inflight.Add(1)
+	up.requests.Add(1)
+	ex.attempt++
+	ex.callLive, ex.timedOut, ex.paused, ex.badSwitch = true, false, false, false
+	ex.sent = since(l.Now())
+	ex.active = l.Clock()
+	ex.req.Addr, ex.req.TLS = up.addr, up.tls
+	if ex.timer == nil || ex.timerLoop != l {
+		ex.timer, ex.timerLoop = l.AfterFunc(p.cfg.timeout, ex.onTimeout), l
+	} else {
+		ex.timer.Reset(p.cfg.timeout)
+	}
+	// Send never calls ex back before it returns.
+	ex.call = p.client.Send(l, &ex.req, ex)
+}
+
+// timeout ends an attempt whose upstream has been silent for the
+// timeout: the client gets 504 (or a cut answer). The timer is not moved
+// on every body part (a heap operation each); it re-arms itself here for
+// what is left when the upstream was heard from meanwhile, or when the
+// call is paused because the client is the slow one.
+func (ex *exchange) timeout() {
+	if !ex.callLive || ex.call == nil {
+		return
+	}
+	d := ex.p.cfg.timeout
+	idle := time.Duration(ex.loop.Clock() - ex.active)
+	if ex.paused {
+		ex.timer.Reset(d)
+		return
+	}
+	if idle < d {
+		ex.timer.Reset(d - idle)
+		return
+	}
+	ex.timedOut = true
+	ex.call.Cancel()
+}
+
+// clientGone: the client left; stop the upstream request.
+func (ex *exchange) clientGone() {
+	if ex.gone || ex.finished {
+		return
+	}
+	ex.gone = true
+	ex.rsp = nil
+	if ex.callLive && ex.call != nil {
+		ex.call.Cancel()
+	}
+	ex.maybeFree()
+}
+
+// writable: the client caught up; read the upstream again.
+func (ex *exchange) writable(err error) {
+	if !ex.paused {
+		return
+	}
+	ex.paused = false
+	if !ex.callLive || ex.call == nil {
+		ex.maybeFree()
+		return
+	}
+	if err != nil {
+		ex.call.Cancel()
+		return
+	}
+	if ex.rsp != nil && ex.rsp.Buffered() > ex.p.cfg.maxBuffer {
+		// An early wake-up: wait again.
+		ex.paused = true
+		ex.rsp.WhenWritable(ex.onWritable)
+		return
+	}
+	ex.call.Resume()
+}
+
+// OnResponseHead forwards the upstream's status and fields.
+func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead) {
+	p, up := ex.p, ex.up
+	if resp.Status == 101 {
+		// The proxy removed Upgrade, so a switch is an upstream gone
+		// wrong; its connection is not taken over: 502.
+		ex.badSwitch = true
+		call.Cancel()
+		return
+	}
+	ex.active = ex.loop.Clock()
+	now := since(ex.loop.Now())
+	lat := float64(now - ex.sent)
+	if resp.Status >= 500 {
+		up.status5xx.Add(1)
+		p.failed(up, now)
+		lat = max(lat, p.cfg.penalty)
+	} else {
+		if resp.Status >= 400 {
+			up.status4xx.Add(1)
+		}
+		p.succeeded(up, now)
+	}
+	if p.cfg.policy == PeakEWMA {
+		up.observe(now, lat, p.cfg.ewmaTau)
+	}
+	if ex.rsp == nil {
+		return
+	}
+	h := ex.rsp.Header()
+	conns := ex.conns[:0]
+	for i := range resp.Fields {
+		if classify(resp.Fields[i].Name) == kindConn {
+			conns = append(conns, resp.Fields[i].Value)
+		}
+	}
+	for i := range resp.Fields {
+		fl := &resp.Fields[i]
+		switch classify(fl.Name) {
+		case kindConn, kindHop, kindTE, kindFramed:
+			continue
+		}
+		if len(conns) > 0 && listed(conns, fl.Name) {
+			continue
+		}
+		h.AddBytes(fl.Name, fl.Value)
+	}
+	ex.conns = conns[:0]
+	if p.cfg.via != "" {
+		s := len(ex.arena)
+		ex.arena = appendVia(ex.arena, 1, resp.Minor, p.cfg.via)
+		h.AddBytes(nameVia, ex.arena[s:])
+		ex.arena = ex.arena[:s]
+	}
+	ex.headSent = true
+	cl := resp.ContentLength
+	if ex.head || resp.Status == 204 || resp.Status == 304 {
+		// No body follows whatever the length says, but the Responder
+		// closes the connection after an answer shorter than announced
+		// (detach's End counts the bytes sent, HEAD or not): announce no
+		// length so that the connection stays usable.
+		cl = -1
+	}
+	ex.rsp.WriteHead(resp.Status, cl)
+}
+
+// OnResponseBody forwards a part of the body, pausing the upstream while
+// the client is more than the limit behind.
+func (ex *exchange) OnResponseBody(call *client.Call, b []byte) {
+	ex.active = ex.loop.Clock()
+	rsp := ex.rsp
+	if rsp == nil {
+		return
+	}
+	if _, err := rsp.Write(b); err != nil {
+		call.Cancel()
+		return
+	}
+	if !ex.paused && rsp.Buffered() > ex.p.cfg.maxBuffer {
+		ex.paused = true
+		ex.p.paused.Add(1)
+		call.Pause()
+		rsp.WhenWritable(ex.onWritable)
+	}
+}
+
+// OnResponseEnd finishes the answer, or retries, or reports the failure.
+func (ex *exchange) OnResponseEnd(call *client.Call, trailer []client.Field, err error) {
+	p, up := ex.p, ex.up
+	ex.callLive = false
+	ex.call = nil
+	ex.timer.Stop()
+	up.inflight.Add(-1)
+	if up.draining.Load() {
+		p.drained(up)
+	}
+	now := since(ex.loop.Now())
+	if err == nil {
+		if ex.rsp != nil {
+			ex.forwardTrailer(trailer)
+			ex.rsp.End()
+			ex.finished = true
+		}
+		ex.maybeFree()
+		return
+	}
+	status := ex.classify(err, now)
+	if ex.rsp != nil && !ex.headSent && ex.retry(err, now) {
+		return
+	}
+	if ex.rsp != nil {
+		ex.rsp.Fail(status) // an error answer, or a cut if the head went
+		ex.finished = true
+	}
+	ex.maybeFree()
+}
+
+func (ex *exchange) forwardTrailer(trailer []client.Field) {
+	if len(trailer) == 0 {
+		return
+	}
+	t := ex.rsp.Trailer()
+	for i := range trailer {
+		switch classify(trailer[i].Name) {
+		case kindConn, kindHop, kindTE, kindFramed:
+			continue
+		}
+		t.AddBytes(trailer[i].Name, trailer[i].Value)
+	}
+}
+
+// classify counts a failed attempt and returns the status the client
+// gets for it.
+func (ex *exchange) classify(err error, now int64) int {
+	p, up := ex.p, ex.up
+	switch {
+	case ex.gone:
+		up.canceled.Add(1)
+		return vhttp.StatusBadGateway
+	case errors.Is(err, client.ErrInvalidRequest):
+		// Not the upstream's fault: nothing went to it.
+		return vhttp.StatusBadRequest
+	case errors.Is(err, client.ErrQueueFull), errors.Is(err, client.ErrClientClosed):
+		// The proxy's own pool is full or closing: no mark against the
+		// upstream either.
+		return vhttp.StatusServiceUnavailable
+	case ex.badSwitch:
+		up.badReplies.Add(1)
+	case ex.timedOut, errors.Is(err, client.ErrTimeout):
+		up.timeouts.Add(1)
+		p.failed(up, now)
+		p.penalize(up, now, ex.sent)
+		return vhttp.StatusGatewayTimeout
+	case connectFailed(err):
+		up.connectErrs.Add(1)
+	case isProtocolError(err):
+		up.badReplies.Add(1)
+	default:
+		up.resetErrs.Add(1)
+	}
+	p.failed(up, now)
+	p.penalize(up, now, ex.sent)
+	return vhttp.StatusBadGateway
+}
+
+// retry sends the request to another upstream when that is safe: the
+// attempt failed before any response byte, the request may be repeated
+// (a connect failure sent nothing, so any method may; otherwise only an
+// idempotent one), attempts and budget remain, and another upstream is
+// available.
+func (ex *exchange) retry(err error, now int64) bool {
+	p := ex.p
+	if ex.timedOut || ex.gone || ex.badSwitch || ex.attempt > p.cfg.retries || responseStarted(err) {
+		return false
+	}
+	dial := connectFailed(err)
+	if !dial && !(ex.idem && errors.Is(err, client.ErrUpstreamClosed)) {
+		return false
+	}
+	if !ex.retried {
+		budget := max(p.cfg.budgetMin, int64(p.cfg.budgetRatio*float64(p.live.Load())))
+		if p.liveRetries.Load() >= budget {
+			p.retryDenied.Add(1)
+			return false
+		}
+	}
+	next := p.pick(p.ups.load(), now, nil, ex.up)
+	if next == nil {
+		return false
+	}
+	if !ex.retried {
+		ex.retried = true
+		p.liveRetries.Add(1)
+	}
+	next.retries.Add(1)
+	ex.send(ex.loop, next)
+	return true
+}
+
+// maybeFree settles the exchange once the call ended and the answer
+// finished (or the client left): the request stops counting as live, and
+// the exchange goes back to the pool unless a writability callback may
+// still come (then it is freed from that callback, or left to the
+// collector if the Responder drops it, never reused while it might be
+// called).
+func (ex *exchange) maybeFree() {
+	if ex.callLive || !(ex.finished || ex.gone) {
+		return
+	}
+	p := ex.p
+	if !ex.settled {
+		ex.settled = true
+		p.live.Add(-1)
+		if ex.retried {
+			p.liveRetries.Add(-1)
+		}
+	}
+	if ex.paused {
+		return
+	}
+	ex.free()
+}
+
+func (ex *exchange) free() {
+	ex.settled, ex.retried = false, false
+	ex.rsp, ex.up, ex.call = nil, nil, nil
+	ex.req = client.Request{}
+	if cap(ex.arena) > maxKeptArena {
+		ex.arena = nil
+	}
+	clear(ex.fields[:cap(ex.fields)])
+	ex.p.pool.Put(ex)
+}
+
+// responseStarted reports whether any byte of the response had arrived
+// when the call failed.
+func responseStarted(err error) bool {
+	var e *client.Error
+	return errors.As(err, &e) && e.ResponseStarted
+}
+
+// connectFailed reports whether the call failed to connect, so that
+// nothing of the request was sent. The client reports a connect that
+// fails at once as ErrDial, and one that fails later (a nonblocking
+// connect refused) as ErrUpstreamClosed wrapping the dial's *net.OpError.
+func connectFailed(err error) bool {
+	if errors.Is(err, client.ErrDial) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func isProtocolError(err error) bool {
+	var e *client.ProtocolError
+	return errors.As(err, &e)
+}
+
+// clientIP returns the address of a TCP peer.
+func clientIP(a net.Addr) (ip netip.Addr) {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.AddrPort().Addr().Unmap()
+	}
+	return ip
+}
+
+// succeeded notes an answer that was not a failure.
+func (p *Proxy) succeeded(u *upstream, now int64) {
+	if u.fails.Load() != 0 {
+		u.fails.Store(0)
+	}
+	if u.ejectStreak.Load() != 0 && u.ejectedUntil.Load() <= now {
+		u.ejectStreak.Store(0)
+	}
+}
+
+// failed counts a failure and ejects u after cfg.ejectAfter in a row.
+func (p *Proxy) failed(u *upstream, now int64) {
+	if p.cfg.ejectAfter <= 0 || u.fails.Add(1) < p.cfg.ejectAfter {
+		return
+	}
+	u.fails.Store(0)
+	streak := u.ejectStreak.Add(1)
+	cool := p.cfg.ejectBase << min(streak-1, 20)
+	if cool > p.cfg.ejectMax || cool <= 0 {
+		cool = p.cfg.ejectMax
+	}
+	u.ejectedUntil.Store(now + int64(cool))
+	u.ejections.Add(1)
+	p.cfg.log.Warn("proxy: upstream ejected", "upstream", u.name, "for", cool)
+}
+
+// penalize makes a failure count as a slow answer for peak EWMA.
+func (p *Proxy) penalize(u *upstream, now, sent int64) {
+	if p.cfg.policy == PeakEWMA {
+		u.observe(now, max(float64(now-sent), p.cfg.penalty), p.cfg.ewmaTau)
+	}
+}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	vhttp "github.com/veloq/veloq/http"
+	"github.com/veloq/veloq/http/internal/h1"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -98,7 +98,7 @@ type Call struct {
 	head      ResponseHead
 	ph2       parsedHead
 	remaining int64 // frameLength: body bytes still to come
-	chunk     vhttp.ChunkedDecoder
+	chunk     h1.ChunkedDecoder
 	trailer   []Field
 }
 

@@ -9,7 +9,7 @@ import (
 	"bytes"
 	"errors"
 
-	vhttp "github.com/veloq/veloq/http"
+	"github.com/veloq/veloq/http/internal/h1"
 )
 
 // errNeedMore: the head is not complete yet.
@@ -167,7 +167,7 @@ func parseFields(block []byte, lim parseLimits, h *ResponseHead, p *parsedHead) 
 		if !validFieldLine(block) {
 			return protoErr("malformed field line")
 		}
-		f, rest, ok := vhttp.NextField(block)
+		f, rest, ok := h1.NextField(block)
 		if !ok || len(f.Name) == 0 {
 			return protoErr("malformed field line")
 		}

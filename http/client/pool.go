@@ -12,7 +12,7 @@ import (
 	"math"
 	"time"
 
-	vhttp "github.com/veloq/veloq/http"
+	"github.com/veloq/veloq/http/internal/h1"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -519,7 +519,7 @@ func (call *Call) readBody(pc *pconn, c *vnet.Conn, in []byte) bool {
 			return false
 		}
 		c.Discard(n)
-		if err == vhttp.ErrNeedMore {
+		if err == h1.ErrNeedMore {
 			return false
 		}
 		if err != nil {
@@ -542,7 +542,7 @@ func (call *Call) parseTrailer(block []byte) ([]Field, error) {
 		if !validFieldLine(block) {
 			return nil, protoErr("malformed trailer field")
 		}
-		f, rest, ok := vhttp.NextField(block)
+		f, rest, ok := h1.NextField(block)
 		if !ok {
 			return nil, protoErr("malformed trailer field")
 		}

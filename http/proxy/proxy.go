@@ -552,15 +552,9 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 		ex.arena = ex.arena[:s]
 	}
 	ex.headSent = true
-	cl := resp.ContentLength
-	if ex.head || resp.Status == 204 || resp.Status == 304 {
-		// No body follows whatever the length says, but the Responder
-		// closes the connection after an answer shorter than announced
-		// (detach's End counts the bytes sent, HEAD or not): announce no
-		// length so that the connection stays usable.
-		cl = -1
-	}
-	ex.rsp.WriteHead(resp.Status, cl)
+	// A HEAD, 204 or 304 answer keeps its length; the Responder sends no
+	// body for it.
+	ex.rsp.WriteHead(resp.Status, resp.ContentLength)
 }
 
 // OnResponseBody forwards a part of the body, pausing the upstream while

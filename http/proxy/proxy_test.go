@@ -159,6 +159,8 @@ func TestHead(t *testing.T) {
 		resp, err := nethttp.ReadResponse(br, req)
 		require.NoError(t, err)
 		require.Equal(t, 200, resp.StatusCode)
+		require.EqualValues(t, 1234, resp.ContentLength, "the upstream's length passes through a HEAD")
+		require.Empty(t, resp.TransferEncoding)
 		resp.Body.Close()
 		resp, err = nethttp.ReadResponse(br, nil)
 		require.NoError(t, err)

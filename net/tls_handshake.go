@@ -226,8 +226,8 @@ func (l *Loop) tlsWake(c *Conn, t *tlsLayer) {
 		return
 	}
 	h.queued = true
-	l.tlsSteps = append(l.tlsSteps, c)
-	if !l.tlsStepping {
+	l.tls.steps = append(l.tls.steps, c)
+	if !l.tls.stepping {
 		l.deferTLSSteps()
 	}
 }
@@ -236,16 +236,16 @@ func (l *Loop) tlsWake(c *Conn, t *tlsLayer) {
 // tlsStepBudget is spent; the rest wait for the next iteration, which
 // polls the kernel without blocking first.
 func (l *Loop) runTLSSteps() {
-	l.tlsStepping = false
+	l.tls.stepping = false
 	// Answers the batch produced leave before handshakes compute.
 	l.flush()
-	run := l.tlsSteps
-	l.tlsSteps = nil
+	run := l.tls.steps
+	l.tls.steps = nil
 	start := l.clock()
 	for i, c := range run {
 		if i > 0 && l.clock()-start >= tlsStepBudget {
 			// Left over first, then those queued meanwhile.
-			l.tlsSteps = append(run[i:], l.tlsSteps...)
+			l.tls.steps = append(run[i:], l.tls.steps...)
 			break
 		}
 		run[i] = nil
@@ -256,7 +256,7 @@ func (l *Loop) runTLSSteps() {
 			}
 		}
 	}
-	if len(l.tlsSteps) > 0 && !l.tlsStepping {
+	if len(l.tls.steps) > 0 && !l.tls.stepping {
 		l.deferTLSSteps()
 	}
 }
@@ -264,11 +264,11 @@ func (l *Loop) runTLSSteps() {
 // deferTLSSteps has runTLSSteps run after the current batch, through one
 // func value made once per loop rather than a method value per iteration.
 func (l *Loop) deferTLSSteps() {
-	if l.tlsRun == nil {
-		l.tlsRun = l.runTLSSteps
+	if l.tls.run == nil {
+		l.tls.run = l.runTLSSteps
 	}
-	l.tlsStepping = true
-	l.Defer(l.tlsRun)
+	l.tls.stepping = true
+	l.Defer(l.tls.run)
 }
 
 // hsCoro is a coroutine that runs a loop's on-loop handshakes, one after
@@ -311,10 +311,10 @@ func (l *Loop) tlsStep(c *Conn, t *tlsLayer) {
 		if h.err != nil {
 			return // it failed; its connection is closing
 		}
-		if n := len(l.tlsIdle); n > 0 {
-			h.co = l.tlsIdle[n-1]
-			l.tlsIdle[n-1] = nil
-			l.tlsIdle = l.tlsIdle[:n-1]
+		if n := len(l.tls.idle); n > 0 {
+			h.co = l.tls.idle[n-1]
+			l.tls.idle[n-1] = nil
+			l.tls.idle = l.tls.idle[:n-1]
 		} else {
 			h.co = newHSCoro()
 		}
@@ -340,8 +340,8 @@ func (l *Loop) resume(h *tlsHandshake) (ended bool) {
 		return false
 	}
 	h.co = nil
-	if len(l.tlsIdle) < maxIdleCoros {
-		l.tlsIdle = append(l.tlsIdle, co)
+	if len(l.tls.idle) < maxIdleCoros {
+		l.tls.idle = append(l.tls.idle, co)
 	} else {
 		co.stop()
 	}
@@ -359,10 +359,10 @@ func (l *Loop) abandonHandshake(h *tlsHandshake) {
 
 // stopHandshakes ends the loop's idle handshake coroutines as it stops.
 func (l *Loop) stopHandshakes() {
-	for _, co := range l.tlsIdle {
+	for _, co := range l.tls.idle {
 		co.stop()
 	}
-	l.tlsIdle = nil
+	l.tls.idle = nil
 }
 
 // readOnLoop is an on-loop handshake's Read: with no ciphertext buffered

@@ -508,7 +508,7 @@ func (h netHandler) OnOpen(c *vnet.Conn) {
 	cs.srv, cs.ls, cs.c = s, ls, c
 	cs.parser.Limits = s.limits
 	cs.dec.Limits = s.limits
-	c.SetContext(cs)
+	c.SetValue(cs)
 	ls.conns.add(cs)
 	cs.phase = phaseNew
 	cs.phaseStart = cs.now()
@@ -529,12 +529,12 @@ func (h netHandler) OnOpen(c *vnet.Conn) {
 	}
 }
 
-func (h netHandler) OnData(c *vnet.Conn) { c.Context().(*conn).onData() }
+func (h netHandler) OnData(c *vnet.Conn) { c.Value().(*conn).onData() }
 
-func (h netHandler) OnEOF(c *vnet.Conn) { c.Context().(*conn).onEOF() }
+func (h netHandler) OnEOF(c *vnet.Conn) { c.Value().(*conn).onEOF() }
 
 func (h netHandler) OnClose(c *vnet.Conn, err error) {
-	cs := c.Context().(*conn)
+	cs := c.Value().(*conn)
 	cs.ls.conns.remove(cs)
 	cs.srv.active.Add(-1)
 	cs.timer.Stop()

@@ -59,7 +59,7 @@ func TestBlockingOverloadAndRecovery(t *testing.T) {
 func TestBlockingElastic(t *testing.T) {
 	// All n tasks must be in flight at once to finish: the pool has to grow.
 	const n = 20
-	b := NewBlockingPool(WithMaxGoroutines(n), WithQueueSize(0))
+	b := NewBlockingPool(WithMaxGoroutines(n), WithQueueSize(-1))
 	defer blockingShutdown(t, b)
 	var arrived sync.WaitGroup
 	arrived.Add(n)

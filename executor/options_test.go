@@ -48,8 +48,10 @@ func TestBlockingConfigDefaults(t *testing.T) {
 		idle    time.Duration
 	}{
 		{"defaults", nil, 64, 1024, 10 * time.Second},
-		{"explicit", []BlockingOption{WithMaxGoroutines(4), WithQueueSize(0), WithThreadIdleTimeout(time.Second)}, 4, 0, time.Second},
-		{"invalid falls back", []BlockingOption{WithMaxGoroutines(-2), WithQueueSize(-1), WithThreadIdleTimeout(0)}, 64, 1024, 10 * time.Second},
+		{"explicit", []BlockingOption{WithMaxGoroutines(4), WithQueueSize(16), WithThreadIdleTimeout(time.Second)}, 4, 16, time.Second},
+		{"no queue", []BlockingOption{WithQueueSize(-1)}, 64, 0, 10 * time.Second},
+		{"zero is the default", []BlockingOption{WithMaxGoroutines(0), WithQueueSize(0), WithThreadIdleTimeout(0)}, 64, 1024, 10 * time.Second},
+		{"invalid falls back", []BlockingOption{WithMaxGoroutines(-2), WithThreadIdleTimeout(-1)}, 64, 1024, 10 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -97,10 +97,10 @@ func WithQueueSize(n int) BlockingOption {
 	return func(c *blockingConfig) { c.queueSize = n }
 }
 
-// WithThreadIdleTimeout sets how long an idle goroutine of a BlockingPool
+// WithGoroutineIdleTimeout sets how long an idle goroutine of a BlockingPool
 // waits for work before it exits. Values of zero or below select the
 // default, 10s.
-func WithThreadIdleTimeout(d time.Duration) BlockingOption {
+func WithGoroutineIdleTimeout(d time.Duration) BlockingOption {
 	return func(c *blockingConfig) { c.idleTimeout = d }
 }
 

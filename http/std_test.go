@@ -67,8 +67,8 @@ func stdModes(t *testing.T) []struct {
 	}
 }
 
-func testBlockingPool(t testing.TB, threads int) *executor.BlockingPool {
-	p := executor.NewBlockingPool(executor.WithMaxGoroutines(threads), executor.WithBlockingLogger(testLogger(t)))
+func testBlockingPool(t testing.TB, goroutines int) *executor.BlockingPool {
+	p := executor.NewBlockingPool(executor.WithMaxGoroutines(goroutines), executor.WithBlockingLogger(testLogger(t)))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

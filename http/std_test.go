@@ -62,8 +62,8 @@ func stdModes(t *testing.T) []struct {
 		opt  StdOption
 	}{
 		{"goroutine", nil},
-		{"blocking-pool", StdOnBlockingPool(testBlockingPool(t, 8))},
-		{"stealable-pool", StdOnPool(testPool(t))},
+		{"blocking-pool", WithStdBlockingPool(testBlockingPool(t, 8))},
+		{"stealable-pool", WithStdPool(testPool(t))},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	vhttp "github.com/veloq/veloq/http"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // PublishExpvar puts a server's counters among the variables that
@@ -19,7 +20,7 @@ import (
 func ExamplePublishExpvar() {
 	s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		w.WriteString("hello")
-	}), vhttp.WithLoops(1))
+	}), vhttp.WithNetOptions(vnet.WithLoops(1)))
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}

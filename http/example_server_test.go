@@ -10,6 +10,7 @@ import (
 	"time"
 
 	vhttp "github.com/veloq/veloq/http"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // A fast handler runs inline on the loop: the request is a view into the
@@ -18,7 +19,7 @@ func ExampleServer() {
 	s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintf(w, "%s %s, %d body bytes", r.Method, r.Path, len(r.Body))
-	}), vhttp.WithLoops(1), vhttp.WithReadHeaderTimeout(5*time.Second))
+	}), vhttp.WithNetOptions(vnet.WithLoops(1)), vhttp.WithReadHeaderTimeout(5*time.Second))
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}
@@ -42,7 +43,7 @@ func ExampleFromStd() {
 	mux.HandleFunc("GET /users/{id}", func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		fmt.Fprintf(w, "user %s", r.PathValue("id"))
 	})
-	s := vhttp.NewServer(vhttp.FromStd(mux), vhttp.WithLoops(1))
+	s := vhttp.NewServer(vhttp.FromStd(mux), vhttp.WithNetOptions(vnet.WithLoops(1)))
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}
@@ -75,7 +76,9 @@ func ExampleListenAndServe() {
 	ln.Close()
 
 	served := make(chan error, 1)
-	go func() { served <- vhttp.ListenAndServe(ctx, "tcp", addr, h, 5*time.Second, vhttp.WithLoops(1)) }()
+	go func() {
+		served <- vhttp.ListenAndServe(ctx, "tcp", addr, h, 5*time.Second, vhttp.WithNetOptions(vnet.WithLoops(1)))
+	}()
 	var resp *nethttp.Response
 	for range 100 { // until the server listens
 		if resp, err = nethttp.Get("http://" + addr + "/"); err == nil {
@@ -113,7 +116,7 @@ func ExampleRouter() {
 			next.ServeHTTP(w, r)
 		})
 	}
-	s := vhttp.NewServer(vhttp.Chain(m, logged), vhttp.WithLoops(1))
+	s := vhttp.NewServer(vhttp.Chain(m, logged), vhttp.WithNetOptions(vnet.WithLoops(1)))
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}

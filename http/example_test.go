@@ -11,6 +11,7 @@ import (
 	"time"
 
 	vhttp "github.com/veloq/veloq/http"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // This is what a connection's read callback does: parse every complete
@@ -117,7 +118,7 @@ func ExampleServer_ListenAndServe() {
 	addr := ln.Addr().String()
 	ln.Close()
 
-	s := vhttp.NewServer(h, vhttp.WithLoops(1))
+	s := vhttp.NewServer(h, vhttp.WithNetOptions(vnet.WithLoops(1)))
 	ctx, stop := context.WithCancel(context.Background()) // signal.NotifyContext(ctx, os.Interrupt) in main
 	served := make(chan error, 1)
 	go func() { served <- s.ListenAndServe(ctx, "tcp", addr, 5*time.Second) }()

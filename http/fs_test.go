@@ -243,7 +243,7 @@ func TestFileServerClientCloseReleases(t *testing.T) {
 		require.NoError(t, f.Truncate(64<<20))
 		f.Close()
 		before := backendtest.CountFDs(t)
-		s := NewServer(FileServer(dir), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+		s := NewServer(FileServer(dir), WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(2)), WithLogger(testLogger(t)))
 		_, err = s.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		for i := range 4 {

@@ -65,7 +65,7 @@ func TestUnixUnnamedRemoteAddr(t *testing.T) {
 		for _, tc := range handlers {
 			t.Run(tc.name, func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "veloq.sock")
-				s := NewServer(tc.h, WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+				s := NewServer(tc.h, WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(2)), WithLogger(testLogger(t)))
 				_, err := s.Listen("unix", path)
 				require.NoError(t, err)
 				defer s.Close()
@@ -92,7 +92,7 @@ func TestServerListenAndServe(t *testing.T) {
 		for _, st := range stops {
 			t.Run(st.name, func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "veloq.sock")
-				s := NewServer(HandlerFunc(testHandler), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+				s := NewServer(HandlerFunc(testHandler), WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(2)), WithLogger(testLogger(t)))
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				served := make(chan error, 1)
@@ -158,7 +158,7 @@ func TestShutdownLeavesHijacked(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		for _, tc := range handlers {
 			t.Run(tc.name, func(t *testing.T) {
-				s := NewServer(tc.h, WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+				s := NewServer(tc.h, WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(2)), WithLogger(testLogger(t)))
 				addr, err := s.Listen("tcp", "127.0.0.1:0")
 				require.NoError(t, err)
 				t.Cleanup(func() { s.Close() })

@@ -108,7 +108,7 @@ func TestHTTPSPipelined(t *testing.T) {
 // A TLS server needs a certificate: NewServer says so instead of failing
 // every handshake.
 func TestHTTPSNeedsCertificate(t *testing.T) {
-	s := NewServer(HandlerFunc(testHandler), WithTLS(&tls.Config{}), WithLoops(1))
+	s := NewServer(HandlerFunc(testHandler), WithTLS(&tls.Config{}), WithNetOptions(vnet.WithLoops(1)))
 	_, err := s.Listen("tcp", "127.0.0.1:0")
 	require.ErrorContains(t, err, "no certificate")
 }

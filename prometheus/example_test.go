@@ -73,7 +73,7 @@ func ExampleNewNetCollector() {
 func ExampleNewHTTPCollector() {
 	s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		w.WriteString("hello")
-	}), vhttp.WithLoops(1))
+	}), vhttp.WithNetOptions(vnet.WithLoops(1)))
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}

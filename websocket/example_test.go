@@ -11,6 +11,7 @@ import (
 	"time"
 
 	vhttp "github.com/veloq/veloq/http"
+	vnet "github.com/veloq/veloq/net"
 	"github.com/veloq/veloq/websocket"
 )
 
@@ -29,7 +30,7 @@ func Example() {
 			return
 		}
 		w.WriteString("Hello, World!")
-	}), vhttp.WithLoops(1))
+	}), vhttp.WithNetOptions(vnet.WithLoops(1)))
 	if _, err := srv.Listen("tcp", "127.0.0.1:0"); err != nil {
 		log.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func ExampleGroup() {
 	u := websocket.NewUpgrader(websocket.WithPing(30*time.Second, 10*time.Second))
 	srv := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		u.Upgrade(w, r, chat)
-	}), vhttp.WithLoops(2))
+	}), vhttp.WithNetOptions(vnet.WithLoops(2)))
 	if _, err := srv.Listen("tcp", "127.0.0.1:0"); err != nil {
 		log.Fatal(err)
 	}

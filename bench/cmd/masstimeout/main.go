@@ -52,7 +52,7 @@ func main() {
 	}
 	s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, _ *vhttp.Request) {
 		_, _ = w.Write([]byte("ok"))
-	}), vhttp.WithLoops(1), vhttp.WithBackend(be), vhttp.WithReadHeaderTimeout(*timeout))
+	}), vhttp.WithNetOptions(vnet.WithLoops(1)), vhttp.WithNetOptions(vnet.WithBackend(be)), vhttp.WithReadHeaderTimeout(*timeout))
 	addr, err := s.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)

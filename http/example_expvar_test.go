@@ -18,9 +18,12 @@ import (
 // expvar.Handler serves: a program that imports expvar and serves
 // net/http's DefaultServeMux has them at /debug/vars.
 func ExamplePublishExpvar() {
-	s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+	s, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		w.WriteString("hello")
 	}), vhttp.WithNetOptions(vnet.WithLoops(1)))
+	if err != nil {
+		panic(err)
+	}
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}

@@ -16,10 +16,13 @@ import (
 // A fast handler runs inline on the loop: the request is a view into the
 // connection's input and nothing is allocated.
 func ExampleServer() {
-	s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+	s, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintf(w, "%s %s, %d body bytes", r.Method, r.Path, len(r.Body))
 	}), vhttp.WithNetOptions(vnet.WithLoops(1)), vhttp.WithReadHeaderTimeout(5*time.Second))
+	if err != nil {
+		panic(err)
+	}
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}
@@ -43,7 +46,10 @@ func ExampleFromStd() {
 	mux.HandleFunc("GET /users/{id}", func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		fmt.Fprintf(w, "user %s", r.PathValue("id"))
 	})
-	s := vhttp.NewServer(vhttp.FromStd(mux), vhttp.WithNetOptions(vnet.WithLoops(1)))
+	s, err := vhttp.NewServer(vhttp.FromStd(mux), vhttp.WithNetOptions(vnet.WithLoops(1)))
+	if err != nil {
+		panic(err)
+	}
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}
@@ -116,7 +122,10 @@ func ExampleRouter() {
 			next.ServeHTTP(w, r)
 		})
 	}
-	s := vhttp.NewServer(vhttp.Chain(m, logged), vhttp.WithNetOptions(vnet.WithLoops(1)))
+	s, err := vhttp.NewServer(vhttp.Chain(m, logged), vhttp.WithNetOptions(vnet.WithLoops(1)))
+	if err != nil {
+		panic(err)
+	}
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}

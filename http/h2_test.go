@@ -233,7 +233,7 @@ func TestHTTP2ShutdownGoAway(t *testing.T) {
 			<-release
 			_, _ = io.WriteString(w, "late")
 		}))
-		s := NewServer(h, WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(1)), WithLogger(testLogger(t)))
+		s := newServer(t, h, WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(1)), WithLogger(testLogger(t)))
 		_, err := s.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		cl := h2Client(nil)

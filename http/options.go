@@ -168,7 +168,7 @@ func WithHTTP2(on bool) Option { return func(o *serverOptions) { o.noHTTP2 = !on
 // ([vnet.WithBackend]), pinning, balancing, buffer sizes, where TLS
 // handshakes run ([vnet.WithTLSHandshakeOffLoop]):
 //
-//	vhttp.NewServer(h, vhttp.WithNetOptions(vnet.WithLoops(4), vnet.WithBackend(vnet.BackendEpoll)))
+//	s, err := vhttp.NewServer(h, vhttp.WithNetOptions(vnet.WithLoops(4), vnet.WithBackend(vnet.BackendEpoll)))
 //
 // There is one way to set each: an option of this package exists only
 // where the HTTP server itself acts on the setting. [WithTLS] is one (the

@@ -123,7 +123,7 @@ func benchServe(b *testing.B, be vnet.Backend, depth int, h Handler) {
 }
 
 func benchServeTarget(b *testing.B, be vnet.Backend, depth int, h Handler, target string) {
-	s := NewServer(h, WithNetOptions(vnet.WithBackend(be)), WithNetOptions(vnet.WithLoops(1)), WithLogger(testLogger(b)))
+	s := newServer(b, h, WithNetOptions(vnet.WithBackend(be)), WithNetOptions(vnet.WithLoops(1)), WithLogger(testLogger(b)))
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		b.Fatal(err)
 	}

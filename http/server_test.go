@@ -31,12 +31,22 @@ func forEachBackend(t *testing.T, f func(t *testing.T, b vnet.Backend)) {
 // testLogger is the shared test logger (backendtest.Logger).
 func testLogger(t testing.TB) *slog.Logger { return backendtest.Logger(t) }
 
+// newServer is NewServer for a test: it fails the test on an error.
+func newServer(tb testing.TB, h Handler, opts ...Option) *Server {
+	tb.Helper()
+	s, err := NewServer(h, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
 // startServer serves h on 127.0.0.1:0 with two loops and shuts it down at
 // the end of the test.
 func startServer(t testing.TB, b vnet.Backend, h Handler, opts ...Option) *Server {
 	t.Helper()
 	opts = append([]Option{WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(2)), WithLogger(testLogger(t))}, opts...)
-	s := NewServer(h, opts...)
+	s := newServer(t, h, opts...)
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +487,7 @@ func TestServerShutdownFinishesInFlight(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 			io.WriteString(w, "finished")
 		})
-		s := NewServer(FromStd(h), WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(2)), WithLogger(testLogger(t)))
+		s := newServer(t, FromStd(h), WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(2)), WithLogger(testLogger(t)))
 		if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 			t.Fatal(err)
 		}

@@ -34,7 +34,10 @@ func startHTTP(t *testing.T, b vnet.Backend, h vhttp.Handler, secure bool) strin
 	if secure {
 		opts = append(opts, vhttp.WithTLS(selfsigned.Shared().ServerConfig()))
 	}
-	s := vhttp.NewServer(h, opts...)
+	s, err := vhttp.NewServer(h, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	addr, err := s.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	// Close, not Shutdown: h2spec leaves streams waiting for bodies it

@@ -71,9 +71,12 @@ func ExampleNewNetCollector() {
 // An HTTP server's request counters beside the counters of the loops
 // under it, gathered as a scrape would.
 func ExampleNewHTTPCollector() {
-	s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+	s, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		w.WriteString("hello")
 	}), vhttp.WithNetOptions(vnet.WithLoops(1)))
+	if err != nil {
+		panic(err)
+	}
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}

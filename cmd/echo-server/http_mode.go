@@ -130,7 +130,10 @@ func runHTTP(ctx context.Context, cfg httpConfig) error {
 		}
 		desc += " over TLS"
 	}
-	s := vhttp.NewServer(h, opts...)
+	s, err := vhttp.NewServer(h, opts...)
+	if err != nil {
+		return err
+	}
 	if _, err := s.Listen(cfg.network, cfg.addr); err != nil {
 		return err
 	}

@@ -186,7 +186,7 @@ type tlsHandshake struct {
 
 	// An on-loop handshake (tls_handshake.go), all the loop's.
 	onLoop bool
-	queued bool    // in the loop's tlsSteps
+	queued bool    // in the loop's tls.steps
 	co     *hsCoro // the coroutine running it, from its first step until it ended
 	err    error   // its error, once it ended (nil: handed over)
 

@@ -12,7 +12,7 @@ package net
 //     the loop back, and the loop resumes it (a step) once the peer's next
 //     flight, its FIN or the end arrived. Its writes go straight to the
 //     connection's output. No goroutine is parked on the peer and no
-//     thread hands work to another. Steps wait in the loop's tlsSteps and
+//     thread hands work to another. Steps wait in the loop's tls.steps and
 //     run after a batch of events, within tlsStepBudget per iteration, so
 //     a flood of handshakes delays established connections by about that
 //     much per iteration, however many handshakes are waiting.
@@ -272,7 +272,7 @@ func (l *Loop) deferTLSSteps() {
 }
 
 // hsCoro is a coroutine that runs a loop's on-loop handshakes, one after
-// another: between two it waits, idle, in the loop's tlsIdle, keeping the
+// another: between two it waits, idle, in the loop's tls.idle, keeping the
 // stack a handshake grew (a fresh goroutine's stack grows by copying
 // several times during a handshake: 3.7% of a server's CPU under a flood
 // of full handshakes, measured with pprof).

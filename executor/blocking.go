@@ -26,11 +26,11 @@ type BlockingPool struct {
 	cfg blockingConfig
 	log *slog.Logger
 
-	mu      sync.Mutex
-	queue   taskRing  // tasks waiting for a goroutine; at most cfg.queueSize
-	idle    []*thread // idle goroutines, most recently idle last
-	threads int       // live goroutines
-	closed  bool
+	mu         sync.Mutex
+	queue      taskRing   // tasks waiting for a goroutine; at most cfg.queueSize
+	idle       []*handoff // idle goroutines, most recently idle last
+	goroutines int        // live goroutines
+	closed     bool
 
 	wg       sync.WaitGroup
 	waitOnce sync.Once
@@ -40,10 +40,11 @@ type BlockingPool struct {
 	peak                                              atomic.Int64
 }
 
-// thread is one goroutine of a BlockingPool. Its channel has capacity 1 and
+// handoff is how a task reaches an idle goroutine of a BlockingPool (one
+// handoff per goroutine). Its channel has capacity 1 and
 // receives exactly one task per idle period, from the submitter that took it
 // off the idle list; a nil task tells it to exit.
-type thread struct {
+type handoff struct {
 	ch chan func()
 }
 
@@ -77,15 +78,15 @@ func (b *BlockingPool) Spawn(task func()) error {
 		t.ch <- task
 		return nil
 	}
-	if b.threads < b.cfg.maxGoroutines {
-		b.threads++
+	if b.goroutines < b.cfg.maxGoroutines {
+		b.goroutines++
 		b.wg.Add(1)
-		if int64(b.threads) > b.peak.Load() {
-			b.peak.Store(int64(b.threads))
+		if int64(b.goroutines) > b.peak.Load() {
+			b.peak.Store(int64(b.goroutines))
 		}
 		b.submitted.Add(1)
 		b.mu.Unlock()
-		go b.thread(task)
+		go b.serve(task)
 		return nil
 	}
 	if b.queue.len() >= b.cfg.queueSize {
@@ -99,12 +100,12 @@ func (b *BlockingPool) Spawn(task func()) error {
 	return nil
 }
 
-// thread is the body of one goroutine. It runs task, then keeps taking work
+// serve is the body of one goroutine. It runs task, then keeps taking work
 // from the queue; with none, it goes on the idle list and waits for a
 // hand-off until the idle timeout, then exits.
-func (b *BlockingPool) thread(task func()) {
+func (b *BlockingPool) serve(task func()) {
 	defer b.wg.Done()
-	t := &thread{ch: make(chan func(), 1)}
+	t := &handoff{ch: make(chan func(), 1)}
 	timer := time.NewTimer(b.cfg.idleTimeout)
 	timer.Stop()
 	for {
@@ -118,7 +119,7 @@ func (b *BlockingPool) thread(task func()) {
 			continue
 		}
 		if b.closed {
-			b.threads--
+			b.goroutines--
 			b.mu.Unlock()
 			return
 		}
@@ -133,7 +134,7 @@ func (b *BlockingPool) thread(task func()) {
 			b.mu.Lock()
 			if i := slices.Index(b.idle, t); i >= 0 {
 				b.idle = slices.Delete(b.idle, i, i+1)
-				b.threads--
+				b.goroutines--
 				b.mu.Unlock()
 				b.idleExits.Add(1)
 				return
@@ -145,7 +146,7 @@ func (b *BlockingPool) thread(task func()) {
 		}
 		if task == nil { // Shutdown
 			b.mu.Lock()
-			b.threads--
+			b.goroutines--
 			b.mu.Unlock()
 			return
 		}
@@ -192,23 +193,23 @@ func (b *BlockingPool) Shutdown(ctx context.Context) error {
 
 // BlockingStats is a snapshot of a BlockingPool's counters.
 type BlockingStats struct {
-	Threads     int    // live goroutines
-	Idle        int    // goroutines waiting for work
-	Queued      int    // tasks waiting for a goroutine
-	PeakThreads int    // most goroutines alive at once
-	Submitted   uint64 // tasks accepted
-	Completed   uint64 // tasks finished (including those that panicked)
-	Rejected    uint64 // tasks refused with ErrOverloaded
-	Panics      uint64 // tasks that panicked
-	IdleExits   uint64 // goroutines that exited after the idle timeout
+	Goroutines     int    // live goroutines
+	Idle           int    // goroutines waiting for work
+	Queued         int    // tasks waiting for a goroutine
+	PeakGoroutines int    // most goroutines alive at once
+	Submitted      uint64 // tasks accepted
+	Completed      uint64 // tasks finished (including those that panicked)
+	Rejected       uint64 // tasks refused with ErrOverloaded
+	Panics         uint64 // tasks that panicked
+	IdleExits      uint64 // goroutines that exited after the idle timeout
 }
 
 // Stats returns a snapshot of the pool's counters.
 func (b *BlockingPool) Stats() BlockingStats {
 	b.mu.Lock()
-	s := BlockingStats{Threads: b.threads, Idle: len(b.idle), Queued: b.queue.len()}
+	s := BlockingStats{Goroutines: b.goroutines, Idle: len(b.idle), Queued: b.queue.len()}
 	b.mu.Unlock()
-	s.PeakThreads = int(b.peak.Load())
+	s.PeakGoroutines = int(b.peak.Load())
 	s.Submitted = b.submitted.Load()
 	s.Completed = b.completed.Load()
 	s.Rejected = b.rejected.Load()

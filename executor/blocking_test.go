@@ -40,7 +40,7 @@ func TestBlockingOverloadAndRecovery(t *testing.T) {
 		t.Fatalf("Spawn when full = %v, want ErrOverloaded", err)
 	}
 	s := b.Stats()
-	if s.Threads != 2 || s.Queued != 3 || s.Rejected != 1 {
+	if s.Goroutines != 2 || s.Queued != 3 || s.Rejected != 1 {
 		t.Fatalf("stats when full = %+v", s)
 	}
 	close(gate)
@@ -59,7 +59,7 @@ func TestBlockingOverloadAndRecovery(t *testing.T) {
 func TestBlockingElastic(t *testing.T) {
 	// All n tasks must be in flight at once to finish: the pool has to grow.
 	const n = 20
-	b := NewBlockingPool(WithMaxGoroutines(n), WithQueueSize(0))
+	b := NewBlockingPool(WithMaxGoroutines(n), WithQueueSize(-1))
 	defer blockingShutdown(t, b)
 	var arrived sync.WaitGroup
 	arrived.Add(n)
@@ -70,14 +70,14 @@ func TestBlockingElastic(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitGroup(t, &done, "tasks that need all threads")
-	if s := b.Stats(); s.PeakThreads != n {
-		t.Fatalf("PeakThreads = %d, want %d", s.PeakThreads, n)
+	waitGroup(t, &done, "tasks that need all goroutines")
+	if s := b.Stats(); s.PeakGoroutines != n {
+		t.Fatalf("PeakGoroutines = %d, want %d", s.PeakGoroutines, n)
 	}
 }
 
 func TestBlockingIdleExit(t *testing.T) {
-	b := NewBlockingPool(WithMaxGoroutines(8), WithThreadIdleTimeout(20*time.Millisecond))
+	b := NewBlockingPool(WithMaxGoroutines(8), WithGoroutineIdleTimeout(20*time.Millisecond))
 	defer blockingShutdown(t, b)
 	var wg sync.WaitGroup
 	var arrived sync.WaitGroup
@@ -89,7 +89,7 @@ func TestBlockingIdleExit(t *testing.T) {
 		}
 	}
 	waitGroup(t, &wg, "tasks")
-	require.Eventually(t, func() bool { return b.Stats().Threads == 0 }, liveness, time.Millisecond, "idle goroutines exit")
+	require.Eventually(t, func() bool { return b.Stats().Goroutines == 0 }, liveness, time.Millisecond, "idle goroutines exit")
 	if s := b.Stats(); s.IdleExits != 4 || s.Idle != 0 {
 		t.Fatalf("stats after idling = %+v", s)
 	}
@@ -104,7 +104,7 @@ func TestBlockingIdleExit(t *testing.T) {
 // TestBlockingIdleRace submits right around the idle timeout, where a
 // goroutine may be timing out as a submitter picks it.
 func TestBlockingIdleRace(t *testing.T) {
-	b := NewBlockingPool(WithMaxGoroutines(4), WithThreadIdleTimeout(time.Millisecond), WithQueueSize(100))
+	b := NewBlockingPool(WithMaxGoroutines(4), WithGoroutineIdleTimeout(time.Millisecond), WithQueueSize(100))
 	defer blockingShutdown(t, b)
 	var wg sync.WaitGroup
 	n := 300
@@ -143,8 +143,8 @@ func TestBlockingShutdown(t *testing.T) {
 	if ran.Load() != 5 {
 		t.Fatalf("queued tasks ran %d, want 5", ran.Load())
 	}
-	if s := b.Stats(); s.Threads != 0 {
-		t.Fatalf("threads after Shutdown = %d", s.Threads)
+	if s := b.Stats(); s.Goroutines != 0 {
+		t.Fatalf("goroutines after Shutdown = %d", s.Goroutines)
 	}
 	// Idle goroutines are told to exit too.
 	b2 := NewBlockingPool()

@@ -25,8 +25,8 @@
 // result back to its loop. For TCP, vnet.Offload (a task on a [Pool]) and
 // vnet.OffloadBlocking (on a [BlockingPool]), in package
 // github.com/veloq/veloq/net; for HTTP, vhttp.Offloaded and
-// vhttp.OffloadedBlocking wrap a handler, and vhttp.StdOnPool and
-// vhttp.StdOnBlockingPool place FromStd handlers, in package
+// vhttp.OffloadedBlocking wrap a handler, and vhttp.WithStdPool and
+// vhttp.WithStdBlockingPool place FromStd handlers, in package
 // github.com/veloq/veloq/http.
 //
 // A panic in a task never takes a worker down: it is recovered, logged with

@@ -7,9 +7,11 @@ import (
 	"sync/atomic"
 )
 
-// Loop runs functions on one goroutine, such as a veloq loop's thread;
-// *vnet.Loop (package github.com/veloq/veloq/net) satisfies it.
-type Loop interface {
+// Poster runs posted functions on one goroutine, such as a veloq loop's
+// thread; *vnet.Loop (package github.com/veloq/veloq/net) satisfies it.
+// It is named for its one method, as io.Reader is: it is not a loop of
+// this package's own.
+type Poster interface {
 	// Post arranges for fn to run on the loop's goroutine. It returns an
 	// error if the loop no longer accepts work.
 	Post(fn func()) error
@@ -59,7 +61,7 @@ const (
 )
 
 type cont[T any] struct {
-	loop Loop
+	loop Poster
 	fn   func(T, error)
 	next *cont[T]
 }
@@ -253,7 +255,7 @@ func (f *Future[T]) Done() <-chan struct{} {
 // or right away if it already is. Continuations are posted in the order they
 // were registered. If l refuses the post (a closed loop), fn is not called
 // and the refusal is logged.
-func (f *Future[T]) OnLoop(l Loop, fn func(T, error)) {
+func (f *Future[T]) OnLoop(l Poster, fn func(T, error)) {
 	c := &cont[T]{loop: l, fn: fn}
 	for {
 		head := f.conts.Load()
@@ -268,7 +270,7 @@ func (f *Future[T]) OnLoop(l Loop, fn func(T, error)) {
 	}
 }
 
-func (f *Future[T]) post(l Loop, fn func(T, error)) {
+func (f *Future[T]) post(l Poster, fn func(T, error)) {
 	v, err := f.val, f.err
 	if perr := l.Post(func() { fn(v, err) }); perr != nil && f.log != nil {
 		f.log.Error("executor: future continuation dropped", "err", perr)

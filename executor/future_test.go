@@ -205,7 +205,7 @@ func TestFutureConcurrentObservers(t *testing.T) {
 }
 
 func TestSubmitBlocking(t *testing.T) {
-	b := NewBlockingPool(WithMaxGoroutines(1), WithQueueSize(0))
+	b := NewBlockingPool(WithMaxGoroutines(1), WithQueueSize(-1))
 	defer func() { _ = b.Shutdown(context.Background()) }()
 	ctx := context.Background()
 	gate := make(chan struct{})

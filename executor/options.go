@@ -89,16 +89,18 @@ func WithMaxGoroutines(n int) BlockingOption {
 }
 
 // WithQueueSize bounds the number of tasks that wait for a goroutine when all
-// are busy. Zero means no queue: a task is accepted only if a goroutine can
-// take it at once. Negative values select the default, 1024.
+// are busy. Zero selects the default, 1024, as zero does in every other
+// option; a negative n means no queue: a task is accepted only if a
+// goroutine can take it at once (as a negative net.Dialer.KeepAlive, or
+// veloq's negative timeouts, turn the feature off).
 func WithQueueSize(n int) BlockingOption {
 	return func(c *blockingConfig) { c.queueSize = n }
 }
 
-// WithThreadIdleTimeout sets how long an idle goroutine of a BlockingPool
+// WithGoroutineIdleTimeout sets how long an idle goroutine of a BlockingPool
 // waits for work before it exits. Values of zero or below select the
 // default, 10s.
-func WithThreadIdleTimeout(d time.Duration) BlockingOption {
+func WithGoroutineIdleTimeout(d time.Duration) BlockingOption {
 	return func(c *blockingConfig) { c.idleTimeout = d }
 }
 
@@ -109,7 +111,7 @@ func WithBlockingLogger(l *slog.Logger) BlockingOption {
 }
 
 func newBlockingConfig(opts []BlockingOption) blockingConfig {
-	c := blockingConfig{queueSize: -1}
+	var c blockingConfig
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -118,8 +120,11 @@ func newBlockingConfig(opts []BlockingOption) blockingConfig {
 	if c.maxGoroutines < 1 {
 		c.maxGoroutines = 64
 	}
-	if c.queueSize < 0 {
+	switch {
+	case c.queueSize == 0:
 		c.queueSize = 1024
+	case c.queueSize < 0:
+		c.queueSize = 0 // no queue
 	}
 	if c.idleTimeout <= 0 {
 		c.idleTimeout = 10 * time.Second

@@ -41,20 +41,22 @@ func TestWithStealing(t *testing.T) {
 
 func TestBlockingConfigDefaults(t *testing.T) {
 	tests := []struct {
-		name    string
-		opts    []BlockingOption
-		threads int
-		queue   int
-		idle    time.Duration
+		name       string
+		opts       []BlockingOption
+		goroutines int
+		queue      int
+		idle       time.Duration
 	}{
 		{"defaults", nil, 64, 1024, 10 * time.Second},
-		{"explicit", []BlockingOption{WithMaxGoroutines(4), WithQueueSize(0), WithThreadIdleTimeout(time.Second)}, 4, 0, time.Second},
-		{"invalid falls back", []BlockingOption{WithMaxGoroutines(-2), WithQueueSize(-1), WithThreadIdleTimeout(0)}, 64, 1024, 10 * time.Second},
+		{"explicit", []BlockingOption{WithMaxGoroutines(4), WithQueueSize(16), WithGoroutineIdleTimeout(time.Second)}, 4, 16, time.Second},
+		{"no queue", []BlockingOption{WithQueueSize(-1)}, 64, 0, 10 * time.Second},
+		{"zero is the default", []BlockingOption{WithMaxGoroutines(0), WithQueueSize(0), WithGoroutineIdleTimeout(0)}, 64, 1024, 10 * time.Second},
+		{"invalid falls back", []BlockingOption{WithMaxGoroutines(-2), WithGoroutineIdleTimeout(-1)}, 64, 1024, 10 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newBlockingConfig(tt.opts)
-			if c.maxGoroutines != tt.threads || c.queueSize != tt.queue || c.idleTimeout != tt.idle || c.logger == nil {
+			if c.maxGoroutines != tt.goroutines || c.queueSize != tt.queue || c.idleTimeout != tt.idle || c.logger == nil {
 				t.Fatalf("config = %+v", c)
 			}
 		})

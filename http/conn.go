@@ -504,7 +504,7 @@ func (cs *conn) handOver(h vnet.Handler) {
 	cs.timer.Stop()
 	cs.phase = phaseHijacked
 	c := cs.c
-	c.SetContext(nil)
+	c.SetValue(nil)
 	c.SetHandler(h)
 	ls.recycle(cs) // nothing refers to cs any more; not to be used below
 	h.OnOpen(c)

@@ -12,7 +12,7 @@ import (
 // Router matched the connection's last request, else the type of the
 // handler given to NewServer (the wrapped net/http handler's for FromStd).
 func (h netHandler) Describe(c *vnet.Conn) string {
-	if cs, ok := c.Context().(*conn); ok && cs.pattern != "" {
+	if cs, ok := c.Value().(*conn); ok && cs.pattern != "" {
 		return "route " + cs.pattern
 	}
 	if sh, ok := h.s.h.(*stdHandler); ok {

@@ -400,7 +400,7 @@ func TestDetachSlowReader(t *testing.T) {
 		for _, proto := range []string{"http1", "h2c"} {
 			t.Run(proto, func(t *testing.T) {
 				p := &pacer{total: total, part: bytes.Repeat([]byte("x"), 32<<10)}
-				s := startServer(t, b, p, WithLoops(1))
+				s := startServer(t, b, p, WithNetOptions(vnet.WithLoops(1)))
 				var body io.Reader
 				if proto == "http1" {
 					c, br := rawConn(t, s)
@@ -436,11 +436,11 @@ func TestDetachSlowReader(t *testing.T) {
 func TestDetachShutdownWaits(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		rc := make(chan *Responder, 1)
-		s := NewServer(HandlerFunc(func(w *ResponseWriter, req *Request) {
+		s := newServer(t, HandlerFunc(func(w *ResponseWriter, req *Request) {
 			r, err := w.Detach()
 			require.NoError(t, err)
 			rc <- r
-		}), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+		}), WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(2)), WithLogger(testLogger(t)))
 		_, err := s.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		c, br := rawConn(t, s)
@@ -587,7 +587,7 @@ func TestDetachStaleResponder(t *testing.T) {
 			stale.End()
 			res <- result{n, err, werr, r.Header().Has("X-Stale")}
 			r.Loop().AfterFunc(time.Millisecond, func() { r.Respond(StatusOK, []byte("second")) })
-		}), WithLoops(1))
+		}), WithNetOptions(vnet.WithLoops(1)))
 		c, br := rawConn(t, s)
 		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 		_, body := readResponse(t, br, "GET")
@@ -611,14 +611,14 @@ func TestDetachStaleResponder(t *testing.T) {
 func TestDetachHTTP2ShutdownAndPanic(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		rc := make(chan *Responder, 1)
-		s := NewServer(HandlerFunc(func(w *ResponseWriter, req *Request) {
+		s := newServer(t, HandlerFunc(func(w *ResponseWriter, req *Request) {
 			r, err := w.Detach()
 			require.NoError(t, err)
 			if string(req.Path) == "/panic" {
 				panic("after detach")
 			}
 			rc <- r
-		}), WithBackend(b), WithLoops(1), WithLogger(slog.New(slog.DiscardHandler)))
+		}), WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(1)), WithLogger(slog.New(slog.DiscardHandler)))
 		_, err := s.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		cl := h2Client(nil)
@@ -681,7 +681,7 @@ func TestDetachStaleWakeUp(t *testing.T) {
 			r.WhenWritable(func(error) {})
 			aWaited.Store(r.Buffered() > stdOutHigh) // the wait stays registered
 			r.End()
-		}), WithLoops(1))
+		}), WithNetOptions(vnet.WithLoops(1)))
 		a, _ := rawConn(t, s)
 		io.WriteString(a, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
 		require.Eventually(t, aWaited.Load, 5*time.Second, time.Millisecond)

@@ -31,7 +31,7 @@
 // coder/websocket work unchanged), NewResponseController deadlines and
 // the usual context values. Each request runs on a goroutine of its own by
 // default, so handlers that block cost a goroutine and cannot starve the
-// others; [StdOnBlockingPool] bounds those goroutines and [StdOnPool]
+// others; [WithStdBlockingPool] bounds those goroutines and [WithStdPool]
 // puts CPU-bound handlers on the stealable pool. A FromStd handler below a
 // fast middleware runs the same way.
 //
@@ -48,7 +48,7 @@
 // per connection, none while its handler waits on a stalled client.
 // [Limits] bound the head (16 KiB, 100 fields, an 8 KiB target) and
 // collected bodies (4 MiB); a streamed body has its own, optional limit
-// ([StdMaxBodyBytes]).
+// ([WithStdMaxBodyBytes]).
 //
 // # HTTP/2
 //

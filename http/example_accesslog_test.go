@@ -8,6 +8,7 @@ import (
 	"os"
 
 	vhttp "github.com/veloq/veloq/http"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // An access log: one slog record per request, whatever the handler style
@@ -31,10 +32,13 @@ func ExampleAccessLog() {
 	r.HandleFunc("GET /hello/{name}", func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		w.WriteString("hello " + string(r.PathValue("name")))
 	})
-	s := vhttp.NewServer(r, vhttp.WithLoops(1), vhttp.WithCompletion(vhttp.ChainCompletion(
+	s, err := vhttp.NewServer(r, vhttp.WithNetOptions(vnet.WithLoops(1)), vhttp.WithCompletion(vhttp.ChainCompletion(
 		vhttp.AccessLog(logger),
 		func(*vhttp.Completion) { logged <- struct{}{} },
 	)))
+	if err != nil {
+		panic(err)
+	}
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	vhttp "github.com/veloq/veloq/http"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // A handler detaches its answer and returns at once; a timer on the same
 // loop completes it later, with no goroutine waiting. A proxy does the
 // same from the callbacks of its upstream connection.
 func ExampleResponseWriter_Detach() {
-	s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+	s, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		rs, err := w.Detach()
 		if err != nil {
 			w.WriteHeader(vhttp.StatusInternalServerError)
@@ -28,7 +29,10 @@ func ExampleResponseWriter_Detach() {
 			rs.End()
 		})
 		rs.OnGone(func() { timer.Stop() }) // the client left: nothing to do
-	}), vhttp.WithLoops(1))
+	}), vhttp.WithNetOptions(vnet.WithLoops(1)))
+	if err != nil {
+		panic(err)
+	}
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}

@@ -11,15 +11,19 @@ import (
 	"time"
 
 	vhttp "github.com/veloq/veloq/http"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // PublishExpvar puts a server's counters among the variables that
 // expvar.Handler serves: a program that imports expvar and serves
 // net/http's DefaultServeMux has them at /debug/vars.
 func ExamplePublishExpvar() {
-	s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+	s, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		w.WriteString("hello")
-	}), vhttp.WithLoops(1))
+	}), vhttp.WithNetOptions(vnet.WithLoops(1)))
+	if err != nil {
+		panic(err)
+	}
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}

@@ -24,7 +24,10 @@ func ExampleFileServer() {
 
 	mux := vhttp.NewRouter()
 	mux.Handle("GET /static/", vhttp.StripPrefix("/static", vhttp.FileServer(dir)))
-	s := vhttp.NewServer(mux)
+	s, err := vhttp.NewServer(mux)
+	if err != nil {
+		panic(err)
+	}
 	addr, err := s.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)
@@ -56,7 +59,7 @@ func ExampleServeFile() {
 	defer os.RemoveAll(dir)
 	os.WriteFile(filepath.Join(dir, "report.json"), []byte(`{"a":1}`), 0o644)
 
-	s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+	s, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		if name, _ := r.QueryValue("name"); string(name) != "report" {
 			w.WriteHeader(vhttp.StatusNotFound)
 			return
@@ -64,6 +67,9 @@ func ExampleServeFile() {
 		w.Header().Set("Cache-Control", "no-cache")
 		vhttp.ServeFile(w, r, filepath.Join(dir, "report.json"))
 	}))
+	if err != nil {
+		panic(err)
+	}
 	addr, err := s.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)

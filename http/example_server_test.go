@@ -10,16 +10,20 @@ import (
 	"time"
 
 	vhttp "github.com/veloq/veloq/http"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // A Server serves a Handler on veloq's loops. A fast handler like this one
 // runs inline on the loop: the request is a view into the
 // connection's input and nothing is allocated.
 func Example() {
-	s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+	s, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintf(w, "%s %s, %d body bytes", r.Method, r.Path, len(r.Body))
-	}), vhttp.WithLoops(1), vhttp.WithReadHeaderTimeout(5*time.Second))
+	}), vhttp.WithNetOptions(vnet.WithLoops(1)), vhttp.WithReadHeaderTimeout(5*time.Second))
+	if err != nil {
+		panic(err)
+	}
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}
@@ -43,7 +47,10 @@ func ExampleFromStd() {
 	mux.HandleFunc("GET /users/{id}", func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		fmt.Fprintf(w, "user %s", r.PathValue("id"))
 	})
-	s := vhttp.NewServer(vhttp.FromStd(mux), vhttp.WithLoops(1))
+	s, err := vhttp.NewServer(vhttp.FromStd(mux), vhttp.WithNetOptions(vnet.WithLoops(1)))
+	if err != nil {
+		panic(err)
+	}
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}
@@ -76,7 +83,9 @@ func ExampleListenAndServe() {
 	ln.Close()
 
 	served := make(chan error, 1)
-	go func() { served <- vhttp.ListenAndServe(ctx, "tcp", addr, h, 5*time.Second, vhttp.WithLoops(1)) }()
+	go func() {
+		served <- vhttp.ListenAndServe(ctx, "tcp", addr, h, 5*time.Second, vhttp.WithNetOptions(vnet.WithLoops(1)))
+	}()
 	var resp *nethttp.Response
 	for range 100 { // until the server listens
 		if resp, err = nethttp.Get("http://" + addr + "/"); err == nil {
@@ -114,7 +123,10 @@ func ExampleRouter() {
 			next.ServeHTTP(w, r)
 		})
 	}
-	s := vhttp.NewServer(vhttp.Chain(m, logged), vhttp.WithLoops(1))
+	s, err := vhttp.NewServer(vhttp.Chain(m, logged), vhttp.WithNetOptions(vnet.WithLoops(1)))
+	if err != nil {
+		panic(err)
+	}
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		panic(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	vhttp "github.com/veloq/veloq/http"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // Server.ListenAndServe is the one-call form that keeps the Server: it
@@ -25,7 +26,10 @@ func ExampleServer_ListenAndServe() {
 	addr := ln.Addr().String()
 	ln.Close()
 
-	s := vhttp.NewServer(h, vhttp.WithLoops(1))
+	s, err := vhttp.NewServer(h, vhttp.WithNetOptions(vnet.WithLoops(1)))
+	if err != nil {
+		panic(err)
+	}
 	ctx, stop := context.WithCancel(context.Background()) // signal.NotifyContext(ctx, os.Interrupt) in main
 	served := make(chan error, 1)
 	go func() { served <- s.ListenAndServe(ctx, "tcp", addr, 5*time.Second) }()

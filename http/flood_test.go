@@ -28,7 +28,7 @@ import (
 func TestPipelinedFloodKeepsLoopFair(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		const n = 20000
-		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, r *Request) { w.Write(r.Path) }), WithLoops(1))
+		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, r *Request) { w.Write(r.Path) }), WithNetOptions(vnet.WithLoops(1)))
 		addr := s.Addr().String()
 
 		flood, err := net.Dial("tcp", addr)

@@ -243,7 +243,7 @@ func TestFileServerClientCloseReleases(t *testing.T) {
 		require.NoError(t, f.Truncate(64<<20))
 		f.Close()
 		before := backendtest.CountFDs(t)
-		s := NewServer(FileServer(dir), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+		s := newServer(t, FileServer(dir), WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(2)), WithLogger(testLogger(t)))
 		_, err = s.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		for i := range 4 {
@@ -481,7 +481,7 @@ func TestServerLeavesMIMETablesUnloaded(t *testing.T) {
 		var m0, m1 runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&m0)
-		s := NewServer(FromStd(nethttp.NotFoundHandler()))
+		s := newServer(t, FromStd(nethttp.NotFoundHandler()))
 		runtime.GC()
 		runtime.ReadMemStats(&m1)
 		runtime.KeepAlive(s)

@@ -164,7 +164,7 @@ func TestHTTP2Floods(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		for _, fl := range floods {
 			t.Run(fl.name, func(t *testing.T) {
-				s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+				s := startServer(t, b, HandlerFunc(testHandler), WithNetOptions(vnet.WithLoops(1)))
 				good := dialH2(t, s.Addr().String())
 				require.NoError(t, good.write(good.get(1, "/")))
 				require.Equal(t, 200, good.status(1))
@@ -190,7 +190,7 @@ func TestHTTP2Floods(t *testing.T) {
 // it, and decodes none of it.
 func TestHTTP2ContinuationFlood(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+		s := startServer(t, b, HandlerFunc(testHandler), WithNetOptions(vnet.WithLoops(1)))
 		r := dialH2(t, s.Addr().String())
 		frag := bytes.Repeat([]byte{0x40, 0x01, 'x', 0x01, 'y'}, 3000) // 15 KB of literals
 		out := h2.AppendHeader(nil, h2.Header{Length: uint32(len(frag)), Type: h2.TypeHeaders, Stream: 1})
@@ -209,7 +209,7 @@ func TestHTTP2ContinuationFlood(t *testing.T) {
 // on.
 func TestHTTP2HPACKBomb(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+		s := startServer(t, b, HandlerFunc(testHandler), WithNetOptions(vnet.WithLoops(1)))
 		r := dialH2(t, s.Addr().String())
 		r.eb.Reset()
 		for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":path", "/"}, {":authority", "x"}} {
@@ -235,7 +235,7 @@ func TestHTTP2ZeroWindowClientBounded(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		big := bytes.Repeat([]byte("z"), 256<<10)
 		h := HandlerFunc(func(w *ResponseWriter, r *Request) { _, _ = w.Write(big) })
-		s := startServer(t, b, h, WithLoops(1))
+		s := startServer(t, b, h, WithNetOptions(vnet.WithLoops(1)))
 		r := dialH2(t, s.Addr().String(), h2.Setting{ID: h2.SettingInitialWindowSize, Val: 0})
 		before := vmRSS(t)
 		var out []byte
@@ -261,7 +261,7 @@ func TestHTTP2StreamLimit(t *testing.T) {
 			<-hold
 			_, _ = io.WriteString(w, "done")
 		}))
-		s := startServer(t, b, h, WithLoops(1))
+		s := startServer(t, b, h, WithNetOptions(vnet.WithLoops(1)))
 		t.Cleanup(func() { close(hold) }) // before the server's shutdown
 		r := dialH2(t, s.Addr().String())
 		var out []byte
@@ -287,7 +287,7 @@ func TestHTTP2StreamLimit(t *testing.T) {
 // A stream ID lower than one already opened is a connection error.
 func TestHTTP2StreamIDRegression(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+		s := startServer(t, b, HandlerFunc(testHandler), WithNetOptions(vnet.WithLoops(1)))
 		r := dialH2(t, s.Addr().String())
 		require.NoError(t, r.write(append(r.get(5, "/"), r.get(3, "/")...)))
 		require.Equal(t, h2.StreamClosed, r.goAway())
@@ -300,7 +300,7 @@ func TestHTTP2StreamIDRegression(t *testing.T) {
 // connection error STREAM_CLOSED.
 func TestHTTP2FramesOnClosedStreams(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+		s := startServer(t, b, HandlerFunc(testHandler), WithNetOptions(vnet.WithLoops(1)))
 		r := dialH2(t, s.Addr().String())
 		require.NoError(t, r.write(r.get(1, "/")))
 		require.Equal(t, 200, r.status(1))
@@ -331,7 +331,7 @@ func TestHTTP2FramesOnClosedStreams(t *testing.T) {
 // for (or hold) its payload.
 func TestHTTP2OversizedFrame(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+		s := startServer(t, b, HandlerFunc(testHandler), WithNetOptions(vnet.WithLoops(1)))
 		r := dialH2(t, s.Addr().String())
 		hdr := h2.AppendHeader(nil, h2.Header{Length: h2.MinMaxFrameSize + 1, Type: h2.TypeData, Stream: 1})
 		require.NoError(t, r.write(hdr)) // the header alone: 16,385 bytes announced, none sent
@@ -395,7 +395,7 @@ func TestHTTP2RapidResetFromStd(t *testing.T) {
 					}
 					hd.wait(r, release)
 				}))
-				s := startServer(t, b, h, WithLoops(1))
+				s := startServer(t, b, h, WithNetOptions(vnet.WithLoops(1)))
 				closeRelease := sync.OnceFunc(func() { close(release) })
 				t.Cleanup(closeRelease) // before the server's shutdown
 				good := dialH2(t, s.Addr().String())
@@ -442,7 +442,7 @@ func TestHTTP2FromStdResetHandlersBounded(t *testing.T) {
 			defer running.Add(-1)
 			<-release // ignores its context
 		}))
-		s := startServer(t, b, h, WithLoops(1))
+		s := startServer(t, b, h, WithNetOptions(vnet.WithLoops(1)))
 		closeRelease := sync.OnceFunc(func() { close(release) })
 		t.Cleanup(closeRelease) // before the server's shutdown
 		r := dialH2(t, s.Addr().String())

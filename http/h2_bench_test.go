@@ -31,7 +31,7 @@ func BenchmarkServerH2(b *testing.B) {
 }
 
 func benchH2(b *testing.B, be vnet.Backend, depth int) {
-	s := startServer(b, be, HandlerFunc(testHandler), WithLoops(1))
+	s := startServer(b, be, HandlerFunc(testHandler), WithNetOptions(vnet.WithLoops(1)))
 	c, err := net.Dial("tcp", s.Addr().String())
 	if err != nil {
 		b.Fatal(err)

@@ -25,7 +25,7 @@ func TestHTTP2FrameOnIdleEvenStream(t *testing.T) {
 		"RST_STREAM":    h2.AppendRSTStream(nil, 2, h2.Cancel),
 	}
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+		s := startServer(t, b, HandlerFunc(testHandler), WithNetOptions(vnet.WithLoops(1)))
 		for name, f := range frames {
 			t.Run(name, func(t *testing.T) {
 				r := dialH2(t, s.Addr().String())
@@ -78,7 +78,7 @@ func h2UntilClose(r *rawH2) map[h2.Type][]h2.Header {
 // read-body timeout (60 s by default; the test allows 5).
 func TestHTTP2FINWhileBodyPending(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+		s := startServer(t, b, HandlerFunc(testHandler), WithNetOptions(vnet.WithLoops(1)))
 		r := dialH2(t, s.Addr().String())
 		r.dead = time.Now().Add(5 * time.Second)
 		out := h2.AppendHeaders(nil, 1, false, r.block("POST", "/echo"), h2.MinMaxFrameSize)
@@ -106,7 +106,7 @@ func TestHTTP2FINWhileBodyPendingFromStd(t *testing.T) {
 			readErr <- err
 			w.WriteHeader(StatusBadRequest)
 		}))
-		s := startServer(t, b, h, WithLoops(1))
+		s := startServer(t, b, h, WithNetOptions(vnet.WithLoops(1)))
 		r := dialH2(t, s.Addr().String())
 		r.dead = time.Now().Add(5 * time.Second)
 		out := h2.AppendHeaders(nil, 1, false, r.block("POST", "/echo"), h2.MinMaxFrameSize)
@@ -129,7 +129,7 @@ func TestHTTP2FINWhileBodyPendingFromStd(t *testing.T) {
 // without one.
 func TestHTTP2BodyTimeoutGoAway(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1), WithReadBodyTimeout(200*time.Millisecond))
+		s := startServer(t, b, HandlerFunc(testHandler), WithNetOptions(vnet.WithLoops(1)), WithReadBodyTimeout(200*time.Millisecond))
 		r := dialH2(t, s.Addr().String())
 		r.dead = time.Now().Add(5 * time.Second)
 		require.NoError(t, r.write(h2.AppendHeaders(nil, 3, false, r.block("POST", "/echo"), h2.MinMaxFrameSize)))
@@ -156,7 +156,7 @@ func TestHTTP2BodyTimeoutGoAway(t *testing.T) {
 // runs while only the client's window is awaited).
 func TestHTTP2FINWhileAnswerAwaitsWindow(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+		s := startServer(t, b, HandlerFunc(testHandler), WithNetOptions(vnet.WithLoops(1)))
 		r := dialH2(t, s.Addr().String(), h2.Setting{ID: h2.SettingInitialWindowSize, Val: 0})
 		r.dead = time.Now().Add(5 * time.Second)
 		require.NoError(t, r.write(r.get(1, "/")))

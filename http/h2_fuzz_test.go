@@ -56,7 +56,7 @@ func FuzzHTTP2Frames(f *testing.F) {
 		}
 		// The server's warnings about the bad frames are the point of the
 		// run, not news: they are dropped.
-		s := startServer(f, b, HandlerFunc(testHandler), WithLoops(1), WithReadBodyTimeout(time.Second), WithLogger(slog.New(slog.DiscardHandler)))
+		s := startServer(f, b, HandlerFunc(testHandler), WithNetOptions(vnet.WithLoops(1)), WithReadBodyTimeout(time.Second), WithLogger(slog.New(slog.DiscardHandler)))
 		addrs = append(addrs, s.Addr().String())
 	}
 	f.Fuzz(func(t *testing.T, frames []byte) {

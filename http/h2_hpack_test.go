@@ -47,7 +47,7 @@ func TestH2HPACKTablesPerConnection(t *testing.T) {
 		w.WriteString("tag " + string(v))
 	})
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		s := startServer(t, b, echoTag, WithLoops(1))
+		s := startServer(t, b, echoTag, WithNetOptions(vnet.WithLoops(1)))
 		addr := s.Addr().String()
 		tests := []struct {
 			conn int // which client connection sends

@@ -81,7 +81,7 @@ func TestHTTP2StdUnreadBodyReset(t *testing.T) {
 			}
 			_, _ = io.WriteString(w, "not reading it")
 		}))
-		s := startServer(t, b, h, WithLoops(1))
+		s := startServer(t, b, h, WithNetOptions(vnet.WithLoops(1)))
 		for i := range 40 {
 			if !t.Run(strconv.Itoa(i), func(t *testing.T) { unreadBodyReset(t, s.Addr().String()) }) {
 				return

@@ -72,7 +72,7 @@ func TestHTTP2GoClient(t *testing.T) {
 						cfg = testCert().ClientConfig("localhost")
 						scheme = "https"
 					}
-					s := startServer(t, b, h, append(opts, WithLoops(1))...)
+					s := startServer(t, b, h, append(opts, WithNetOptions(vnet.WithLoops(1)))...)
 					url := scheme + "://localhost:" + portOf(s.Addr())
 					cl := h2Client(cfg)
 					defer cl.CloseIdleConnections()
@@ -157,7 +157,7 @@ func TestHTTP2StdStreamingAndTrailers(t *testing.T) {
 			w.Header().Set("X-Sum", fmt.Sprint(n))
 			w.Header().Set(nethttp.TrailerPrefix+"X-Late", "yes")
 		}))
-		s := startServer(t, b, h, WithLoops(1))
+		s := startServer(t, b, h, WithNetOptions(vnet.WithLoops(1)))
 		cl := h2Client(nil)
 		defer cl.CloseIdleConnections()
 		pr, pw := io.Pipe()
@@ -233,7 +233,7 @@ func TestHTTP2ShutdownGoAway(t *testing.T) {
 			<-release
 			_, _ = io.WriteString(w, "late")
 		}))
-		s := NewServer(h, WithBackend(b), WithLoops(1), WithLogger(testLogger(t)))
+		s := newServer(t, h, WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(1)), WithLogger(testLogger(t)))
 		_, err := s.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		cl := h2Client(nil)
@@ -278,7 +278,7 @@ func TestHTTP2FileServer(t *testing.T) {
 	_, _ = rand.Read(data)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.bin"), data, 0o644))
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		s := startServer(t, b, FileServer(dir), WithLoops(1))
+		s := startServer(t, b, FileServer(dir), WithNetOptions(vnet.WithLoops(1)))
 		cl := h2Client(nil)
 		defer cl.CloseIdleConnections()
 		url := "http://127.0.0.1:" + portOf(s.Addr()) + "/big.bin"

@@ -129,7 +129,7 @@ func (w *ResponseWriter) reset(ex exchange, body []byte) {
 // h.OnData if the client sent bytes after the request; every later event
 // (OnData, OnEOF when h implements it, OnClose) goes to h, and the server's
 // timeouts, limits and connection count no longer apply to it. The
-// connection context (Conn.Context) is h's to set.
+// connection's value (Conn.Value, Conn.SetValue) is h's to set.
 //
 // Only a handler running inline on the loop can hijack; an offloaded one
 // gets [ErrHijackUnavailable]. As in net/http, Server.Shutdown does not

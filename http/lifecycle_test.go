@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/veloq/veloq/internal/backendtest"
+
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -65,7 +67,7 @@ func TestUnixUnnamedRemoteAddr(t *testing.T) {
 		for _, tc := range handlers {
 			t.Run(tc.name, func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "veloq.sock")
-				s := NewServer(tc.h, WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+				s := newServer(t, tc.h, WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(2)), WithLogger(testLogger(t)))
 				_, err := s.Listen("unix", path)
 				require.NoError(t, err)
 				defer s.Close()
@@ -92,7 +94,7 @@ func TestServerListenAndServe(t *testing.T) {
 		for _, st := range stops {
 			t.Run(st.name, func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "veloq.sock")
-				s := NewServer(HandlerFunc(testHandler), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+				s := newServer(t, HandlerFunc(testHandler), WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(2)), WithLogger(testLogger(t)))
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				served := make(chan error, 1)
@@ -158,7 +160,7 @@ func TestShutdownLeavesHijacked(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		for _, tc := range handlers {
 			t.Run(tc.name, func(t *testing.T) {
-				s := NewServer(tc.h, WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+				s := newServer(t, tc.h, WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(2)), WithLogger(testLogger(t)))
 				addr, err := s.Listen("tcp", "127.0.0.1:0")
 				require.NoError(t, err)
 				t.Cleanup(func() { s.Close() })
@@ -222,7 +224,7 @@ func TestRegisterOnShutdown(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewServer(HandlerFunc(testHandler))
+			s := newServer(t, HandlerFunc(testHandler))
 			ran := make(chan struct{}, 2)
 			s.RegisterOnShutdown(func() { ran <- struct{}{} })
 			s.RegisterOnShutdown(func() { ran <- struct{}{} })
@@ -234,4 +236,27 @@ func TestRegisterOnShutdown(t *testing.T) {
 			require.Eventually(t, func() bool { return len(ran) == 2 }, 10*time.Second, time.Millisecond)
 		})
 	}
+}
+
+// NewServer starts the loops, as vnet.NewServer does: the TCP server and
+// its statistics are there before Listen (a metrics collector can be
+// registered at once), and Close releases the loops of a server that
+// never listened.
+func TestNewServerStartsLoops(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		before := backendtest.CountFDs(t)
+		s := newServer(t, HandlerFunc(testHandler), WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(2)), WithLogger(testLogger(t)))
+		ns := s.NetServer()
+		require.NotNil(t, ns)
+		require.Len(t, ns.Loops(), 2)
+		require.Equal(t, b, ns.Backend())
+		require.Zero(t, s.Stats().Conns)
+		require.Nil(t, s.Addr())
+		require.NoError(t, s.Close())
+		require.ErrorIs(t, s.NetServer().Loops()[0].Post(func() {}), vnet.ErrClosed)
+		require.Eventually(t, func() bool { return backendtest.CountFDs(t) <= before }, 10*time.Second, 5*time.Millisecond,
+			"descriptors: %d before, %s after", before, listFDs())
+		_, err := s.Listen("tcp", "127.0.0.1:0")
+		require.ErrorIs(t, err, ErrServerClosed)
+	})
 }

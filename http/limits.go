@@ -31,7 +31,7 @@ type Limits struct {
 	// Content-Length or chunked (default 4 MiB). Exceeding it is a 413.
 	// It applies to bodies the server collects for fast handlers; a
 	// FromStd handler's streamed body has its own limit
-	// ([StdMaxBodyBytes]).
+	// ([WithStdMaxBodyBytes]).
 	MaxBodyBytes int64
 }
 

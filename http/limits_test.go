@@ -97,7 +97,7 @@ func TestFromStdBodyLimit(t *testing.T) {
 		}
 
 		// Bounded.
-		s = startServer(t, b, FromStd(count, StdMaxBodyBytes(1000)))
+		s = startServer(t, b, FromStd(count, WithStdMaxBodyBytes(1000)))
 		status, body := post(s, 1000, false)
 		require.Equal(t, 200, status)
 		require.Equal(t, "1000 <nil>", body)

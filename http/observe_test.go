@@ -99,7 +99,7 @@ func TestBlockedLoopNamesRoute(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				var logs backendtest.Buffer
-				s := startServer(t, b, tc.h, WithLoops(1),
+				s := startServer(t, b, tc.h, WithNetOptions(vnet.WithLoops(1)),
 					WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
 					WithNetOptions(vnet.WithLoopConfig(vnet.Config{BlockThreshold: 20 * time.Millisecond})))
 				c, br := rawConn(t, s)

@@ -136,12 +136,6 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithLoops sets the number of reactor loops (see [vnet.WithLoops]).
-func WithLoops(n int) Option { return WithNetOptions(vnet.WithLoops(n)) }
-
-// WithBackend chooses the I/O backend (see [vnet.WithBackend]).
-func WithBackend(b vnet.Backend) Option { return WithNetOptions(vnet.WithBackend(b)) }
-
 // WithTLS serves HTTPS: every connection is TLS with cfg (see
 // [vnet.WithTLS]: the handshake never makes the loop wait for the peer,
 // records are encrypted and decrypted on the loop, and handlers are
@@ -170,8 +164,20 @@ func WithTLS(cfg *tls.Config) Option {
 // any other bad line, and every one with HTTP/2 off, gets 400 Bad Request.
 func WithHTTP2(on bool) Option { return func(o *serverOptions) { o.noHTTP2 = !on } }
 
-// WithNetOptions passes options through to the TCP server underneath
-// (loops, backend, pinning, balancing, buffer sizes...).
+// WithNetOptions passes options through to the TCP server underneath:
+// the number of loops ([vnet.WithLoops]), the backend
+// ([vnet.WithBackend]), pinning, balancing, buffer sizes, where TLS
+// handshakes run ([vnet.WithTLSHandshakeOffLoop]):
+//
+//	s, err := vhttp.NewServer(h, vhttp.WithNetOptions(vnet.WithLoops(4), vnet.WithBackend(vnet.BackendEpoll)))
+//
+// There is one way to set each: an option of this package exists only
+// where the HTTP server itself acts on the setting. [WithTLS] is one (the
+// server sets ALPN's "h2" and "http/1.1" by [WithHTTP2]), so TLS is not
+// passed here as vnet.WithTLS, whose ALPN would offer no HTTP/2;
+// [WithLogger] is another (the server's own logs). Every option of the engine alone,
+// the loops and the backend among them, goes through WithNetOptions, so
+// no setting has two names. Options apply in order: a later one wins.
 func WithNetOptions(opts ...vnet.Option) Option {
 	return func(o *serverOptions) { o.net = append(o.net, opts...) }
 }

@@ -85,8 +85,11 @@ type Server struct {
 	bodyBytes atomic.Int64 // body buffer capacity held by all connections
 }
 
-// NewServer returns a server for h. It serves nothing until Listen.
-func NewServer(h Handler, opts ...Option) *Server {
+// NewServer starts the loops that will serve h, as [vnet.NewServer] does,
+// with the same errors (an invalid option, a loop that cannot start). It
+// listens nowhere yet: call Listen (or use the package-level
+// ListenAndServe), and Close or Shutdown to stop the loops.
+func NewServer(h Handler, opts ...Option) (*Server, error) {
 	s := &Server{pipeBufs: bufpool.NewPool(), done: make(chan struct{})}
 	for _, opt := range opts {
 		opt(&s.opts)
@@ -113,7 +116,17 @@ func NewServer(h Handler, opts ...Option) *Server {
 		s.limits.MaxBodyBytes = s.std.bodyLimit()
 		s.stdSrv.Handler = s.std.h
 	}
-	return s
+	ns, err := vnet.NewServer(netHandler{s}, s.opts.net...)
+	if err != nil {
+		return nil, err
+	}
+	loops := ns.Loops()
+	s.loops = make([]*loopState, len(loops))
+	for _, l := range loops {
+		s.loops[l.ID()] = newLoopState(s)
+	}
+	s.ns = ns
+	return s, nil
 }
 
 // Listen starts serving on network ("tcp", "tcp4", "tcp6" or "unix") and
@@ -126,18 +139,8 @@ func (s *Server) Listen(network, address string) (net.Addr, error) {
 	if s.closed {
 		return nil, ErrServerClosed
 	}
-	if s.ns == nil {
+	if s.stdSrv.Addr == "" {
 		s.stdSrv.Addr = address
-		ns, err := vnet.NewServer(netHandler{s}, s.opts.net...)
-		if err != nil {
-			return nil, err
-		}
-		loops := ns.Loops()
-		s.loops = make([]*loopState, len(loops))
-		for _, l := range loops {
-			s.loops[l.ID()] = newLoopState(s)
-		}
-		s.ns = ns
 	}
 	return s.ns.Listen(network, address)
 }
@@ -149,7 +152,11 @@ func (s *Server) Listen(network, address string) (net.Addr, error) {
 // followed by [Server.ListenAndServe]; use those two to keep the Server
 // (for Stats) while it runs.
 func ListenAndServe(ctx context.Context, network, address string, h Handler, grace time.Duration, opts ...Option) error {
-	return NewServer(h, opts...).ListenAndServe(ctx, network, address, grace)
+	s, err := NewServer(h, opts...)
+	if err != nil {
+		return err
+	}
+	return s.ListenAndServe(ctx, network, address, grace)
 }
 
 // ListenAndServe listens on network and address and serves until ctx is
@@ -158,7 +165,10 @@ func ListenAndServe(ctx context.Context, network, address string, h Handler, gra
 // cut and context.DeadlineExceeded is returned. The caller keeps the
 // Server for Stats and the like while this runs:
 //
-//	s := vhttp.NewServer(h)
+//	s, err := vhttp.NewServer(h)
+//	if err != nil {
+//		return err
+//	}
 //	go s.ListenAndServe(ctx, "tcp", ":8080", 10*time.Second)
 //
 // When Shutdown or Close is called meanwhile, it returns ErrServerClosed
@@ -186,14 +196,11 @@ func (s *Server) ListenAndServe(ctx context.Context, network, address string, gr
 func (s *Server) Addr() net.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ns == nil {
-		return nil
-	}
 	return s.ns.Addr()
 }
 
-// NetServer returns the TCP server underneath (nil before Listen), for its
-// loops and statistics.
+// NetServer returns the TCP server underneath, for its loops and
+// statistics.
 func (s *Server) NetServer() *vnet.Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -228,10 +235,8 @@ func (s *Server) shutdown(ctx context.Context, hooks bool) error {
 	close(s.done)
 	ns := s.ns
 	var netCtx context.Context
-	if ns != nil {
-		netCtx, s.cutNet = context.WithCancel(context.Background())
-		s.netDone = make(chan struct{})
-	}
+	netCtx, s.cutNet = context.WithCancel(context.Background())
+	s.netDone = make(chan struct{})
 	s.mu.Unlock()
 	s.shutting.Store(true)
 	for _, ls := range s.loops {
@@ -245,9 +250,6 @@ func (s *Server) shutdown(ctx context.Context, hooks bool) error {
 		_ = s.stdSrv.Shutdown(ctx)
 	} else {
 		_ = s.stdSrv.Close()
-	}
-	if ns == nil {
-		return nil
 	}
 	// Stop accepting before returning, as net/http does, whatever the
 	// connections left.
@@ -293,13 +295,10 @@ func (s *Server) RegisterOnShutdown(f func()) {
 func (s *Server) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := s.shutdown(ctx, false)
+	_ = s.shutdown(ctx, false) // its errors are in netErr too, complete once done is closed
 	s.mu.Lock()
 	cut, done := s.cutNet, s.netDone
 	s.mu.Unlock()
-	if cut == nil { // never listened
-		return closeErrors(err)
-	}
 	cut()
 	<-done
 	return s.netErr
@@ -514,7 +513,7 @@ func (h netHandler) OnOpen(c *vnet.Conn) {
 	cs.srv, cs.ls, cs.c = s, ls, c
 	cs.parser.Limits = h1.Limits(s.limits)
 	cs.dec.Limits = h1.Limits(s.limits)
-	c.SetContext(cs)
+	c.SetValue(cs)
 	ls.conns.add(cs)
 	cs.phase = phaseNew
 	cs.phaseStart = cs.now()
@@ -535,12 +534,12 @@ func (h netHandler) OnOpen(c *vnet.Conn) {
 	}
 }
 
-func (h netHandler) OnData(c *vnet.Conn) { c.Context().(*conn).onData() }
+func (h netHandler) OnData(c *vnet.Conn) { c.Value().(*conn).onData() }
 
-func (h netHandler) OnEOF(c *vnet.Conn) { c.Context().(*conn).onEOF() }
+func (h netHandler) OnEOF(c *vnet.Conn) { c.Value().(*conn).onEOF() }
 
 func (h netHandler) OnClose(c *vnet.Conn, err error) {
-	cs := c.Context().(*conn)
+	cs := c.Value().(*conn)
 	cs.ls.conns.remove(cs)
 	cs.srv.active.Add(-1)
 	cs.timer.Stop()

@@ -144,7 +144,7 @@ func benchServe(b *testing.B, be vnet.Backend, depth int, h Handler) {
 }
 
 func benchServeTarget(b *testing.B, be vnet.Backend, depth int, h Handler, target string, opts ...Option) {
-	s := NewServer(h, append([]Option{WithBackend(be), WithLoops(1), WithLogger(testLogger(b))}, opts...)...)
+	s := newServer(b, h, append([]Option{WithNetOptions(vnet.WithBackend(be), vnet.WithLoops(1)), WithLogger(testLogger(b))}, opts...)...)
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		b.Fatal(err)
 	}

@@ -31,12 +31,22 @@ func forEachBackend(t *testing.T, f func(t *testing.T, b vnet.Backend)) {
 // testLogger is the shared test logger (backendtest.Logger).
 func testLogger(t testing.TB) *slog.Logger { return backendtest.Logger(t) }
 
+// newServer is NewServer for a test: it fails the test on an error.
+func newServer(tb testing.TB, h Handler, opts ...Option) *Server {
+	tb.Helper()
+	s, err := NewServer(h, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
 // startServer serves h on 127.0.0.1:0 with two loops and shuts it down at
 // the end of the test.
 func startServer(t testing.TB, b vnet.Backend, h Handler, opts ...Option) *Server {
 	t.Helper()
-	opts = append([]Option{WithBackend(b), WithLoops(2), WithLogger(testLogger(t))}, opts...)
-	s := NewServer(h, opts...)
+	opts = append([]Option{WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(2)), WithLogger(testLogger(t))}, opts...)
+	s := newServer(t, h, opts...)
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +490,7 @@ func TestServerMaxConns(t *testing.T) {
 
 func TestServerPanic(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+		s := startServer(t, b, HandlerFunc(testHandler), WithNetOptions(vnet.WithLoops(1)))
 		other, obr := rawConn(t, s)
 		io.WriteString(other, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 		readResponse(t, obr, "GET")
@@ -542,7 +552,7 @@ func TestServerShutdownFinishesInFlight(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 			io.WriteString(w, "finished")
 		})
-		s := NewServer(FromStd(h), WithBackend(b), WithLoops(2), WithLogger(testLogger(t)))
+		s := newServer(t, FromStd(h), WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(2)), WithLogger(testLogger(t)))
 		if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 			t.Fatal(err)
 		}

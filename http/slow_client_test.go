@@ -30,7 +30,7 @@ func TestPipelinedLargeAnswersWaitForDrain(t *testing.T) {
 		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, r *Request) {
 			w.Header().SetBytes([]byte("X-Path"), r.Path)
 			w.Write(body)
-		}), WithLoops(1))
+		}), WithNetOptions(vnet.WithLoops(1)))
 		c, br := rawConn(t, s)
 		var burst []byte
 		for i := range n {
@@ -77,7 +77,7 @@ func TestSilentConnectionClosedAtHeadTimeout(t *testing.T) {
 func TestSilentConnectionsClosedTogether(t *testing.T) {
 	const silent = 2000
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1),
+		s := startServer(t, b, HandlerFunc(testHandler), WithNetOptions(vnet.WithLoops(1)),
 			WithReadHeaderTimeout(300*time.Millisecond), WithNextRequestTimeout(time.Minute))
 		live, liveBr := rawConn(t, s)
 		get := func() {

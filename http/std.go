@@ -58,9 +58,9 @@ const (
 // stops arriving fails the handler's Body.Read with [ErrBodyReadTimeout]
 // after the read-body timeout ([WithReadBodyTimeout]).
 //
-// The options choose where the handler runs ([StdOnBlockingPool] bounds
-// the goroutines, [StdOnPool] runs CPU-bound handlers that never block on
-// the stealable pool) and bound the streamed body ([StdMaxBodyBytes]). A
+// The options choose where the handler runs ([WithStdBlockingPool] bounds
+// the goroutines, [WithStdPool] runs CPU-bound handlers that never block on
+// the stealable pool) and bound the streamed body ([WithStdMaxBodyBytes]). A
 // nil option is ignored, so FromStd(h, nil) is the default.
 //
 // Below the root, called on the loop by a fast handler chain (e.g. a
@@ -80,7 +80,11 @@ func FromStd(h nethttp.Handler, opts ...StdOption) Handler {
 	return sh
 }
 
-// A StdOption configures a [FromStd] handler.
+// A StdOption configures a [FromStd] handler. Its options are the
+// WithStd... functions; it is a type of its own, not an [Option], so that
+// a FromStd option cannot be passed to [NewServer] by mistake, nor a
+// Server's option to FromStd (as executor.BlockingOption is apart from
+// executor.Option).
 type StdOption func(*stdConfig)
 
 type stdConfig struct {
@@ -89,13 +93,13 @@ type stdConfig struct {
 	maxBody  int64 // <= 0: unlimited
 }
 
-// StdMaxBodyBytes bounds a FromStd handler's request body, which streams
+// WithStdMaxBodyBytes bounds a FromStd handler's request body, which streams
 // to the handler through a small buffer rather than being collected: a
 // larger Content-Length, or a chunked body that grows past n, is answered
 // with 413 Content Too Large. n <= 0 means no limit, which is the default,
 // as in net/http (whose handlers bound bodies with http.MaxBytesReader).
 // The server's [Limits.MaxBodyBytes] does not apply to streamed bodies.
-func StdMaxBodyBytes(n int64) StdOption {
+func WithStdMaxBodyBytes(n int64) StdOption {
 	return func(c *stdConfig) { c.maxBody = n }
 }
 
@@ -108,20 +112,20 @@ func (sh *stdHandler) bodyLimit() int64 {
 	return math.MaxInt64
 }
 
-// StdOnPool runs the handler on the stealable pool p instead of on a
+// WithStdPool runs the handler on the stealable pool p instead of on a
 // goroutine of its own. Only for CPU-bound handlers that never block: a
 // handler waiting on its request body, a lock or the network holds one of
 // p's few workers meanwhile, and a handful of slow clients can then stall
 // every request. A nil p means the default.
-func StdOnPool(p *executor.Pool) StdOption {
+func WithStdPool(p *executor.Pool) StdOption {
 	return func(c *stdConfig) { c.pool, c.blocking = p, nil }
 }
 
-// StdOnBlockingPool runs the handler on b, whose goroutines are bounded
+// WithStdBlockingPool runs the handler on b, whose goroutines are bounded
 // and reused: blocking is fine there. When b is saturated (all its
 // goroutines busy and its queue full) the request is answered with
 // 503 Service Unavailable. A nil b means the default.
-func StdOnBlockingPool(b *executor.BlockingPool) StdOption {
+func WithStdBlockingPool(b *executor.BlockingPool) StdOption {
 	return func(c *stdConfig) { c.blocking, c.pool = b, nil }
 }
 

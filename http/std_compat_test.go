@@ -56,7 +56,7 @@ func TestFromStdContextValues(t *testing.T) {
 			addr, _ := r.Context().Value(nethttp.LocalAddrContextKey).(net.Addr)
 			fmt.Fprintf(w, "%v %v", addr, srv.ReadHeaderTimeout)
 		})
-		s := NewServer(FromStd(h), WithBackend(b), WithLoops(1), WithLogger(testLogger(t)), WithReadHeaderTimeout(3*time.Second))
+		s := newServer(t, FromStd(h), WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(1)), WithLogger(testLogger(t)), WithReadHeaderTimeout(3*time.Second))
 		if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 			t.Fatal(err)
 		}

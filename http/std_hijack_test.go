@@ -120,7 +120,7 @@ func TestFromStdHijackAfterHead(t *testing.T) {
 			io.WriteString(conn, "raw bytes")
 			// conn is left open: the server's Close closes it.
 		})
-		s := NewServer(FromStd(h), WithBackend(b), WithLoops(1), WithLogger(testLogger(t)))
+		s := newServer(t, FromStd(h), WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(1)), WithLogger(testLogger(t)))
 		if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 			t.Fatal(err)
 		}

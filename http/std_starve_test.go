@@ -26,7 +26,7 @@ func TestFromStdBlockingHandlersRunConcurrently(t *testing.T) {
 			opt  StdOption
 		}{
 			{"goroutine", nil},
-			{"blocking-pool", StdOnBlockingPool(testBlockingPool(t, 64))},
+			{"blocking-pool", WithStdBlockingPool(testBlockingPool(t, 64))},
 		}
 		for _, m := range modes {
 			t.Run(m.name, func(t *testing.T) {

@@ -62,13 +62,13 @@ func stdModes(t *testing.T) []struct {
 		opt  StdOption
 	}{
 		{"goroutine", nil},
-		{"blocking-pool", StdOnBlockingPool(testBlockingPool(t, 8))},
-		{"stealable-pool", StdOnPool(testPool(t))},
+		{"blocking-pool", WithStdBlockingPool(testBlockingPool(t, 8))},
+		{"stealable-pool", WithStdPool(testPool(t))},
 	}
 }
 
-func testBlockingPool(t testing.TB, threads int) *executor.BlockingPool {
-	p := executor.NewBlockingPool(executor.WithMaxGoroutines(threads), executor.WithBlockingLogger(testLogger(t)))
+func testBlockingPool(t testing.TB, goroutines int) *executor.BlockingPool {
+	p := executor.NewBlockingPool(executor.WithMaxGoroutines(goroutines), executor.WithBlockingLogger(testLogger(t)))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

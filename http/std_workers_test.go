@@ -88,7 +88,7 @@ func TestFromStdWorkersNeverQueue(t *testing.T) {
 			started <- struct{}{}
 			<-release
 			io.WriteString(w, "ok")
-		})), WithLoops(1))
+		})), WithNetOptions(vnet.WithLoops(1)))
 		conns := make([]*bufio.Reader, n)
 		for i := range conns {
 			c, br := rawConn(t, s)

@@ -108,9 +108,9 @@ func TestHTTPSPipelined(t *testing.T) {
 // A TLS server needs a certificate: NewServer says so instead of failing
 // every handshake.
 func TestHTTPSNeedsCertificate(t *testing.T) {
-	s := NewServer(HandlerFunc(testHandler), WithTLS(&tls.Config{}), WithLoops(1))
-	_, err := s.Listen("tcp", "127.0.0.1:0")
+	s, err := NewServer(HandlerFunc(testHandler), WithTLS(&tls.Config{}), WithNetOptions(vnet.WithLoops(1)))
 	require.ErrorContains(t, err, "no certificate")
+	require.Nil(t, s)
 }
 
 // Real clients over HTTPS: curl (OpenSSL) on TLS 1.2 and 1.3, and

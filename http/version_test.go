@@ -159,7 +159,7 @@ func TestServerNotHTTPVersion(t *testing.T) {
 // client cut off after "P" gets a close, no SETTINGS or GOAWAY.
 func TestServerPrefacePrefix(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		s := startServer(t, b, HandlerFunc(testHandler), WithLoops(1))
+		s := startServer(t, b, HandlerFunc(testHandler), WithNetOptions(vnet.WithLoops(1)))
 		// quiet asserts that the server sends nothing while it cannot
 		// tell HTTP/1 from HTTP/2 (it used to send SETTINGS at once).
 		quiet := func(t *testing.T, c net.Conn) {

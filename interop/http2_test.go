@@ -30,11 +30,14 @@ import (
 // startHTTP serves h on 127.0.0.1 with one loop, over TLS when secure.
 func startHTTP(t *testing.T, b vnet.Backend, h vhttp.Handler, secure bool) string {
 	t.Helper()
-	opts := []vhttp.Option{vhttp.WithBackend(b), vhttp.WithLoops(1)}
+	opts := []vhttp.Option{vhttp.WithNetOptions(vnet.WithBackend(b)), vhttp.WithNetOptions(vnet.WithLoops(1))}
 	if secure {
 		opts = append(opts, vhttp.WithTLS(selfsigned.Shared().ServerConfig()))
 	}
-	s := vhttp.NewServer(h, opts...)
+	s, err := vhttp.NewServer(h, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	addr, err := s.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	// Close, not Shutdown: h2spec leaves streams waiting for bodies it

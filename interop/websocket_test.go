@@ -90,7 +90,10 @@ func TestWebSocketThroughFromStd(t *testing.T) {
 				mux := nethttp.NewServeMux()
 				mux.Handle("GET /ws", srv.h)
 				mux.HandleFunc("GET /plain", func(w nethttp.ResponseWriter, r *nethttp.Request) { fmt.Fprint(w, "plain") })
-				s := vhttp.NewServer(vhttp.FromStd(mux), vhttp.WithBackend(b), vhttp.WithLoops(2))
+				s, err := vhttp.NewServer(vhttp.FromStd(mux), vhttp.WithNetOptions(vnet.WithBackend(b)), vhttp.WithNetOptions(vnet.WithLoops(2)))
+				if err != nil {
+					t.Fatal(err)
+				}
 				if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 					t.Fatal(err)
 				}

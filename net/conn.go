@@ -100,7 +100,7 @@ type Conn struct {
 	// another; spliceDst moves another's input to this one.
 	spliceSrc, spliceDst *splice
 
-	ctx          any
+	value        any
 	laddr, raddr net.Addr
 }
 
@@ -130,11 +130,11 @@ func (c *Conn) Loop() *Loop { return c.loop }
 // write or close it.
 func (c *Conn) Fd() int { return c.fd }
 
-// Context returns the value stored with SetContext.
-func (c *Conn) Context() any { return c.ctx }
+// Value returns the value stored with SetValue (nil if none).
+func (c *Conn) Value() any { return c.value }
 
-// SetContext stores a per-connection value for the handler.
-func (c *Conn) SetContext(v any) { c.ctx = v }
+// SetValue stores a per-connection value for the handler.
+func (c *Conn) SetValue(v any) { c.value = v }
 
 // SetHandler hands the connection to h: every event after the current
 // callback (OnData, OnEOF, OnClose) goes to h instead of the handler it had.

@@ -41,8 +41,7 @@
 //   - A port in use is refused; [WithPortSharing] shares it on purpose.
 //
 // [ErrClosed] is the standard library's net.ErrClosed, so errors.Is works
-// with either name. Package reactor, where the engine used to live, only
-// holds deprecated aliases of this package's names.
+// with either name.
 //
 // # Relays
 //
@@ -157,7 +156,9 @@
 // made elsewhere), [Config] (a loop's settings; [WithLoopConfig] passes
 // them to a Server), [ProbeUring] (can this process run io_uring), and
 // [WithCompletionBudget] (completions per iteration). Each of their doc
-// comments says so first. How the engine works (the loop's iteration,
+// comments says so first. The package's engine example builds two loops,
+// hands one a listening socket of its own and dials it from the other.
+// How the engine works (the loop's iteration,
 // park and wake, the backend boundary, the memory rules, splicing) is
 // written once, in ARCHITECTURE.md at the root of the repository.
 package net

@@ -80,11 +80,11 @@ func ExampleConn_ForwardTo() {
 				client.Abort(err)
 				return
 			}
-			client.SetContext(b)
+			client.SetValue(b)
 		},
-		Data: func(client *vnet.Conn) { note(relay(client, client.Context().(*vnet.Conn))) },
+		Data: func(client *vnet.Conn) { note(relay(client, client.Value().(*vnet.Conn))) },
 		Close: func(client *vnet.Conn, err error) {
-			if b, ok := client.Context().(*vnet.Conn); ok {
+			if b, ok := client.Value().(*vnet.Conn); ok {
 				b.Close()
 			}
 		},

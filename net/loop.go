@@ -52,9 +52,8 @@ type Loop struct {
 	nconn     atomic.Int64
 	udp       udpLoop // datagram sockets (udp_loop.go)
 
-	cache    *bufpool.Cache
-	pipes    []spipe // empty splice pipes kept for reuse, oldest first
-	pipeTrim *Timer  // closes the pipes idle for pipeIdle (trimPipes)
+	cache  *bufpool.Cache
+	splice loopSplice // splice pipes kept for reuse (splice.go)
 	// chunk is the io_uring receive buffer being presented to conn's
 	// OnData (ForwardTo may keep it: kept). The receive buffers kept and
 	// not yet recycled are counted in stats.heldBufs, which ForwardTo also
@@ -64,18 +63,8 @@ type Loop struct {
 		bid  int32 // -1: not a receive buffer (epoll)
 		kept bool
 	}
-	// TLS scratch (tls.go): decrypted input, plaintext output, Writev's
-	// gathered buffers.
-	tlsPlain, tlsOut, tlsJoin []byte
-	// TLS handshakes that run on the loop (tls_handshake.go): the
-	// connections with a step due, and whether runTLSSteps is deferred.
-	tlsSteps    []*Conn
-	tlsStepping bool
-	tlsRun      func()    // runTLSSteps, made once
-	tlsIdle     []*hsCoro // idle handshake coroutines, for the next handshakes
-	// noCachestat: the kernel has no cachestat(2), so SendFile never
-	// sends on the loop (sendfile.go's sendCached).
-	noCachestat bool
+	tls   loopTLS   // TLS scratch and handshakes (tls.go, tls_handshake.go)
+	files loopFiles // SendFile's state (sendfile.go)
 
 	outPeak   int    // largest pending output of one connection (Stats.PeakConnOutput)
 	inPeak    int    // largest buffered input of one connection (Stats.PeakConnInput)

@@ -37,7 +37,7 @@ func TestOffloadResumesOnOwnLoopInOrder(t *testing.T) {
 			}
 			line := string(in[:i])
 			c.Discard(i + 1)
-			openLoop := c.Context().(int)
+			openLoop := c.Value().(int)
 			Offload(context.Background(), p, c, func(context.Context) (int, error) {
 				n, err := strconv.Atoi(line)
 				return n * 2, err
@@ -54,7 +54,7 @@ func TestOffloadResumesOnOwnLoopInOrder(t *testing.T) {
 				}
 				c.Write([]byte(strconv.Itoa(v) + "\n"))
 			})
-		}, Open: func(c *Conn) { c.SetContext(c.Loop().ID()) }}
+		}, Open: func(c *Conn) { c.SetValue(c.Loop().ID()) }}
 		s := startServer(t, b, h)
 		c := dial(t, s)
 		c.SetDeadline(time.Now().Add(20 * time.Second))

@@ -76,6 +76,13 @@ type fileSend struct {
 	err         error
 }
 
+// loopFiles is a loop's SendFile state.
+type loopFiles struct {
+	// noCachestat: the kernel has no cachestat(2), so SendFile never
+	// sends on the loop (sendCached).
+	noCachestat bool
+}
+
 // sendfileMax bounds what one pool task sends, so that a large file on a
 // slow disk does not hold a pool goroutine for long at a time.
 const sendfileMax = 4 << 20
@@ -391,13 +398,13 @@ func (l *Loop) fileNext(fs *fileSend) {
 // read while the loop waits; the window is one system call wide.
 func (l *Loop) sendCached(fs *fileSend) bool {
 	want := min(fs.left, sendfileMax)
-	if l.noCachestat || fs.noCachestat {
+	if l.files.noCachestat || fs.noCachestat {
 		return false
 	}
 	cached, err := pageCached(fs.fd, fs.off, want)
 	switch {
 	case err == unix.ENOSYS: // the kernel's (before Linux 6.5): asked once per loop
-		l.noCachestat = true
+		l.files.noCachestat = true
 	case err == unix.EOPNOTSUPP: // the file's filesystem
 		fs.noCachestat = true
 	}

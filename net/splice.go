@@ -51,6 +51,12 @@ type spipe struct {
 	pooled int64 // loop clock when it went into the pool
 }
 
+// loopSplice is a loop's splice state.
+type loopSplice struct {
+	pipes []spipe // empty pipes kept for reuse, oldest first
+	trim  *Timer  // closes the pipes idle for pipeIdle (trimPipes)
+}
+
 // splice moves src's input to dst through a pipe, one pipe load at a time:
 // splice(src → pipe) only into an empty pipe (so EAGAIN unambiguously
 // means "src has nothing"), then splice(pipe → dst) until the pipe is
@@ -331,9 +337,9 @@ func (l *Loop) spliceTeardown(c *Conn) {
 // need. The kernel gives out the lowest free descriptor, so when a new
 // pipe's is past half the soft limit, at least half the table is in use.
 func (l *Loop) getPipe() (spipe, error) {
-	if n := len(l.pipes); n > 0 {
-		p := l.pipes[n-1]
-		l.pipes = l.pipes[:n-1]
+	if n := len(l.splice.pipes); n > 0 {
+		p := l.splice.pipes[n-1]
+		l.splice.pipes = l.splice.pipes[:n-1]
 		return p, nil
 	}
 	var fds [2]int
@@ -359,17 +365,17 @@ func (l *Loop) getPipe() (spipe, error) {
 
 // putPipe keeps an empty pipe for reuse and closes anything else.
 func (l *Loop) putPipe(p spipe, empty bool) {
-	if !empty || l.stopping || len(l.pipes) >= poolCap() {
+	if !empty || l.stopping || len(l.splice.pipes) >= poolCap() {
 		closePipe(p)
 		return
 	}
 	p.pooled = l.now
-	l.pipes = append(l.pipes, p)
+	l.splice.pipes = append(l.splice.pipes, p)
 	switch {
-	case l.pipeTrim == nil:
-		l.pipeTrim = l.AfterFunc(pipeIdle, l.trimPipes)
-	case !l.pipeTrim.Pending():
-		l.pipeTrim.Reset(pipeIdle)
+	case l.splice.trim == nil:
+		l.splice.trim = l.AfterFunc(pipeIdle, l.trimPipes)
+	case !l.splice.trim.Pending():
+		l.splice.trim.Reset(pipeIdle)
 	}
 }
 
@@ -396,23 +402,23 @@ func softFDLimit() uint64 {
 // the newest, so the pool is ordered oldest first.
 func (l *Loop) trimPipes() {
 	n := 0
-	for n < len(l.pipes) && l.now-l.pipes[n].pooled >= int64(pipeIdle) {
-		closePipe(l.pipes[n])
+	for n < len(l.splice.pipes) && l.now-l.splice.pipes[n].pooled >= int64(pipeIdle) {
+		closePipe(l.splice.pipes[n])
 		n++
 	}
-	l.pipes = append(l.pipes[:0], l.pipes[n:]...)
-	if len(l.pipes) > 0 {
-		l.pipeTrim.Reset(time.Duration(l.pipes[0].pooled + int64(pipeIdle) - l.now))
+	l.splice.pipes = append(l.splice.pipes[:0], l.splice.pipes[n:]...)
+	if len(l.splice.pipes) > 0 {
+		l.splice.trim.Reset(time.Duration(l.splice.pipes[0].pooled + int64(pipeIdle) - l.now))
 	}
 }
 
 // closePipes closes the pooled pipes when the loop stops.
 func (l *Loop) closePipes() {
-	for _, p := range l.pipes {
+	for _, p := range l.splice.pipes {
 		closePipe(p)
 	}
-	l.pipes = nil
-	l.pipeTrim.Stop()
+	l.splice.pipes = nil
+	l.splice.trim.Stop()
 }
 
 func closePipe(p spipe) {

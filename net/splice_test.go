@@ -47,7 +47,7 @@ type splicePair struct {
 
 func (p *spliceProxy) OnOpen(c *vnet.Conn) {
 	pr := &splicePair{client: c}
-	c.SetContext(pr)
+	c.SetValue(pr)
 	if p.mode == "hold" {
 		c.HoldData()
 	} else {
@@ -93,16 +93,16 @@ func (p *spliceProxy) forward(pr *splicePair, src, dst *vnet.Conn, dir int) {
 }
 
 func (p *spliceProxy) OnData(c *vnet.Conn) {
-	pr := c.Context().(*splicePair)
+	pr := c.Value().(*splicePair)
 	p.forward(pr, c, pr.backend, 0)
 }
 
 func (p *spliceProxy) OnEOF(c *vnet.Conn) {
-	c.Context().(*splicePair).backend.CloseWrite()
+	c.Value().(*splicePair).backend.CloseWrite()
 }
 
 func (p *spliceProxy) OnClose(c *vnet.Conn, err error) {
-	if pr, ok := c.Context().(*splicePair); ok && pr.backend != nil {
+	if pr, ok := c.Value().(*splicePair); ok && pr.backend != nil {
 		p.sideClosed(pr.backend, err)
 	}
 	if p.closed != nil {
@@ -759,10 +759,10 @@ func copyPairHandler(t *testing.T, addr string, hold func(*vnet.Conn), pairs cha
 				c.Abort(err)
 				return
 			}
-			c.SetContext(b)
+			c.SetValue(b)
 		},
-		Data: func(c *vnet.Conn) { copyTo(c, c.Context().(*vnet.Conn)) },
-		EOF:  func(c *vnet.Conn) { c.Context().(*vnet.Conn).CloseWrite() },
+		Data: func(c *vnet.Conn) { copyTo(c, c.Value().(*vnet.Conn)) },
+		EOF:  func(c *vnet.Conn) { c.Value().(*vnet.Conn).CloseWrite() },
 	}
 }
 

@@ -188,13 +188,13 @@ func TestHalfCloseRelay(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b Backend) {
 		// The backend answers once it has the whole request (its EOF).
 		backend := startServer(t, b, &HandlerFuncs{
-			Open: func(c *Conn) { c.SetContext(&bytes.Buffer{}) },
+			Open: func(c *Conn) { c.SetValue(&bytes.Buffer{}) },
 			Data: func(c *Conn) {
 				in, _ := c.Next(-1)
-				c.Context().(*bytes.Buffer).Write(in)
+				c.Value().(*bytes.Buffer).Write(in)
 			},
 			EOF: func(c *Conn) {
-				c.Write(append([]byte("got "), c.Context().(*bytes.Buffer).Bytes()...))
+				c.Write(append([]byte("got "), c.Value().(*bytes.Buffer).Bytes()...))
 				c.Close()
 			},
 		})

@@ -143,6 +143,19 @@ type tlsAcceptor struct {
 	inner Handler
 }
 
+// loopTLS is a loop's TLS state, shared by its connections.
+type loopTLS struct {
+	// Scratch: decrypted input, plaintext output, Writev's gathered
+	// buffers.
+	plain, out, join []byte
+	// Handshakes that run on the loop (tls_handshake.go): the connections
+	// with a step due, and whether runTLSSteps is deferred.
+	steps    []*Conn
+	stepping bool
+	run      func()    // runTLSSteps, made once
+	idle     []*hsCoro // idle handshake coroutines, for the next handshakes
+}
+
 // tlsLayer is one connection's TLS state. What only the handshake needs
 // is in its transport's hs, dropped at the hand-over: an established
 // connection keeps its tls.Conn, the transport's record cut and the ALPN
@@ -173,7 +186,7 @@ type tlsHandshake struct {
 
 	// An on-loop handshake (tls_handshake.go), all the loop's.
 	onLoop bool
-	queued bool    // in the loop's tlsSteps
+	queued bool    // in the loop's tls.steps
 	co     *hsCoro // the coroutine running it, from its first step until it ended
 	err    error   // its error, once it ended (nil: handed over)
 
@@ -392,7 +405,7 @@ func (l *Loop) tlsInput(c *Conn, t *tlsLayer, in []byte) {
 // io.EOF after the peer's close_notify, and crypto/tls's otherwise.
 func (l *Loop) tlsDecrypt(t *tlsLayer, in []byte) ([]byte, error) {
 	t.tr.cur = in
-	buf := l.tlsPlain[:0]
+	buf := l.tls.plain[:0]
 	var err error
 	for {
 		if cap(buf)-len(buf) < tlsMinRead {
@@ -416,7 +429,7 @@ func (l *Loop) tlsDecrypt(t *tlsLayer, in []byte) ([]byte, error) {
 	}
 	t.tr.cur = nil
 	if cap(buf) <= tlsPlainKeep {
-		l.tlsPlain = buf[:0]
+		l.tls.plain = buf[:0]
 	}
 	return buf, err
 }
@@ -541,16 +554,16 @@ func (c *Conn) NegotiatedProtocol() string {
 // tlsAvail is AvailableBuffer for a TLS connection: the loop's plaintext
 // output scratch, empty.
 func (l *Loop) tlsAvail() []byte {
-	if l.tlsOut == nil {
-		l.tlsOut = make([]byte, 0, tlsMinRead)
+	if l.tls.out == nil {
+		l.tls.out = make([]byte, 0, tlsMinRead)
 	}
-	return l.tlsOut[:0]
+	return l.tls.out[:0]
 }
 
 // tlsGather joins bufs (n bytes in all) in the loop's gather scratch, so
 // that Writev makes one record of them.
 func (l *Loop) tlsGather(bufs [][]byte, n int) []byte {
-	b := l.tlsJoin[:0]
+	b := l.tls.join[:0]
 	if cap(b) < n {
 		b = make([]byte, 0, max(n, tlsMinRead))
 	}
@@ -558,7 +571,7 @@ func (l *Loop) tlsGather(bufs [][]byte, n int) []byte {
 		b = append(b, p...)
 	}
 	if cap(b) <= tlsPlainKeep {
-		l.tlsJoin = b[:0]
+		l.tls.join = b[:0]
 	}
 	return b
 }

@@ -12,7 +12,7 @@ package net
 //     the loop back, and the loop resumes it (a step) once the peer's next
 //     flight, its FIN or the end arrived. Its writes go straight to the
 //     connection's output. No goroutine is parked on the peer and no
-//     thread hands work to another. Steps wait in the loop's tlsSteps and
+//     thread hands work to another. Steps wait in the loop's tls.steps and
 //     run after a batch of events, within tlsStepBudget per iteration, so
 //     a flood of handshakes delays established connections by about that
 //     much per iteration, however many handshakes are waiting.
@@ -232,8 +232,8 @@ func (l *Loop) tlsWake(c *Conn, t *tlsLayer) {
 		return
 	}
 	h.queued = true
-	l.tlsSteps = append(l.tlsSteps, c)
-	if !l.tlsStepping {
+	l.tls.steps = append(l.tls.steps, c)
+	if !l.tls.stepping {
 		l.deferTLSSteps()
 	}
 }
@@ -242,16 +242,16 @@ func (l *Loop) tlsWake(c *Conn, t *tlsLayer) {
 // tlsStepBudget is spent; the rest wait for the next iteration, which
 // polls the kernel without blocking first.
 func (l *Loop) runTLSSteps() {
-	l.tlsStepping = false
+	l.tls.stepping = false
 	// Answers the batch produced leave before handshakes compute.
 	l.flush()
-	run := l.tlsSteps
-	l.tlsSteps = nil
+	run := l.tls.steps
+	l.tls.steps = nil
 	start := l.clock()
 	for i, c := range run {
 		if i > 0 && l.clock()-start >= tlsStepBudget {
 			// Left over first, then those queued meanwhile.
-			l.tlsSteps = append(run[i:], l.tlsSteps...)
+			l.tls.steps = append(run[i:], l.tls.steps...)
 			break
 		}
 		run[i] = nil
@@ -262,7 +262,7 @@ func (l *Loop) runTLSSteps() {
 			}
 		}
 	}
-	if len(l.tlsSteps) > 0 && !l.tlsStepping {
+	if len(l.tls.steps) > 0 && !l.tls.stepping {
 		l.deferTLSSteps()
 	}
 }
@@ -270,15 +270,15 @@ func (l *Loop) runTLSSteps() {
 // deferTLSSteps has runTLSSteps run after the current batch, through one
 // func value made once per loop rather than a method value per iteration.
 func (l *Loop) deferTLSSteps() {
-	if l.tlsRun == nil {
-		l.tlsRun = l.runTLSSteps
+	if l.tls.run == nil {
+		l.tls.run = l.runTLSSteps
 	}
-	l.tlsStepping = true
-	l.Defer(l.tlsRun)
+	l.tls.stepping = true
+	l.Defer(l.tls.run)
 }
 
 // hsCoro is a coroutine that runs a loop's on-loop handshakes, one after
-// another: between two it waits, idle, in the loop's tlsIdle, keeping the
+// another: between two it waits, idle, in the loop's tls.idle, keeping the
 // stack a handshake grew (a fresh goroutine's stack grows by copying
 // several times during a handshake: 3.7% of a server's CPU under a flood
 // of full handshakes, measured with pprof).
@@ -317,10 +317,10 @@ func (l *Loop) tlsStep(c *Conn, t *tlsLayer) {
 		if h.err != nil {
 			return // it failed; its connection is closing
 		}
-		if n := len(l.tlsIdle); n > 0 {
-			h.co = l.tlsIdle[n-1]
-			l.tlsIdle[n-1] = nil
-			l.tlsIdle = l.tlsIdle[:n-1]
+		if n := len(l.tls.idle); n > 0 {
+			h.co = l.tls.idle[n-1]
+			l.tls.idle[n-1] = nil
+			l.tls.idle = l.tls.idle[:n-1]
 		} else {
 			h.co = newHSCoro()
 		}
@@ -346,8 +346,8 @@ func (l *Loop) resume(h *tlsHandshake) (ended bool) {
 		return false
 	}
 	h.co = nil
-	if len(l.tlsIdle) < maxIdleCoros {
-		l.tlsIdle = append(l.tlsIdle, co)
+	if len(l.tls.idle) < maxIdleCoros {
+		l.tls.idle = append(l.tls.idle, co)
 	} else {
 		co.stop()
 	}
@@ -365,10 +365,10 @@ func (l *Loop) abandonHandshake(h *tlsHandshake) {
 
 // stopHandshakes ends the loop's idle handshake coroutines as it stops.
 func (l *Loop) stopHandshakes() {
-	for _, co := range l.tlsIdle {
+	for _, co := range l.tls.idle {
 		co.stop()
 	}
-	l.tlsIdle = nil
+	l.tls.idle = nil
 }
 
 // readOnLoop is an on-loop handshake's Read: with no ciphertext buffered

@@ -77,7 +77,10 @@ func ExampleNewHTTPCollector() {
 		w.WriteString("hello")
 	})
 	reqs := vprom.NewRequestCollector()
-	s := vhttp.NewServer(r, vhttp.WithLoops(1), vhttp.WithCompletion(reqs.Observe))
+	s, err := vhttp.NewServer(r, vhttp.WithNetOptions(vnet.WithLoops(1)), vhttp.WithCompletion(reqs.Observe))
+	if err != nil {
+		panic(err)
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(vprom.NewHTTPCollector(s), reqs) // before Listen: zeros until then

@@ -22,9 +22,12 @@ import (
 // at cleanup.
 func startHTTP(t *testing.T, b vnet.Backend, h vhttp.Handler) *vhttp.Server {
 	t.Helper()
-	s := vhttp.NewServer(h, vhttp.WithBackend(b), vhttp.WithLoops(1),
+	s, err := vhttp.NewServer(h, vhttp.WithNetOptions(vnet.WithBackend(b)), vhttp.WithNetOptions(vnet.WithLoops(1)),
 		vhttp.WithLogger(slog.New(slog.DiscardHandler)))
-	_, err := s.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -24,7 +24,7 @@ var DefaultDurationBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, 
 // vhttp.WithCompletion, alone or chained with an access log:
 //
 //	reqs := vprom.NewRequestCollector()
-//	srv := vhttp.NewServer(h, vhttp.WithCompletion(vhttp.ChainCompletion(vhttp.AccessLog(logger), reqs.Observe)))
+//	srv, err := vhttp.NewServer(h, vhttp.WithCompletion(vhttp.ChainCompletion(vhttp.AccessLog(logger), reqs.Observe)))
 //	reg.MustRegister(vprom.NewHTTPCollector(srv), reqs)
 //
 // Servers may share one RequestCollector (their requests add up) or each

@@ -25,14 +25,15 @@ import (
 // live figures, loops included.
 func TestHTTPCollectorBeforeListen(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
-		s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) { w.WriteString("ok") }),
-			vhttp.WithBackend(b), vhttp.WithLoops(1), vhttp.WithLogger(slog.New(slog.DiscardHandler)))
+		s, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) { w.WriteString("ok") }),
+			vhttp.WithNetOptions(vnet.WithBackend(b), vnet.WithLoops(1)), vhttp.WithLogger(slog.New(slog.DiscardHandler)))
+		require.NoError(t, err)
 		reg := register(t, NewHTTPCollector(s))
 		text := scrape(t, reg)
-		requireLines(t, text, "veloq_http_requests_total 0", "veloq_http_http2_streams_total 0")
-		require.NotContains(t, text, "veloq_net_", "no loops before Listen")
+		requireLines(t, text, "veloq_http_requests_total 0", "veloq_http_http2_streams_total 0",
+			"veloq_net_accepted_connections_total 0")
 
-		_, err := s.Listen("tcp", "127.0.0.1:0")
+		_, err = s.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -51,8 +52,7 @@ func TestHTTPCollectorBeforeListen(t *testing.T) {
 // A nil server is refused where the collector is made, not at a scrape.
 func TestCollectorsRefuseNil(t *testing.T) {
 	require.PanicsWithValue(t, "vprom: NewHTTPCollector of a nil *http.Server", func() { NewHTTPCollector(nil) })
-	s := vhttp.NewServer(nil)
-	require.Panics(t, func() { NewNetCollector(s.NetServer()) }, "nil before Listen")
+	require.Panics(t, func() { NewNetCollector(nil) })
 }
 
 // histograms gathers the request histogram by "route method class".
@@ -104,11 +104,12 @@ func TestRequestCollector(t *testing.T) {
 		})))
 		reqs := NewRequestCollector()
 		var logs backendtest.Buffer
-		s := vhttp.NewServer(r, vhttp.WithBackend(b), vhttp.WithLoops(1), vhttp.WithLogger(slog.New(slog.DiscardHandler)),
+		s, err := vhttp.NewServer(r, vhttp.WithNetOptions(vnet.WithBackend(b), vnet.WithLoops(1)), vhttp.WithLogger(slog.New(slog.DiscardHandler)),
 			vhttp.WithCompletion(vhttp.ChainCompletion(vhttp.AccessLog(slog.New(slog.NewJSONHandler(&logs, nil))), reqs.Observe)))
+		require.NoError(t, err)
 		reg := register(t, NewHTTPCollector(s))
 		require.NoError(t, reg.Register(reqs))
-		_, err := s.Listen("tcp", "127.0.0.1:0")
+		_, err = s.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

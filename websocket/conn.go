@@ -88,7 +88,7 @@ type Conn struct {
 	u          *Upgrader
 	dec        Decoder
 	msg        []byte // the fragmented message being assembled (pooled)
-	ctx        any
+	value      any
 	keepAlive  *vnet.Timer
 	closeTimer *vnet.Timer
 	err        error // reported to OnClose
@@ -119,11 +119,11 @@ func (c *Conn) Subprotocol() string {
 // Compressed reports whether permessage-deflate was negotiated.
 func (c *Conn) Compressed() bool { return c.deflate }
 
-// Context returns the value set with SetContext.
-func (c *Conn) Context() any { return c.ctx }
+// Value returns the value set with SetValue (nil if none).
+func (c *Conn) Value() any { return c.value }
 
-// SetContext stores a per-connection value for the handler.
-func (c *Conn) SetContext(v any) { c.ctx = v }
+// SetValue stores a per-connection value for the handler.
+func (c *Conn) SetValue(v any) { c.value = v }
 
 // OutputBuffered returns the bytes written to the connection and not yet
 // sent: the measure of a slow reader.

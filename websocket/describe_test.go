@@ -29,12 +29,15 @@ func TestBlockedLoopNamesWSHandler(t *testing.T) {
 		var logs backendtest.Buffer
 		u := NewUpgrader(WithLogger(testLogger(t)))
 		h := &slowWSHandler{}
-		srv := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+		srv, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 			u.Upgrade(w, r, h)
-		}), vhttp.WithBackend(b), vhttp.WithLoops(1),
+		}), vhttp.WithNetOptions(vnet.WithBackend(b)), vhttp.WithNetOptions(vnet.WithLoops(1)),
 			vhttp.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
 			vhttp.WithNetOptions(vnet.WithLoopConfig(vnet.Config{BlockThreshold: 20 * time.Millisecond})))
-		_, err := srv.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = srv.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	vhttp "github.com/veloq/veloq/http"
+	vnet "github.com/veloq/veloq/net"
 	"github.com/veloq/veloq/websocket"
 )
 
@@ -23,13 +24,16 @@ func Example() {
 			c.WriteMessage(typ, data) // data is a view: WriteMessage copies it out
 		},
 	}
-	srv := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+	srv, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		if string(r.Path) == "/ws" {
 			u.Upgrade(w, r, echo)
 			return
 		}
 		w.WriteString("Hello, World!")
-	}), vhttp.WithLoops(1))
+	}), vhttp.WithNetOptions(vnet.WithLoops(1)))
+	if err != nil {
+		panic(err)
+	}
 	if _, err := srv.Listen("tcp", "127.0.0.1:0"); err != nil {
 		log.Fatal(err)
 	}
@@ -119,9 +123,12 @@ func ExampleGroup() {
 		},
 	}
 	u := websocket.NewUpgrader(websocket.WithPing(30*time.Second, 10*time.Second))
-	srv := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+	srv, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		u.Upgrade(w, r, chat)
-	}), vhttp.WithLoops(2))
+	}), vhttp.WithNetOptions(vnet.WithLoops(2)))
+	if err != nil {
+		panic(err)
+	}
 	if _, err := srv.Listen("tcp", "127.0.0.1:0"); err != nil {
 		log.Fatal(err)
 	}

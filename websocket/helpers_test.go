@@ -92,7 +92,10 @@ func startWS(t testing.TB, b vnet.Backend, h Handler, opts ...Option) (*vhttp.Se
 // vhttpServer serves f on a free loopback port until the test ends.
 func vhttpServer(t testing.TB, b vnet.Backend, f vhttp.HandlerFunc) *vhttp.Server {
 	t.Helper()
-	srv := vhttp.NewServer(f, vhttp.WithBackend(b), vhttp.WithLoops(2), vhttp.WithLogger(testLogger(t)))
+	srv, err := vhttp.NewServer(f, vhttp.WithNetOptions(vnet.WithBackend(b)), vhttp.WithNetOptions(vnet.WithLoops(2)), vhttp.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := srv.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}

@@ -23,9 +23,12 @@ func TestWSS(t *testing.T) {
 		require.NoError(t, err)
 		ev := &events{}
 		u := NewUpgrader(WithLogger(testLogger(t)))
-		srv := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+		srv, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 			u.Upgrade(w, r, echoHandler(ev))
-		}), vhttp.WithBackend(b), vhttp.WithLoops(1), vhttp.WithLogger(testLogger(t)), vhttp.WithTLS(cert.ServerConfig()))
+		}), vhttp.WithNetOptions(vnet.WithBackend(b)), vhttp.WithNetOptions(vnet.WithLoops(1)), vhttp.WithLogger(testLogger(t)), vhttp.WithTLS(cert.ServerConfig()))
+		if err != nil {
+			t.Fatal(err)
+		}
 		_, err = srv.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		t.Cleanup(func() { srv.Close() })

@@ -121,7 +121,7 @@ func runHTTP(ctx context.Context, cfg httpConfig) error {
 		h = vhttp.FileServer(cfg.static)
 		desc = "http static files from " + cfg.static
 	}
-	opts := []vhttp.Option{vhttp.WithLoops(cfg.loops), vhttp.WithBackend(cfg.backend), vhttp.WithLogger(cfg.logger),
+	opts := []vhttp.Option{vhttp.WithNetOptions(vnet.WithLoops(cfg.loops)), vhttp.WithNetOptions(vnet.WithBackend(cfg.backend)), vhttp.WithLogger(cfg.logger),
 		vhttp.WithNetOptions(vnet.WithPin(cfg.pin), vnet.WithBatchWait(cfg.batchWait))}
 	if cfg.tls != nil {
 		opts = append(opts, vhttp.WithTLS(cfg.tls))
@@ -130,7 +130,10 @@ func runHTTP(ctx context.Context, cfg httpConfig) error {
 		}
 		desc += " over TLS"
 	}
-	s := vhttp.NewServer(h, opts...)
+	s, err := vhttp.NewServer(h, opts...)
+	if err != nil {
+		return err
+	}
 	if _, err := s.Listen(cfg.network, cfg.addr); err != nil {
 		return err
 	}

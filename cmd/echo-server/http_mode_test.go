@@ -20,7 +20,10 @@ import (
 // POST /echo, 404 elsewhere.
 func TestHTTPStdHandler(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
-		s := vhttp.NewServer(vhttp.FromStd(stdHTTPHandler()), vhttp.WithBackend(b), vhttp.WithLoops(1))
+		s, err := vhttp.NewServer(vhttp.FromStd(stdHTTPHandler()), vhttp.WithNetOptions(vnet.WithBackend(b)), vhttp.WithNetOptions(vnet.WithLoops(1)))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 			t.Fatal(err)
 		}

@@ -239,7 +239,7 @@ type costModel struct {
 }
 
 // open counts an accepted connection and records its cost in c.
-func (m *costModel) open(c *vnet.Conn) { c.SetContext(m.next()) }
+func (m *costModel) open(c *vnet.Conn) { c.SetValue(m.next()) }
 
 // next returns the cost of the next accepted connection.
 func (m *costModel) next() *connCost {
@@ -252,7 +252,7 @@ func (m *costModel) next() *connCost {
 
 type connCost struct{ rounds int }
 
-func rounds(c *vnet.Conn) int { return c.Context().(*connCost).rounds }
+func rounds(c *vnet.Conn) int { return c.Value().(*connCost).rounds }
 
 // burn is the CPU cost of a message: rounds of FNV-1a over it. The result
 // is returned so the compiler cannot drop the work.

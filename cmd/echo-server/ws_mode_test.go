@@ -113,7 +113,10 @@ func checkWSMode(t *testing.T, addr string) {
 
 func TestWSModeHandler(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
-		s := vhttp.NewServer(wsHandler(websocket.NewUpgrader()), vhttp.WithBackend(b), vhttp.WithLoops(2))
+		s, err := vhttp.NewServer(wsHandler(websocket.NewUpgrader()), vhttp.WithNetOptions(vnet.WithBackend(b)), vhttp.WithNetOptions(vnet.WithLoops(2)))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 			t.Fatal(err)
 		}

@@ -99,10 +99,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	sopts := []vhttp.Option{vhttp.WithLoops(*loops)}
+	nopts := []vnet.Option{vnet.WithLoops(*loops)}
 	if *backend != "auto" {
-		sopts = append(sopts, vhttp.WithBackend(vnet.Backend(*backend)))
+		nopts = append(nopts, vnet.WithBackend(vnet.Backend(*backend)))
 	}
+	sopts := []vhttp.Option{vhttp.WithNetOptions(nopts...)}
 	if *cert != "" || *key != "" {
 		if *cert == "" || *key == "" {
 			return errors.New("-cert and -key go together")
@@ -127,7 +128,10 @@ func run(args []string) error {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	mallocs0 := ms.Mallocs
-	s := vhttp.NewServer(p, sopts...)
+	s, err := vhttp.NewServer(p, sopts...)
+	if err != nil {
+		return err
+	}
 	if _, err := s.Listen("tcp", *listen); err != nil {
 		return err
 	}

@@ -28,10 +28,11 @@ import (
 // and echoed.
 func TestVeloqUpstream(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+		s, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 			w.Header().Set("X-Method", string(r.Method))
 			w.Write(r.Body)
-		}), vhttp.WithBackend(b), vhttp.WithLoops(1), vhttp.WithLogger(backendtest.Logger(t)))
+		}), vhttp.WithNetOptions(vnet.WithBackend(b)), vhttp.WithNetOptions(vnet.WithLoops(1)), vhttp.WithLogger(backendtest.Logger(t)))
+		require.NoError(t, err)
 		a, err := s.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
@@ -308,9 +309,10 @@ func TestDoPacedBody(t *testing.T) {
 // one (the target is ≥ 99.9 % reuse at steady state).
 func TestReuseUnderConcurrency(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+		s, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 			w.WriteString("ok")
-		}), vhttp.WithBackend(b), vhttp.WithLoops(1), vhttp.WithLogger(backendtest.Logger(t)))
+		}), vhttp.WithNetOptions(vnet.WithBackend(b)), vhttp.WithNetOptions(vnet.WithLoops(1)), vhttp.WithLogger(backendtest.Logger(t)))
+		require.NoError(t, err)
 		a, err := s.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })

@@ -9,6 +9,7 @@ import (
 
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/http/proxy"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // A reverse proxy to a local upstream, mounted on a Router beside a
@@ -29,7 +30,11 @@ func Example() {
 	mux := vhttp.NewRouter()
 	mux.HandleFunc("GET /healthz", func(w *vhttp.ResponseWriter, r *vhttp.Request) { w.WriteString("ok") })
 	mux.Handle("/", p)
-	s := vhttp.NewServer(mux, vhttp.WithLoops(1))
+	s, err := vhttp.NewServer(mux, vhttp.WithNetOptions(vnet.WithLoops(1)))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	addr, err := s.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Println(err)

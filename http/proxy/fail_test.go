@@ -226,7 +226,7 @@ func TestChangeUnderLoad(t *testing.T) {
 		}
 		a, bb, c3 := stdUpstream(t, slow), stdUpstream(t, slow), stdUpstream(t, slow)
 		p := newProxy(t, WithUpstreams(a, bb), WithPolicy(LeastOutstanding))
-		addr := serve(t, b, p, vhttp.WithLoops(2))
+		addr := serve(t, b, p, vhttp.WithNetOptions(vnet.WithLoops(2)))
 		var fails, oks atomic.Int64
 		var wg sync.WaitGroup
 		stop := make(chan struct{})

@@ -34,8 +34,9 @@ func newProxy(t testing.TB, opts ...Option) *Proxy {
 // its address; shut down at the end of the test.
 func serve(t testing.TB, b vnet.Backend, h vhttp.Handler, opts ...vhttp.Option) string {
 	t.Helper()
-	opts = append([]vhttp.Option{vhttp.WithBackend(b), vhttp.WithLoops(1), vhttp.WithLogger(backendtest.Logger(t))}, opts...)
-	s := vhttp.NewServer(h, opts...)
+	opts = append([]vhttp.Option{vhttp.WithNetOptions(vnet.WithBackend(b)), vhttp.WithNetOptions(vnet.WithLoops(1)), vhttp.WithLogger(backendtest.Logger(t))}, opts...)
+	s, err := vhttp.NewServer(h, opts...)
+	require.NoError(t, err)
 	addr, err := s.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() {

@@ -32,9 +32,12 @@ func start(t *testing.T, b vnet.Backend) (url, addr string) {
 		websocket.WithCompression(true, 64),
 		websocket.WithMessageLimits(4<<20, 8<<20),
 	)
-	srv := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+	srv, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		u.Upgrade(w, r, echo)
-	}), vhttp.WithBackend(b), vhttp.WithLoops(2))
+	}), vhttp.WithNetOptions(vnet.WithBackend(b)), vhttp.WithNetOptions(vnet.WithLoops(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := srv.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}

@@ -50,9 +50,12 @@ func main() {
 	if *backend == "epoll" {
 		be = vnet.BackendEpoll
 	}
-	s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, _ *vhttp.Request) {
+	s, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, _ *vhttp.Request) {
 		_, _ = w.Write([]byte("ok"))
-	}), vhttp.WithLoops(1), vhttp.WithBackend(be), vhttp.WithReadHeaderTimeout(*timeout))
+	}), vhttp.WithNetOptions(vnet.WithLoops(1)), vhttp.WithNetOptions(vnet.WithBackend(be)), vhttp.WithReadHeaderTimeout(*timeout))
+	if err != nil {
+		log.Fatal(err)
+	}
 	addr, err := s.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/veloq/veloq/bench/internal/result"
 	vhttp "github.com/veloq/veloq/http"
+	vnet "github.com/veloq/veloq/net"
 	"github.com/veloq/veloq/websocket"
 )
 
@@ -16,7 +17,10 @@ import (
 func startEcho(t *testing.T) string {
 	u := websocket.NewUpgrader()
 	echo := &websocket.HandlerFuncs{Message: func(c *websocket.Conn, typ websocket.MessageType, p []byte) { c.WriteMessage(typ, p) }}
-	s := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) { u.Upgrade(w, r, echo) }), vhttp.WithLoops(1))
+	s, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) { u.Upgrade(w, r, echo) }), vhttp.WithNetOptions(vnet.WithLoops(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}

@@ -161,7 +161,7 @@ func (p *Proxy) OnOpen(c *vnet.Conn) {
 	sh.active.Add(1)
 	pr := &pair{p: p, sh: sh, client: c}
 	pr.up.bytes, pr.down.bytes = &sh.bytesUp, &sh.bytesDown
-	c.SetContext(pr)
+	c.SetValue(pr)
 	// The pair bounds each direction's queue itself by pausing the side
 	// that feeds it; the loop's own pause, which stops the reading of the
 	// connection whose output is large, would stop the wrong side here.
@@ -287,7 +287,7 @@ func (pr *pair) splice(f *flow, src, dst *vnet.Conn) {
 // OnData forwards the client's input to the backend, or, while the pair
 // is routing, looks for the ClientHello in it.
 func (p *Proxy) OnData(c *vnet.Conn) {
-	pr := c.Context().(*pair)
+	pr := c.Value().(*pair)
 	if pr.routing {
 		pr.route(c)
 		return
@@ -334,7 +334,7 @@ func (pr *pair) forward(f *flow, src, dst *vnet.Conn) {
 // OnEOF: the client finished sending; the backend sees a FIN after the
 // client's last byte.
 func (p *Proxy) OnEOF(c *vnet.Conn) {
-	pr := c.Context().(*pair)
+	pr := c.Value().(*pair)
 	if pr.routing {
 		pr.endedInHello(c)
 		return
@@ -355,7 +355,7 @@ func (pr *pair) halfClose(dst, src *vnet.Conn) {
 
 // OnClose ends the client's side of the pair.
 func (p *Proxy) OnClose(c *vnet.Conn, err error) {
-	pr := c.Context().(*pair)
+	pr := c.Value().(*pair)
 	pr.endRouting()
 	pr.countSpliced(&pr.up, c)
 	pr.sh.active.Add(-1)

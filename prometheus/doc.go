@@ -8,7 +8,8 @@
 //   - NewHTTPCollector: a *http.Server's request, connection and HTTP/2
 //     counters, and the per-loop series of the loops under it. It takes
 //     the http.Server itself and may be registered at any time: before
-//     Listen (or ListenAndServe) it reports zeros and no loop.
+//     Listen (or ListenAndServe) it reports zeros (NewServer has started
+//     the loops, which report their own zeros).
 //   - NewRequestCollector: requests by route (the Router pattern), method
 //     and status class, with a duration histogram, counted by its Observe
 //     as the server's completion hook (http.WithCompletion), alone or

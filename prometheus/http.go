@@ -31,8 +31,8 @@ var httpMetrics = []spec[vhttp.Stats]{
 // HTTPCollector is a prometheus.Collector for a *http.Server: its Stats
 // as series of the veloq_http_ family, and the loops under it as the
 // veloq_net_ series a NetCollector exports. It works whenever it is
-// registered: before Listen the counters are zeros and there are no loop
-// series; afterwards they are the live figures, so it can be registered
+// registered: before Listen the counters, the loops' included, are zeros;
+// afterwards they are the live figures, so it can be registered
 // right after NewServer, before a ListenAndServe. Make one with
 // NewHTTPCollector. Requests by route, method and status class come from
 // a RequestCollector.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	vhttp "github.com/veloq/veloq/http"
@@ -413,5 +414,47 @@ func TestTimeoutIsIdle(t *testing.T) {
 		resp.Body.Close()
 		require.Error(t, err, "a stalled answer is cut, never complete-looking")
 		require.Equal(t, uint64(1), p.Stats().Upstreams[0].Timeouts)
+	})
+}
+
+// Clients that leave in the middle of large answers (wrk stopping, a
+// browser navigating away) are not the upstream's failures: the upstream
+// stays in the set.
+func TestClientsLeavingDoNotEject(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		big := make([]byte, 8<<20)
+		up := stdUpstream(t, func(w nethttp.ResponseWriter, r *nethttp.Request) { w.Write(big) })
+		p := newProxy(t, WithUpstreams(up), WithEjection(1, time.Second, time.Second))
+		addr := serve(t, b, p)
+		// Many clients leaving at once, as when a load generator stops:
+		// some leave while the proxy is writing to them, before their
+		// OnGone ran.
+		for round := 0; round < 4; round++ {
+			var wg sync.WaitGroup
+			for i := 0; i < 32; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					conn, err := net.Dial("tcp", addr)
+					if !assert.NoError(t, err) {
+						return
+					}
+					defer conn.Close() // unread data: a reset
+					conn.SetDeadline(time.Now().Add(10 * time.Second))
+					_, err = conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+					assert.NoError(t, err)
+					_, err = io.ReadFull(conn, make([]byte, 64<<10)) // the answer is streaming
+					assert.NoError(t, err)
+				}()
+			}
+			wg.Wait()
+		}
+		require.Eventually(t, func() bool { return p.Stats().Upstreams[0].InFlight == 0 }, 5*time.Second, time.Millisecond)
+		st := p.Stats().Upstreams[0]
+		require.Zero(t, st.Ejections, "no ejection for clients that left")
+		require.Zero(t, st.ResetErrors, "clients that left are not upstream resets")
+		code, body := get(t, httpClient(), "http://"+addr+"/")
+		require.Equal(t, 200, code)
+		require.Len(t, body, len(big))
 	})
 }

@@ -566,7 +566,9 @@ func (ex *exchange) OnResponseBody(call *client.Call, b []byte) {
 		return
 	}
 	if _, err := rsp.Write(b); err != nil {
-		call.Cancel()
+		// The client is gone (its OnGone may not have run yet): the
+		// upstream did nothing wrong.
+		ex.clientGone()
 		return
 	}
 	if !ex.paused && rsp.Buffered() > ex.p.cfg.maxBuffer {
@@ -627,7 +629,10 @@ func (ex *exchange) forwardTrailer(trailer []client.Field) {
 func (ex *exchange) classify(err error, now int64) int {
 	p, up := ex.p, ex.up
 	switch {
-	case ex.gone:
+	case ex.gone, errors.Is(err, client.ErrCanceled) && !ex.timedOut:
+		// The proxy gave up on the call for the client's sake: no mark
+		// against the upstream. (wrk stopping 64 clients in the middle of
+		// 1 MiB answers ejected a healthy upstream for 5 s.)
 		up.canceled.Add(1)
 		return vhttp.StatusBadGateway
 	case errors.Is(err, client.ErrInvalidRequest):

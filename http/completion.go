@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/veloq/veloq/http/internal/h1"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -115,25 +116,8 @@ const noStatus = -1
 // methodString is m as a string, with no allocation for the methods of
 // RFC 9110 and PATCH.
 func methodString(m []byte) string {
-	switch string(m) {
-	case "GET":
-		return "GET"
-	case "HEAD":
-		return "HEAD"
-	case "POST":
-		return "POST"
-	case "PUT":
-		return "PUT"
-	case "DELETE":
-		return "DELETE"
-	case "PATCH":
-		return "PATCH"
-	case "OPTIONS":
-		return "OPTIONS"
-	case "CONNECT":
-		return "CONNECT"
-	case "TRACE":
-		return "TRACE"
+	if s := h1.MethodString(m); s != "" {
+		return s
 	}
 	return string(m)
 }

@@ -12,6 +12,7 @@ import (
 
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/http/client"
+	"github.com/veloq/veloq/http/internal/h1"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -339,21 +340,8 @@ func arenaString(b []byte) string {
 // methodString returns the method as a string, a constant for the
 // common ones.
 func methodString(m []byte, put func([]byte) []byte) string {
-	switch string(m) {
-	case "GET":
-		return "GET"
-	case "HEAD":
-		return "HEAD"
-	case "POST":
-		return "POST"
-	case "PUT":
-		return "PUT"
-	case "DELETE":
-		return "DELETE"
-	case "OPTIONS":
-		return "OPTIONS"
-	case "PATCH":
-		return "PATCH"
+	if s := h1.MethodString(m); s != "" {
+		return s
 	}
 	return arenaString(put(m))
 }

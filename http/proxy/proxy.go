@@ -629,6 +629,10 @@ func (ex *exchange) forwardTrailer(trailer []client.Field) {
 func (ex *exchange) classify(err error, now int64) int {
 	p, up := ex.p, ex.up
 	switch {
+	case ex.badSwitch:
+		// Cancelled by the proxy, but for the upstream's fault: checked
+		// before the cancellations that are not.
+		up.badReplies.Add(1)
 	case ex.gone, errors.Is(err, client.ErrCanceled) && !ex.timedOut:
 		// The proxy gave up on the call for the client's sake: no mark
 		// against the upstream. (wrk stopping 64 clients in the middle of
@@ -642,8 +646,6 @@ func (ex *exchange) classify(err error, now int64) int {
 		// The proxy's own pool is full or closing: no mark against the
 		// upstream either.
 		return vhttp.StatusServiceUnavailable
-	case ex.badSwitch:
-		up.badReplies.Add(1)
 	case ex.timedOut, errors.Is(err, client.ErrTimeout):
 		up.timeouts.Add(1)
 		p.failed(up, now)

@@ -210,6 +210,7 @@ func TestUpgradeTunnelSlowReader(t *testing.T) {
 		case err := <-writeErr:
 			t.Fatalf("all %d bytes went in with nobody reading (err %v): the tunnel buffers without bound", total, err)
 		}
+		t.Logf("the writer stalled after %d bytes", sent)
 		require.Less(t, sent, int64(40<<20), "the writer stalled only after %d bytes", sent)
 		require.LessOrEqual(t, p.tunnelPeak.Load(), int64(limit))
 		close(resume)

@@ -52,7 +52,9 @@
 // bytes toward its destination before its source is paused, a half-close
 // is passed on, and a reset on one side resets the other. Any other
 // answer is forwarded as a normal response. Stats counts the Upgrades
-// and the Tunnels open.
+// and the Tunnels open. A tunnel is a hijacked connection to the server:
+// Server.Shutdown does not wait for it (as net/http does not), and
+// Server.Close cuts it, both sides.
 //
 // Not yet: request bodies are buffered by the server (within its limits)
 // rather than streamed. Upstreams speak HTTP/1.1 (plaintext, or TLS with

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +29,17 @@ import (
 // FIN, which it passes back. Small socket buffers keep what the kernel
 // absorbs small, so that a relay that did not pace itself would show.
 func upgradeUpstream(t *testing.T, early string, check func(r *nethttp.Request)) string {
+	return upgradeUpstreamThen(t, early, check, func(c *net.TCPConn, br *bufio.Reader) {
+		if _, err := io.Copy(c, br); err == nil {
+			c.CloseWrite()
+			io.Copy(io.Discard, c)
+		}
+	})
+}
+
+// upgradeUpstreamThen is upgradeUpstream with then serving the
+// connection after the 101.
+func upgradeUpstreamThen(t *testing.T, early string, check func(r *nethttp.Request), then func(c *net.TCPConn, br *bufio.Reader)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -57,10 +69,7 @@ func upgradeUpstream(t *testing.T, early string, check func(r *nethttp.Request))
 					check(r)
 				}
 				fmt.Fprintf(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\nX-Up: 1\r\n\r\n%s", r.Header.Get("Upgrade"), early)
-				if _, err := io.Copy(c, br); err == nil {
-					tc.CloseWrite()
-					io.Copy(io.Discard, c)
-				}
+				then(tc, br)
 			}()
 		}
 	}()
@@ -121,6 +130,74 @@ func TestUpgradeTunnel(t *testing.T) {
 		require.Equal(t, "second;", string(rest))
 		require.Eventually(t, func() bool { return p.Stats().Tunnels == 0 }, 10*time.Second, 5*time.Millisecond)
 		require.Equal(t, uint64(1), p.Stats().Upgrades)
+	})
+}
+
+// A reset on either side of a tunnel reaches the other as a reset, never
+// as a clean end that would pass a broken stream for a complete one.
+func TestUpgradeTunnelReset(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		// The upstream resets after its first read.
+		up := upgradeUpstreamThen(t, "", nil, func(c *net.TCPConn, br *bufio.Reader) {
+			br.ReadByte()
+			c.SetLinger(0)
+			c.Close()
+		})
+		p := newProxy(t, WithUpstreams(up))
+		addr := serve(t, b, p)
+		c, br := dialUpgrade(t, addr, "x", "")
+		_, err := c.Write([]byte("x"))
+		require.NoError(t, err)
+		_, err = io.ReadAll(br)
+		require.ErrorIs(t, err, syscall.ECONNRESET, "the upstream's reset comes through as a reset")
+		require.Eventually(t, func() bool { return p.Stats().Tunnels == 0 }, 10*time.Second, 5*time.Millisecond)
+
+		// The client resets: the upstream sees a reset too.
+		got := make(chan error, 1)
+		up = upgradeUpstreamThen(t, "", nil, func(c *net.TCPConn, br *bufio.Reader) {
+			_, err := io.Copy(io.Discard, br)
+			got <- err
+		})
+		p = newProxy(t, WithUpstreams(up))
+		addr = serve(t, b, p)
+		c, _ = dialUpgrade(t, addr, "x", "some bytes")
+		require.Eventually(t, func() bool { return p.Stats().Tunnels == 1 }, 10*time.Second, 5*time.Millisecond)
+		c.SetLinger(0)
+		c.Close()
+		select {
+		case err := <-got:
+			require.ErrorIs(t, err, syscall.ECONNRESET)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the upstream never saw the client's reset")
+		}
+		require.Eventually(t, func() bool { return p.Stats().Tunnels == 0 }, 10*time.Second, 5*time.Millisecond)
+	})
+}
+
+// Server.Close cuts open tunnels, both sides: no connection is left.
+func TestUpgradeTunnelServerClose(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		got := make(chan error, 1)
+		up := upgradeUpstreamThen(t, "", nil, func(c *net.TCPConn, br *bufio.Reader) {
+			_, err := io.Copy(io.Discard, br)
+			got <- err
+		})
+		p := newProxy(t, WithUpstreams(up))
+		s, err := vhttp.NewServer(p, vhttp.WithNetOptions(vnet.WithBackend(b), vnet.WithLoops(1)))
+		require.NoError(t, err)
+		a, err := s.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		c, br := dialUpgrade(t, a.String(), "x", "")
+		require.Eventually(t, func() bool { return p.Stats().Tunnels == 1 }, 10*time.Second, 5*time.Millisecond)
+		require.NoError(t, s.Close())
+		io.ReadAll(br) // the server closes the client's side: its read ends
+		c.Close()
+		select {
+		case <-got: // closed or reset, as the server's close reached it first or the tunnel did
+		case <-time.After(10 * time.Second):
+			t.Fatal("the upstream side of the tunnel outlived the server")
+		}
+		require.Eventually(t, func() bool { return p.Stats().Tunnels == 0 }, 10*time.Second, 5*time.Millisecond)
 	})
 }
 

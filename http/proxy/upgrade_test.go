@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -19,6 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	vhttp "github.com/veloq/veloq/http"
+	"github.com/veloq/veloq/http/client"
+	"github.com/veloq/veloq/internal/selfsigned"
 	vnet "github.com/veloq/veloq/net"
 	"github.com/veloq/veloq/websocket"
 )
@@ -43,6 +46,12 @@ func upgradeUpstreamThen(t *testing.T, early string, check func(r *nethttp.Reque
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
+	return upgradeUpstreamOn(t, ln, early, check, func(c net.Conn, br *bufio.Reader) { then(c.(*net.TCPConn), br) })
+}
+
+// upgradeUpstreamOn is upgradeUpstreamThen on ln (a TLS one, say).
+func upgradeUpstreamOn(t *testing.T, ln net.Listener, early string, check func(r *nethttp.Request), then func(c net.Conn, br *bufio.Reader)) string {
+	t.Helper()
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	wg.Add(1)
@@ -57,9 +66,10 @@ func upgradeUpstreamThen(t *testing.T, early string, check func(r *nethttp.Reque
 			go func() {
 				defer wg.Done()
 				defer c.Close()
-				tc := c.(*net.TCPConn)
-				tc.SetReadBuffer(64 << 10)
-				tc.SetWriteBuffer(64 << 10)
+				if tc, ok := c.(*net.TCPConn); ok {
+					tc.SetReadBuffer(64 << 10)
+					tc.SetWriteBuffer(64 << 10)
+				}
 				br := bufio.NewReader(c)
 				r, err := nethttp.ReadRequest(br)
 				if err != nil {
@@ -69,7 +79,7 @@ func upgradeUpstreamThen(t *testing.T, early string, check func(r *nethttp.Reque
 					check(r)
 				}
 				fmt.Fprintf(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\nX-Up: 1\r\n\r\n%s", r.Header.Get("Upgrade"), early)
-				then(tc, br)
+				then(c, br)
 			}()
 		}
 	}()
@@ -197,6 +207,49 @@ func TestUpgradeTunnelServerClose(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("the upstream side of the tunnel outlived the server")
 		}
+		require.Eventually(t, func() bool { return p.Stats().Tunnels == 0 }, 10*time.Second, 5*time.Millisecond)
+	})
+}
+
+// TLS on both sides: an HTTP/1.1 client over TLS upgrades through the
+// proxy to an https:// upstream; the tunnel relays the plaintext, the
+// bytes sent with the request included.
+func TestUpgradeTLS(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		cert := selfsigned.Shared()
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", cert.ServerConfig())
+		require.NoError(t, err)
+		up := upgradeUpstreamOn(t, ln, "hi;", nil, func(c net.Conn, br *bufio.Reader) { io.Copy(c, br) })
+		_, port, _ := net.SplitHostPort(up)
+		cl, err := client.New(client.WithNumLoops(1), client.WithTLSConfig(cert.ClientConfig("127.0.0.1")))
+		require.NoError(t, err)
+		t.Cleanup(func() { cl.Close() })
+		p := newProxy(t, WithUpstreams("https://127.0.0.1:"+port), WithClient(cl))
+		addr := serve(t, b, p, vhttp.WithTLS(cert.ServerConfig()))
+
+		cfg := cert.ClientConfig("127.0.0.1")
+		cfg.NextProtos = []string{"http/1.1"}
+		c, err := tls.Dial("tcp", addr, cfg)
+		require.NoError(t, err)
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		_, err = io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: x\r\n\r\nearly;")
+		require.NoError(t, err)
+		br := bufio.NewReader(c)
+		resp, err := nethttp.ReadResponse(br, nil)
+		require.NoError(t, err)
+		require.Equal(t, 101, resp.StatusCode)
+		got := make([]byte, len("hi;early;"))
+		_, err = io.ReadFull(br, got)
+		require.NoError(t, err)
+		require.Equal(t, "hi;early;", string(got))
+		big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
+		go c.Write(big)
+		back := make([]byte, len(big))
+		_, err = io.ReadFull(br, back)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(big, back))
+		c.Close()
 		require.Eventually(t, func() bool { return p.Stats().Tunnels == 0 }, 10*time.Second, 5*time.Millisecond)
 	})
 }

@@ -21,6 +21,7 @@ import (
 
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/http/client"
+	"github.com/veloq/veloq/internal/backendtest"
 	"github.com/veloq/veloq/internal/selfsigned"
 	vnet "github.com/veloq/veloq/net"
 	"github.com/veloq/veloq/websocket"
@@ -450,4 +451,46 @@ func readFrame(t *testing.T, br *bufio.Reader) string {
 	_, err = io.ReadFull(br, p)
 	require.NoError(t, err)
 	return string(bytes.Clone(p))
+}
+
+// BenchmarkUpgradeTunnel echoes 64 KiB at a time through a tunnel to a
+// veloq echo upstream (a hijacked connection), one loop each, on each
+// backend: the relay's cost per byte, both directions.
+func BenchmarkUpgradeTunnel(b *testing.B) {
+	for i, be := range backendtest.All[vnet.Backend]() {
+		b.Run(backendtest.Names[i], func(b *testing.B) {
+			up := serve(b, be, vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+				w.WriteHeader(vhttp.StatusSwitchingProtocols)
+				w.Header().Set("Upgrade", "echo")
+				w.Header().Set("Connection", "Upgrade")
+				w.Hijack(&vnet.HandlerFuncs{Data: func(c *vnet.Conn) {
+					in, _ := c.Next(-1)
+					c.Write(in)
+				}})
+			}))
+			p := newProxy(b, WithUpstreams(up))
+			addr := serve(b, be, p)
+			c, err := net.Dial("tcp", addr)
+			require.NoError(b, err)
+			defer c.Close()
+			_, err = io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+			require.NoError(b, err)
+			br := bufio.NewReader(c)
+			resp, err := nethttp.ReadResponse(br, nil)
+			require.NoError(b, err)
+			require.Equal(b, 101, resp.StatusCode)
+			msg := make([]byte, 64<<10)
+			back := make([]byte, len(msg))
+			b.SetBytes(int64(len(msg)))
+			b.ResetTimer()
+			for range b.N {
+				if _, err := c.Write(msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(br, back); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

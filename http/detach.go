@@ -100,6 +100,7 @@ type detached struct {
 	// once it returns (run).
 	pending  uint8
 	failWith int
+	hijackTo vnet.Handler // pendHijack's handler
 
 	onGone   func()
 	writable func(error) // the function WhenWritable waits to call
@@ -115,6 +116,7 @@ const (
 	pendNone uint8 = iota
 	pendEnd
 	pendFail
+	pendHijack
 )
 
 // newDetached returns a detached state of the loop, reused if one is free.
@@ -144,7 +146,7 @@ func (d *detached) finish(keep bool) {
 	d.timer.Stop()
 	d.ex, d.onGone, d.writable = nil, nil, nil
 	d.headSent, d.bodyless, d.inHandler = false, false, false
-	d.pending, d.failWith = pendNone, 0
+	d.pending, d.failWith, d.hijackTo = pendNone, 0, nil
 	d.cl, d.sent = -1, 0
 	ls := d.ls
 	if !keep || len(ls.detFree) >= maxFreeDetached {
@@ -174,6 +176,9 @@ func (d *detached) run() bool {
 		return d.end()
 	case pendFail:
 		return d.fail(d.failWith)
+	case pendHijack:
+		d.hijack(d.hijackTo)
+		return false
 	}
 	d.ex.cancelOnGone(d.goneFn)
 	if wait := d.ls.srv.opts.idleTimeout; wait > 0 {
@@ -463,6 +468,61 @@ func (d *detached) fail(status int) bool {
 	more := ex.end(true)
 	d.finish(true)
 	return more
+}
+
+// Hijack ends the answer by taking the connection away from the HTTP
+// server, as [ResponseWriter.Hijack] does from inside a handler: the head
+// written so far is sent (typically WriteHead(StatusSwitchingProtocols,
+// -1); without WriteHead, a head with the status set so far and an empty
+// body), then h receives the connection as a TCP handler would: h.OnOpen
+// at once, then h.OnData if the client sent bytes after the request. It
+// is what a reverse proxy needs for an Upgrade (WebSocket): the
+// upstream's 101 arrives after the handler returned.
+//
+// It returns [ErrHijackUnavailable] on HTTP/2 (a stream is not a
+// connection; the answer goes on, for End or Fail) and net.ErrClosed
+// once the answer ended or the client went away. Called before the
+// handler that detached returned, the hand-over happens when it returns.
+func (r *Responder) Hijack(h vnet.Handler) error {
+	if h == nil {
+		return errors.New("http: Hijack with a nil handler")
+	}
+	d := r.live()
+	if d == nil || d.ex.transport().Closed() {
+		return net.ErrClosed
+	}
+	if !d.ex.canHijack() {
+		return ErrHijackUnavailable
+	}
+	if d.inHandler {
+		d.pending, d.hijackTo = pendHijack, h
+		return nil
+	}
+	d.hijack(h)
+	return nil
+}
+
+// hijack sends the head and hands the exchange's connection to h.
+func (d *detached) hijack(h vnet.Handler) {
+	ex := d.ex
+	if !d.headSent {
+		d.writeHead(d.resp.Status(), 0)
+	}
+	ex.cancelOnGone(nil)
+	w := d.writable
+	d.writable = nil
+	d.finish(true)
+	c := ex.transport()
+	ex.handOver(h)
+	// The bytes the client sent after the request waited in the
+	// connection's input (phaseBusy); outside the connection's own
+	// callback handOver cannot see them, so they are presented to h from
+	// a deferred task. Its reading is h's from now on.
+	c.ResumeRead()
+	c.Redeliver()
+	if w != nil {
+		w(net.ErrClosed) // that answer is over
+	}
 }
 
 // OnGone makes f run on the loop if the client goes away (closes the

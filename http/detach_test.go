@@ -80,9 +80,78 @@ func detachHandler(w *ResponseWriter, req *Request) {
 		w.WriteString("dropped")
 		r, _ := w.Detach()
 		r.Respond(StatusAccepted, []byte("in handler"))
+	case "/switch", "/switchnow":
+		// The status and fields set before Detach are the head Hijack
+		// sends; on HTTP/2 the answer goes on instead.
+		w.WriteHeader(StatusSwitchingProtocols)
+		w.Header().Set("Upgrade", "echo")
+		w.Header().Set("Connection", "Upgrade")
+		hijack := func(r *Responder) {
+			if err := r.Hijack(echoHandler()); err != nil {
+				r.Respond(StatusOK, []byte("no hijack: "+err.Error()))
+			}
+		}
+		if string(req.Path) == "/switchnow" {
+			r, _ := w.Detach()
+			hijack(r) // before the handler returns: done when it does
+			return
+		}
+		later(w, 5*time.Millisecond, hijack)
 	default:
 		w.Write(req.Path)
 	}
+}
+
+// echoHandler echoes a hijacked connection's input.
+func echoHandler() vnet.Handler {
+	return &vnet.HandlerFuncs{Data: func(c *vnet.Conn) {
+		in, _ := c.Next(-1)
+		c.Write(in)
+	}}
+}
+
+// Responder.Hijack sends the head set so far and hands the connection
+// over, from a later callback or from the handler itself; the bytes the
+// client sent right after its request reach the new handler without
+// waiting for more input.
+func TestDetachHijack(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := startServer(t, b, HandlerFunc(detachHandler))
+		for _, path := range []string{"/switch", "/switchnow"} {
+			c, br := rawConn(t, s)
+			io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\nearly;")
+			resp, err := nethttp.ReadResponse(br, nil)
+			require.NoError(t, err)
+			require.Equal(t, 101, resp.StatusCode, path)
+			require.Equal(t, "echo", resp.Header.Get("Upgrade"))
+			got := make([]byte, len("early;"))
+			_, err = io.ReadFull(br, got)
+			require.NoError(t, err)
+			require.Equal(t, "early;", string(got))
+			io.WriteString(c, "more")
+			got = got[:4]
+			_, err = io.ReadFull(br, got)
+			require.NoError(t, err)
+			require.Equal(t, "more", string(got))
+		}
+		require.Eventually(t, func() bool { return s.Stats().Hijacked == 2 }, 5*time.Second, time.Millisecond)
+	})
+}
+
+// On HTTP/2, Responder.Hijack refuses and the answer goes on.
+func TestDetachHijackHTTP2(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := startServer(t, b, HandlerFunc(detachHandler), WithTLS(testCert().ServerConfig()))
+		cl := h2Client(testCert().ClientConfig("localhost"))
+		defer cl.CloseIdleConnections()
+		resp, err := cl.Get("https://localhost:" + portOf(s.Addr()) + "/switch")
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, 2, resp.ProtoMajor)
+		require.Equal(t, 200, resp.StatusCode)
+		require.Equal(t, "no hijack: "+ErrHijackUnavailable.Error(), string(body))
+	})
 }
 
 func TestDetachHTTP1(t *testing.T) {

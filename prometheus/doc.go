@@ -17,6 +17,9 @@
 //     the loop and takes no lock once a series exists.
 //   - NewWebSocketCollector: a *websocket.Upgrader's connection counters;
 //     NewGroupCollector: a *websocket.Group's broadcast counters.
+//   - NewProxyCollector: a reverse proxy's (package http/proxy) counters,
+//     per upstream with an upstream="<address>" label, and its HTTP
+//     client's pool per upstream.
 //
 // Every metric is named veloq_<subsystem>_<name>, with its unit in the
 // name and _total on counters, as Prometheus's naming conventions ask;

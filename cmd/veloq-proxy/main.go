@@ -166,4 +166,7 @@ func printStats(p *proxy.Proxy) {
 	}
 	fmt.Printf("veloq-proxy: client: %d requests, %d new upstream connections, %d on reused ones (reuse %.4f), %d retries, %d errors\n",
 		c.Requests, c.NewConns, c.ReusedConns, reuse, c.Retries, c.Errors)
+	if st.Upgrades > 0 {
+		fmt.Printf("veloq-proxy: %d upgrades (WebSocket and other tunnels), %d open at exit\n", st.Upgrades, st.Tunnels)
+	}
 }

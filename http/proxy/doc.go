@@ -14,7 +14,8 @@
 //   - builds the upstream request: method, origin-form target, Host
 //     passed (or set by WithHost), the fields minus the hop-by-hop ones
 //     (RFC 9110 §7.6.1: Connection and every field it names, Keep-Alive,
-//     Proxy-Connection, TE except "trailers", Transfer-Encoding, Upgrade),
+//     Proxy-Connection, TE except "trailers", Transfer-Encoding, Upgrade
+//     outside an upgrade),
 //     X-Forwarded-For appended to, X-Forwarded-Proto and -Host set, and
 //     optionally an RFC 7239 Forwarded element and Via; the body the
 //     server has read (within its limits);
@@ -42,8 +43,20 @@
 // serving (Add, Drain, Remove) without failing requests in flight. Stats
 // reports per-upstream counters and the client's pool statistics.
 //
+// Upgrade (WebSocket and any other protocol): an HTTP/1.1 request whose
+// Connection lists "upgrade" is forwarded with "Connection: Upgrade" and
+// its Upgrade field. When the upstream answers 101, its head goes to the
+// client ([vhttp.Responder.Hijack]) and the two connections become a
+// byte relay on the loop: bytes that came with the request or with the
+// 101 are relayed first, each direction queues at most WithMaxBuffered
+// bytes toward its destination before its source is paused, a half-close
+// is passed on, and a reset on one side resets the other. Any other
+// answer is forwarded as a normal response. Stats counts the Upgrades
+// and the Tunnels open. A tunnel is a hijacked connection to the server:
+// Server.Shutdown does not wait for it (as net/http does not), and
+// Server.Close cuts it, both sides.
+//
 // Not yet: request bodies are buffered by the server (within its limits)
-// rather than streamed, and Upgrade (WebSocket) requests are not passed
-// through: Upgrade is removed as a hop-by-hop field. Upstreams speak
-// HTTP/1.1 (plaintext, or TLS with an https:// address).
+// rather than streamed. Upstreams speak HTTP/1.1 (plaintext, or TLS with
+// an https:// address).
 package proxy

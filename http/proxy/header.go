@@ -4,11 +4,12 @@ package proxy
 // removes them from what it forwards, both ways: Connection and every
 // field it names, Keep-Alive, Proxy-Connection, TE (except "trailers",
 // which the proxy can honour end to end because it forwards trailers),
-// Transfer-Encoding and Upgrade. The proxy also drops the fields it
-// re-frames itself: Content-Length (the client library and the Responder
-// frame the forwarded message from its real length) and, on requests,
-// Host (sent from the request's authority) and Expect (the server already
-// answered 100-continue and read the body).
+// Transfer-Encoding and Upgrade (kept for an upgrade: upgrade.go). The
+// proxy also drops the fields it re-frames itself: Content-Length (the
+// client library and the Responder frame the forwarded message from its
+// real length) and, on requests, Host (sent from the request's authority)
+// and Expect (the server already answered 100-continue and read the
+// body).
 
 // fieldKind classifies a field name for forwarding.
 type fieldKind uint8

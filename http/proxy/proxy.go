@@ -34,6 +34,9 @@ type Proxy struct {
 	noUpstream  atomic.Uint64 // 503s: nothing available
 	retryDenied atomic.Uint64 // retries the budget refused
 	paused      atomic.Uint64 // upstreams paused for a slow client
+	upgrades    atomic.Uint64 // tunnels opened after a 101
+	tunnels     atomic.Int64  // tunnels open
+	tunnelPeak  atomic.Int64  // most output a tunnel queued toward one side
 
 	pool   sync.Pool // *exchange
 	health healthState
@@ -157,11 +160,12 @@ func (p *Proxy) ServeHTTP(w *vhttp.ResponseWriter, r *vhttp.Request) {
 // response; pooled, so the request path allocates nothing once warm.
 // Everything in it runs on one loop.
 type exchange struct {
-	p    *Proxy
-	loop *vnet.Loop
-	rsp  *vhttp.Responder
-	up   *upstream
-	call *client.Call
+	p     *Proxy
+	loop  *vnet.Loop
+	rsp   *vhttp.Responder
+	front *vnet.Conn // the client's connection
+	up    *upstream
+	call  *client.Call
 
 	req    client.Request
 	arena  []byte         // the request's bytes, kept for retries
@@ -186,6 +190,7 @@ type exchange struct {
 	paused    bool // the call is paused waiting for the client
 	timedOut  bool // the current attempt's timer fired
 	badSwitch bool // the upstream answered 101 to a request without Upgrade
+	upgrade   bool // the request asks for an Upgrade (upgrade.go)
 	retried   bool // counted in liveRetries
 	settled   bool // no longer counted as live
 }
@@ -206,14 +211,17 @@ const maxKeptArena = 64 << 10
 // when ServeHTTP returns) into the exchange's arena.
 func (ex *exchange) begin(r *vhttp.Request, c *vnet.Conn, rsp *vhttp.Responder) {
 	p := ex.p
-	ex.loop, ex.rsp = c.Loop(), rsp
+	ex.loop, ex.rsp, ex.front = c.Loop(), rsp, c
+	// Only HTTP/1.1 sets Upgrade: an HTTP/2 stream cannot become a
+	// tunnel this way.
+	ex.upgrade = r.Upgrade != nil && r.ProtoMajor == 1
 	ex.attempt, ex.headSent, ex.finished, ex.gone, ex.paused = 0, false, false, false, false
 	ex.idem = idempotent(r.Method)
 	ex.head = r.IsHead()
 
 	// One allocation-free pass: size the arena first so that views into
 	// it stay valid while it fills.
-	n := len(r.Method) + len(r.Target) + len(r.Host) + len(r.Body) + len(p.cfg.host) + len(p.cfg.via) + 256
+	n := len(r.Method) + len(r.Target) + len(r.Host) + len(r.Body) + len(r.Upgrade) + len(p.cfg.host) + len(p.cfg.via) + 256
 	for i := range r.Headers {
 		n += len(r.Headers[i].Name) + len(r.Headers[i].Value) + 2
 	}
@@ -268,6 +276,10 @@ func (ex *exchange) begin(r *vhttp.Request, c *vnet.Conn, rsp *vhttp.Responder) 
 				f = append(f, client.Field{Name: nameTE, Value: valTrailers})
 			}
 		}
+	}
+	if ex.upgrade {
+		f = append(f, client.Field{Name: nameConnection, Value: valUpgrade},
+			client.Field{Name: nameUpgrade, Value: put(r.Upgrade)})
 	}
 	proto := "http"
 	if c.TLS() != nil {
@@ -488,7 +500,7 @@ func (ex *exchange) writable(err error) {
 // OnResponseHead forwards the upstream's status and fields.
 func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead) {
 	p, up := ex.p, ex.up
-	if resp.Status == 101 {
+	if resp.Status == 101 && !ex.upgrade {
 		// The proxy removed Upgrade, so a switch is an upstream gone
 		// wrong; its connection is not taken over: 502.
 		ex.badSwitch = true
@@ -512,6 +524,10 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 		up.observe(now, lat, p.cfg.ewmaTau)
 	}
 	if ex.rsp == nil {
+		return
+	}
+	if resp.Status == 101 {
+		ex.switchProtocols(call, resp)
 		return
 	}
 	h := ex.rsp.Header()
@@ -617,6 +633,10 @@ func (ex *exchange) forwardTrailer(trailer []client.Field) {
 func (ex *exchange) classify(err error, now int64) int {
 	p, up := ex.p, ex.up
 	switch {
+	case ex.badSwitch:
+		// Cancelled by the proxy, but for the upstream's fault: checked
+		// before the cancellations that are not.
+		up.badReplies.Add(1)
 	case ex.gone, errors.Is(err, client.ErrCanceled) && !ex.timedOut:
 		// The proxy gave up on the call for the client's sake: no mark
 		// against the upstream. (wrk stopping 64 clients in the middle of
@@ -630,8 +650,6 @@ func (ex *exchange) classify(err error, now int64) int {
 		// The proxy's own pool is full or closing: no mark against the
 		// upstream either.
 		return vhttp.StatusServiceUnavailable
-	case ex.badSwitch:
-		up.badReplies.Add(1)
 	case ex.timedOut, errors.Is(err, client.ErrTimeout):
 		up.timeouts.Add(1)
 		p.failed(up, now)
@@ -709,7 +727,7 @@ func (ex *exchange) maybeFree() {
 
 func (ex *exchange) free() {
 	ex.settled, ex.retried = false, false
-	ex.rsp, ex.up, ex.call = nil, nil, nil
+	ex.rsp, ex.up, ex.call, ex.front = nil, nil, nil, nil
 	ex.req = client.Request{}
 	if cap(ex.arena) > maxKeptArena {
 		ex.arena = nil

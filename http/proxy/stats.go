@@ -19,6 +19,11 @@ type Stats struct {
 	// Paused counts the times an upstream was paused because its client
 	// was more than the buffer limit behind (backpressure).
 	Paused uint64
+	// Upgrades counts the tunnels opened after an upstream's 101
+	// (WebSocket and other Upgrade requests); Tunnels is how many are
+	// open now.
+	Upgrades uint64
+	Tunnels  int64
 	// Client is the forwarding client's own statistics (pools,
 	// connections made and reused).
 	Client client.Stats
@@ -59,6 +64,8 @@ func (p *Proxy) Stats() Stats {
 		NoUpstream:    p.noUpstream.Load(),
 		RetriesDenied: p.retryDenied.Load(),
 		Paused:        p.paused.Load(),
+		Upgrades:      p.upgrades.Load(),
+		Tunnels:       p.tunnels.Load(),
 		Client:        p.client.Stats(),
 	}
 	for _, u := range p.ups.load().list {

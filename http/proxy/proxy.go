@@ -164,7 +164,7 @@ type exchange struct {
 
 	req    client.Request
 	arena  []byte         // the request's bytes, kept for retries
-	conns  [][]byte       // Connection field values (views into r)
+	conns  [][]byte       // tokens of the Connection fields that name fields (views)
 	fields []client.Field // into arena
 
 	timer      *vnet.Timer // per-attempt timeout, on timerLoop
@@ -223,7 +223,7 @@ func (ex *exchange) begin(r *vhttp.Request, c *vnet.Conn, rsp *vhttp.Responder) 
 	ex.conns = ex.conns[:0]
 	for i := range r.Headers {
 		if classify(r.Headers[i].Name) == kindConn {
-			ex.conns = append(ex.conns, r.Headers[i].Value)
+			ex.conns = appendConnTokens(ex.conns, r.Headers[i].Value)
 		}
 	}
 	f := ex.fields[:0]
@@ -530,7 +530,7 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 	conns := ex.conns[:0]
 	for i := range resp.Fields {
 		if classify(resp.Fields[i].Name) == kindConn {
-			conns = append(conns, resp.Fields[i].Value)
+			conns = appendConnTokens(conns, resp.Fields[i].Value)
 		}
 	}
 	for i := range resp.Fields {

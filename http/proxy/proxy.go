@@ -166,6 +166,7 @@ type exchange struct {
 	arena  []byte         // the request's bytes, kept for retries
 	conns  [][]byte       // tokens of the Connection fields that name fields (views)
 	fields []client.Field // into arena
+	kinds  []fieldKind    // of the response's fields, in OnResponseHead
 
 	timer      *vnet.Timer // per-attempt timeout, on timerLoop
 	timerLoop  *vnet.Loop
@@ -527,15 +528,20 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 		return
 	}
 	h := ex.rsp.Header()
-	conns := ex.conns[:0]
+	// Each name is classified once: the first walk needs every kind to
+	// find the Connection fields before the second forwards anything.
+	conns, kinds := ex.conns[:0], ex.kinds[:0]
 	for i := range resp.Fields {
-		if classify(resp.Fields[i].Name) == kindConn {
+		k := classify(resp.Fields[i].Name)
+		kinds = append(kinds, k)
+		if k == kindConn {
 			conns = appendConnTokens(conns, resp.Fields[i].Value)
 		}
 	}
+	ex.kinds = kinds
 	for i := range resp.Fields {
 		fl := &resp.Fields[i]
-		switch classify(fl.Name) {
+		switch kinds[i] {
 		case kindConn, kindHop, kindTE, kindFramed:
 			continue
 		}

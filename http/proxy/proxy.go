@@ -175,6 +175,8 @@ type exchange struct {
 	onWritable func(error)
 
 	sent      int64 // when the attempt was sent (since epoch)
+	clockOff  int64 // since(offLoop.Now()) - offLoop.Clock(): see now
+	offLoop   *vnet.Loop
 	active    int64 // loop clock when the upstream was last heard from
 	attempt   int
 	idem      bool // the method is idempotent
@@ -188,6 +190,18 @@ type exchange struct {
 	badSwitch bool // the upstream answered 101 to a request without Upgrade
 	retried   bool // counted in liveRetries
 	settled   bool // no longer counted as live
+}
+
+// now returns since(l.Now()), the loop's cached time on the proxy's
+// epoch, as the loop's clock plus an offset computed once per loop:
+// both are monotonic readings, so the sum is exact, and it spares the
+// time.Time arithmetic (Add then Sub: 300 instructions per request,
+// callgrind, cmd/veloq-proxy -backend epoll to nginx).
+func (ex *exchange) now(l *vnet.Loop) int64 {
+	if ex.offLoop != l {
+		ex.clockOff, ex.offLoop = since(l.Now())-l.Clock(), l
+	}
+	return ex.clockOff + l.Clock()
 }
 
 func newExchange(p *Proxy) *exchange {
@@ -427,7 +441,7 @@ func (ex *exchange) send(l *vnet.Loop, up *upstream) {
 	up.requests.Add(1)
 	ex.attempt++
 	ex.callLive, ex.timedOut, ex.paused, ex.badSwitch = true, false, false, false
-	ex.sent = since(l.Now())
+	ex.sent = ex.now(l)
 	ex.active = l.Clock()
 	ex.req.Addr, ex.req.TLS = up.addr, up.tls
 	if ex.timer == nil || ex.timerLoop != l {
@@ -509,7 +523,7 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 		return
 	}
 	ex.active = ex.loop.Clock()
-	now := since(ex.loop.Now())
+	now := ex.now(ex.loop)
 	lat := float64(now - ex.sent)
 	if resp.Status >= 500 {
 		up.status5xx.Add(1)
@@ -595,7 +609,7 @@ func (ex *exchange) OnResponseEnd(call *client.Call, trailer []client.Field, err
 	if up.draining.Load() {
 		p.drained(up)
 	}
-	now := since(ex.loop.Now())
+	now := ex.now(ex.loop)
 	if err == nil {
 		if ex.rsp != nil {
 			ex.forwardTrailer(trailer)

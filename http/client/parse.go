@@ -333,17 +333,9 @@ func decideFraming(headReq bool, h *ResponseHead, p *parsedHead) error {
 	return nil
 }
 
-func isTokenChar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	switch c {
-	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
-		return true
-	}
-	return false
-}
+// isTokenChar reports whether c is a tchar (RFC 9110 §5.6.2), from the
+// table h1 keeps for the server's parser.
+func isTokenChar(c byte) bool { return h1.IsToken(c) }
 
 // asciiEqualFold reports whether b equals the lower-case ASCII s, ignoring
 // case.

@@ -649,10 +649,12 @@ func (ex *exchange) forwardTrailer(trailer []client.Field) {
 func (ex *exchange) classify(err error, now int64) int {
 	p, up := ex.p, ex.up
 	switch {
-	case ex.gone, errors.Is(err, client.ErrCanceled) && !ex.timedOut:
+	case ex.gone, errors.Is(err, client.ErrCanceled) && !ex.timedOut && !ex.badSwitch:
 		// The proxy gave up on the call for the client's sake: no mark
 		// against the upstream. (wrk stopping 64 clients in the middle of
-		// 1 MiB answers ejected a healthy upstream for 5 s.)
+		// 1 MiB answers ejected a healthy upstream for 5 s.) A 101 to a
+		// request without Upgrade is cancelled too, but for the
+		// upstream's fault: it is counted below.
 		up.canceled.Add(1)
 		return vhttp.StatusBadGateway
 	case errors.Is(err, client.ErrInvalidRequest):

@@ -14,6 +14,11 @@
 #                 GOMAXPROCS=1, 64 idle upstream connections
 #   caddy         Caddy v2.11.9 reverse_proxy (go install'ed into bench/bin;
 #                 skipped with the reason when it does not install)
+#   cfloor        bench/floor/epoll_proxy.c: the C floor, a minimal epoll
+#                 keep-alive proxy (forwards the head verbatim, frames the
+#                 response by Content-Length, pools upstream connections)
+#   cfloor-uring  bench/floor/uring_proxy.c: the same on io_uring (liburing;
+#                 skipped with the reason when it does not build or run)
 #
 # Reported per proxy and body: req/s, requests per proxy CPU-second (the
 # proxy's utime+stime from /proc over wrk's window), its ratio to nginx,
@@ -33,7 +38,7 @@ DUR=${1:-10}
 CONNS=${2:-64}
 ROUNDS=${ROUNDS:-5}
 SIZES=${SIZES:-"64 16384 1048576"}
-PROXIES=${PROXIES:-"veloq veloq-epoll nginx haproxy httputil caddy"}
+PROXIES=${PROXIES:-"veloq veloq-epoll nginx haproxy httputil caddy cfloor cfloor-uring"}
 UP_PORT=19500
 OUT=results/httpproxy-latest.md
 PATH=$PATH:/usr/sbin
@@ -66,6 +71,14 @@ elif GOBIN=$PWD/bin timeout 600 go install github.com/caddyserver/caddy/v2/cmd/c
 else
 	echo "httpproxy.sh: skipping caddy: go install github.com/caddyserver/caddy/v2/cmd/caddy@v2.11.9 failed: $(tail -1 "$TMP/caddy-install.log")" >&2
 	PROXIES=$(echo "$PROXIES" | sed 's/\bcaddy\b//')
+fi
+
+if [[ " $PROXIES " == *" cfloor "* ]]; then
+	gcc -O2 -o bin/epoll_proxy floor/epoll_proxy.c
+fi
+if [[ " $PROXIES " == *" cfloor-uring "* ]] && ! gcc -O2 -o bin/uring_proxy floor/uring_proxy.c -luring 2>"$TMP/uring-build.log"; then
+	echo "httpproxy.sh: skipping cfloor-uring: gcc floor/uring_proxy.c -luring failed (apt-get install liburing-dev): $(tail -1 "$TMP/uring-build.log")" >&2
+	PROXIES=$(echo "$PROXIES" | sed 's/\bcfloor-uring\b//')
 fi
 
 # wait_port PORT: until something accepts on 127.0.0.1:PORT (at most 10 s).
@@ -170,6 +183,8 @@ proxy_cmd() { # NAME -> "PORT command..."
 	nginx) echo "19502 nginx -p $TMP/ng/ -c $TMP/ng/nginx.conf -e $TMP/ng/error.log" ;;
 	haproxy) echo "19503 haproxy -db -f $TMP/haproxy.cfg" ;;
 	httputil) echo "19504 env GOMAXPROCS=1 bin/stdproxy -addr 127.0.0.1:19504 -upstream http://127.0.0.1:$UP_PORT" ;;
+	cfloor) echo "19507 bin/epoll_proxy -addr 127.0.0.1:19507 -upstream 127.0.0.1:$UP_PORT" ;;
+	cfloor-uring) echo "19508 bin/uring_proxy -addr 127.0.0.1:19508 -upstream 127.0.0.1:$UP_PORT" ;;
 	caddy) echo "19505 env GOMAXPROCS=1 $CADDY run --adapter caddyfile --config $TMP/Caddyfile" ;;
 	esac
 }
@@ -226,9 +241,10 @@ for round in $(seq "$ROUNDS"); do
 	done
 done
 
-# median VALUES... / range VALUES...
-median() { printf '%s\n' "$@" | grep -v n/a | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "n/a"; else print a[int((NR + 1) / 2)] }'; }
-range() { printf '%s\n' "$@" | grep -v n/a | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "n/a"; else print a[1] "–" a[NR] }'; }
+# median VALUES... / range VALUES... (n/a when none is a number: a proxy
+# left out of PROXIES, e.g. nginx or cfloor as the ratio's base)
+median() { printf '%s\n' "$@" | { grep -v n/a || true; } | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "n/a"; else print a[int((NR + 1) / 2)] }'; }
+range() { printf '%s\n' "$@" | { grep -v n/a || true; } | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "n/a"; else print a[1] "–" a[NR] }'; }
 
 {
 	echo "# HTTP reverse-proxy benchmark"
@@ -240,15 +256,16 @@ range() { printf '%s\n' "$@" | grep -v n/a | sort -g | awk '{ a[NR] = $1 } END {
 	echo "files (CPU 1, one worker). ${DUR} s window after a 1 s warm-up; $ROUNDS interleaved rounds, medians."
 	echo "Proxy CPU = utime+stime of the proxy process over the window. Reuse = 1 − upstream accepts / requests."
 	echo
-	echo "| proxy | body B | req/s | req per proxy CPU-s | range | vs nginx | p99 ms | upstream reuse |"
-	echo "|---|--:|--:|--:|--:|--:|--:|--:|"
+	echo "| proxy | body B | req/s | req per proxy CPU-s | range | vs nginx | vs cfloor | p99 ms | upstream reuse |"
+	echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|"
+	ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.2f×", a / b }'; }
 	for size in $SIZES; do
 		base=$(median ${CPUREQ[nginx/$size]:-n/a})
+		floor=$(median ${CPUREQ[cfloor/$size]:-n/a})
 		for name in $PROXIES; do
 			k="$name/$size"
 			m=$(median ${CPUREQ[$k]:-n/a})
-			vs=$(awk -v a="$m" -v b="$base" 'BEGIN { if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.2f×", a / b }')
-			echo "| $name | $size | $(median ${RPS[$k]:-n/a}) | $m | $(range ${CPUREQ[$k]:-n/a}) | $vs | $(median ${P99[$k]:-n/a}) | $(median ${REUSE[$k]:-n/a}) |"
+			echo "| $name | $size | $(median ${RPS[$k]:-n/a}) | $m | $(range ${CPUREQ[$k]:-n/a}) | $(ratio "$m" "$base") | $(ratio "$m" "$floor") | $(median ${P99[$k]:-n/a}) | $(median ${REUSE[$k]:-n/a}) |"
 		done
 	done
 	echo

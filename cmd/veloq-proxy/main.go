@@ -29,6 +29,7 @@ import (
 	"time"
 
 	vhttp "github.com/veloq/veloq/http"
+	"github.com/veloq/veloq/http/client"
 	"github.com/veloq/veloq/http/proxy"
 	vnet "github.com/veloq/veloq/net"
 )
@@ -95,13 +96,22 @@ func run(args []string) error {
 	if *healthPath != "" {
 		opts = append(opts, proxy.WithHealthCheck(proxy.HealthCheck{Path: *healthPath, Interval: *healthInterval}))
 	}
-	p, err := proxy.New(opts...)
-	if err != nil {
-		return err
-	}
 	nopts := []vnet.Option{vnet.WithLoops(*loops)}
 	if *backend != "auto" {
 		nopts = append(nopts, vnet.WithBackend(vnet.Backend(*backend)))
+		// The proxy forwards on the server's loops; its client's one own
+		// loop must use the same backend, or -backend epoll would still
+		// probe io_uring (which hangs under valgrind, for one).
+		cl, err := client.New(client.WithNumLoops(1), client.WithBackend(vnet.Backend(*backend)))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		opts = append(opts, proxy.WithClient(cl))
+	}
+	p, err := proxy.New(opts...)
+	if err != nil {
+		return err
 	}
 	sopts := []vhttp.Option{vhttp.WithNetOptions(nopts...)}
 	if *cert != "" || *key != "" {

@@ -163,6 +163,32 @@ func TestResponseHeaderTimeout(t *testing.T) {
 	})
 }
 
+// The head timeout of a request on a reused connection counts from that
+// request, not from the timer an earlier request left pending (arm moves
+// the timer only when it would fire late): the second request, sent at
+// once on the same connection, times out no earlier than its own 200 ms.
+func TestResponseHeaderTimeoutOnReusedConn(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		addr := rawUpstream(t, func(c net.Conn, br *bufio.Reader, i int) {
+			readReq(br)
+			c.Write([]byte(okResp))
+			readReq(br)
+			br.ReadByte() // until the client gives up
+		})
+		l := newLoop(t, b)
+		c := newClient(t, l, WithResponseHeaderTimeout(200*time.Millisecond))
+		require.NoError(t, send(t, c, l, &Request{Method: "GET", Addr: addr, Target: "/"}).err)
+		// Not a synchronisation: 100 ms between the two deadlines, so that
+		// firing at the first one would show.
+		time.Sleep(100 * time.Millisecond)
+		start := time.Now()
+		r := send(t, c, l, &Request{Method: "GET", Addr: addr, Target: "/"})
+		require.ErrorIs(t, r.err, ErrTimeout)
+		require.GreaterOrEqual(t, time.Since(start), 190*time.Millisecond)
+		require.EqualValues(t, 1, c.Stats().NewConns, "the second request reused the connection")
+	})
+}
+
 // A refused upstream: a dial error.
 func TestRefusedUpstream(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {

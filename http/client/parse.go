@@ -65,6 +65,14 @@ func (l parseLimits) fields() int {
 // the request was HEAD (no body, whatever the fields say). The views in h
 // point into in.
 func parseResponseHead(in []byte, lim parseLimits, headReq bool, h *ResponseHead, p *parsedHead) (int, error) {
+	// A whole, valid head is parsed as it is read, its end found by the
+	// line walk; only a head that is incomplete or refused is looked at
+	// again below, to tell the two apart and name the error. Searching
+	// every head for CRLFCRLF first cost 1,390 instructions per nginx
+	// response head (callgrind, cmd/veloq-proxy -backend epoll).
+	if n, err := parseHead(in[:min(len(in), lim.bytes())], lim, headReq, h, p); err == nil {
+		return n, nil
+	}
 	end := bytes.Index(in[:min(len(in), lim.bytes())], crlfcrlf)
 	if end < 0 {
 		if len(in) >= lim.bytes() {
@@ -75,24 +83,42 @@ func parseResponseHead(in []byte, lim parseLimits, headReq bool, h *ResponseHead
 		}
 		return 0, errNeedMore
 	}
-	n := end + 4
-	block := in[:end+2] // status line and field lines, each with its CRLF
-	if !validLFs(block) {
-		return 0, protoErr("bare CR or LF in response head")
+	n, err := parseHead(in[:end+4], lim, headReq, h, p)
+	if err != nil {
+		// The line checks refuse every bare CR or LF, but under another
+		// name; a head with one is refused for it, whatever else it holds.
+		if !validLFs(in[:end+2]) {
+			return 0, protoErr("bare CR or LF in response head")
+		}
+		return 0, err
 	}
-	line := block[:bytes.IndexByte(block, '\n')+1]
-	if err := parseStatusLine(line[:len(line)-2], h); err != nil {
+	return n, nil
+}
+
+// parseHead parses the status line and field lines at the start of in,
+// up to and including the empty line that ends them, and returns the
+// head's length. Each line is checked to end in CRLF, so a head it
+// accepts holds no bare CR or LF, and its empty line is the first CRLFCRLF
+// in in: the separate scans for them (validLFs, bytes.Index) are needed
+// only to name an error. Walking each line once (nextFieldLine) instead
+// of scanning the head for bare CRs and LFs and then each line three more
+// times took parseResponseHead from 9,300 to 5,600 instructions per nginx
+// response head (callgrind, cmd/veloq-proxy -backend epoll).
+func parseHead(in []byte, lim parseLimits, headReq bool, h *ResponseHead, p *parsedHead) (int, error) {
+	lf := bytes.IndexByte(in, '\n')
+	if lf < 1 || in[lf-1] != '\r' {
+		return 0, protoErr("malformed status line")
+	}
+	if err := parseStatusLine(in[:lf-1], h); err != nil {
 		return 0, err
 	}
 	h.Fields = h.Fields[:0]
 	h.ContentLength = -1
-	if err := parseFields(block[len(line):], lim, h, p); err != nil {
+	n, err := parseFields(in[lf+1:], lim, h, p)
+	if err != nil {
 		return 0, err
 	}
-	if err := decideFraming(headReq, h, p); err != nil {
-		return 0, err
-	}
-	return n, nil
+	return lf + 1 + n, decideFraming(headReq, h, p)
 }
 
 var crlfcrlf = []byte("\r\n\r\n")
@@ -154,36 +180,35 @@ func parseStatusLine(line []byte, h *ResponseHead) error {
 	return nil
 }
 
-// parseFields parses the field lines of block (each ending in CRLF) into
-// h.Fields, and reads the fields that frame the body and decide the
-// connection's reuse.
-func parseFields(block []byte, lim parseLimits, h *ResponseHead, p *parsedHead) error {
+// parseFields parses the field lines at the start of in (each ending in
+// CRLF) into h.Fields up to the empty line that ends them, reads the
+// fields that frame the body and decide the connection's reuse, and
+// returns the length of the lines with the empty line.
+func parseFields(in []byte, lim parseLimits, h *ResponseHead, p *parsedHead) (int, error) {
 	*p = parsedHead{keepAlive: h.Minor == 1}
 	var te, connKeep bool
-	for len(block) > 0 {
-		if block[0] == ' ' || block[0] == '\t' {
-			return protoErr("obs-fold in response head")
+	block := in
+	for len(block) < 2 || block[0] != '\r' || block[1] != '\n' {
+		if len(block) > 0 && (block[0] == ' ' || block[0] == '\t') {
+			return 0, protoErr("obs-fold in response head")
 		}
-		if !validFieldLine(block) {
-			return protoErr("malformed field line")
-		}
-		f, rest, ok := h1.NextField(block)
-		if !ok || len(f.Name) == 0 {
-			return protoErr("malformed field line")
+		f, rest, ok := nextFieldLine(block)
+		if !ok {
+			return 0, protoErr("malformed field line")
 		}
 		block = rest
 		if len(h.Fields) == lim.fields() {
-			return protoErr("too many fields in response head")
+			return 0, protoErr("too many fields in response head")
 		}
-		h.Fields = append(h.Fields, Field{Name: f.Name, Value: f.Value})
+		h.Fields = append(h.Fields, f)
 		switch {
 		case asciiEqualFold(f.Name, "content-length"):
 			if err := parseContentLength(f.Value, h); err != nil {
-				return err
+				return 0, err
 			}
 		case asciiEqualFold(f.Name, "transfer-encoding"):
 			if te || !asciiEqualFold(f.Value, "chunked") {
-				return protoErr("unsupported transfer coding")
+				return 0, protoErr("unsupported transfer coding")
 			}
 			te = true
 		case asciiEqualFold(f.Name, "connection"):
@@ -200,14 +225,35 @@ func parseFields(block []byte, lim parseLimits, h *ResponseHead, p *parsedHead) 
 	}
 	if te {
 		if h.ContentLength >= 0 {
-			return protoErr("both Content-Length and Transfer-Encoding")
+			return 0, protoErr("both Content-Length and Transfer-Encoding")
 		}
 		if h.Minor == 0 {
-			return protoErr("Transfer-Encoding in an HTTP/1.0 response")
+			return 0, protoErr("Transfer-Encoding in an HTTP/1.0 response")
 		}
 		p.frame = frameChunked
 	}
-	return nil
+	return len(in) - len(block) + 2, nil
+}
+
+// nextFieldLine parses the first line of block, which must be a token
+// name, a colon right after it and a value of field-value bytes (no
+// control characters other than HTAB) ending in CRLF, and returns the
+// field (views, the value without its surrounding whitespace) and the
+// rest of block. It walks the line once with h1's tables (the value eight
+// bytes at a time) where validFieldLine and h1.NextField walked it four
+// times.
+func nextFieldLine(block []byte) (f Field, rest []byte, ok bool) {
+	n := h1.TokenLen(block)
+	if n == 0 || n == len(block) || block[n] != ':' {
+		return Field{}, nil, false
+	}
+	v := block[n+1:]
+	m := h1.ValueLen(v)
+	if m+2 > len(v) || v[m] != '\r' || v[m+1] != '\n' {
+		return Field{}, nil, false
+	}
+	val := h1.TrimOWS(v[:m])
+	return Field{Name: block[:n:n], Value: val[:len(val):len(val)]}, v[m+2:], true
 }
 
 // validFieldLine checks the first line of block: a token name, a colon
@@ -287,17 +333,9 @@ func decideFraming(headReq bool, h *ResponseHead, p *parsedHead) error {
 	return nil
 }
 
-func isTokenChar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	switch c {
-	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
-		return true
-	}
-	return false
-}
+// isTokenChar reports whether c is a tchar (RFC 9110 §5.6.2), from the
+// table h1 keeps for the server's parser.
+func isTokenChar(c byte) bool { return h1.IsToken(c) }
 
 // asciiEqualFold reports whether b equals the lower-case ASCII s, ignoring
 // case.

@@ -22,11 +22,25 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+func strs(b [][]byte) []string {
+	s := make([]string, len(b))
+	for i := range b {
+		s[i] = string(b[i])
+	}
+	return s
+}
+
 func TestListedAndTokens(t *testing.T) {
-	conns := [][]byte{[]byte("keep-alive , X-Secret"), []byte("\tx-other\t")}
+	conns := appendConnTokens(nil, []byte("keep-alive , X-Secret,,Transfer-Encoding"))
+	conns = appendConnTokens(conns, []byte("\tx-other\t, TE, close"))
 	require.True(t, listed(conns, []byte("x-secret")))
 	require.True(t, listed(conns, []byte("X-Other")))
+	require.True(t, listed(conns, []byte("te")), "TE named by Connection is not forwarded")
 	require.False(t, listed(conns, []byte("X-Secre")))
+	// Tokens naming fields dropped anyway are not kept: nginx's
+	// "Connection: keep-alive" leaves nothing to look up per field.
+	require.Equal(t, []string{"X-Secret", "x-other", "TE", "close"}, strs(conns))
+	require.Empty(t, appendConnTokens(nil, []byte("keep-alive")))
 	require.True(t, hasToken([]byte("deflate, Trailers"), "trailers"))
 	require.False(t, hasToken([]byte("deflate;q=0.5"), "trailers"))
 	require.Equal(t, "b2", string(cookie([]byte("a=1; bb=b2; b=3"), "bb")))

@@ -77,6 +77,7 @@ type Conn struct {
 	wrShutDone bool
 	connecting bool
 	dirty      bool // on the loop's flush list
+	cut        bool // closed by a Shutdown whose context ended (Stats.Cut)
 
 	h   Handler
 	err error // close cause reported to OnClose

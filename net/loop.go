@@ -78,6 +78,7 @@ type Loop struct {
 	// against the budget).
 	timerPeak int
 	stopping  bool
+	draining  bool // a graceful Shutdown started (shutdown.go)
 	stopped   chan struct{}
 
 	tid           int // the loop's OS thread, for InLoop
@@ -113,6 +114,7 @@ type loopCounters struct {
 	heldBufs, outPeak, inPeak, cached       atomic.Int64
 	tlsHandshakes, tlsErrors                atomic.Uint64
 	tlsTimeouts, tlsRefused                 atomic.Uint64
+	drained, cut                            atomic.Uint64
 }
 
 // Stats is a snapshot of a loop's counters.
@@ -160,6 +162,13 @@ type Stats struct {
 	TLSHandshakeErrors   uint64
 	TLSHandshakeTimeouts uint64
 	TLSRefused           uint64
+	// Drained counts the connections that ended during a graceful
+	// Shutdown before its context did (by themselves, or as a
+	// ShutdownHandler ended them); Cut those Shutdown closed when its
+	// context ended (ErrClosed). Drained+Cut is the number of
+	// connections a Shutdown found open (or that opened meanwhile).
+	Drained uint64
+	Cut     uint64
 }
 
 // NewLoop is part of the engine, for a loop without a Server (Listen and
@@ -555,6 +564,7 @@ func (l *Loop) beginStop() {
 	}
 	for _, c := range l.conns {
 		if c != nil && c.state != connClosed {
+			c.cut = l.draining && c.state < connTearingDown
 			l.abort(c, ErrClosed)
 		}
 	}
@@ -631,5 +641,6 @@ func (l *Loop) Stats() Stats {
 		PeakConnOutput: s.outPeak.Load(), PeakConnInput: s.inPeak.Load(), CachedBytes: s.cached.Load(),
 		TLSHandshakes: s.tlsHandshakes.Load(), TLSHandshakeErrors: s.tlsErrors.Load(),
 		TLSHandshakeTimeouts: s.tlsTimeouts.Load(), TLSRefused: s.tlsRefused.Load(),
+		Drained: s.drained.Load(), Cut: s.cut.Load(),
 	}
 }

@@ -76,8 +76,8 @@ type Conn struct {
 	wrShut     bool // CloseWrite requested
 	wrShutDone bool
 	connecting bool
-	dirty      bool // on the loop's flush list
-	cut        bool // closed by a Shutdown whose context ended (Stats.Cut)
+	dirty      bool       // on the loop's flush list
+	drain      drainFlags // its part in a graceful Shutdown (shutdown.go)
 
 	h   Handler
 	err error // close cause reported to OnClose

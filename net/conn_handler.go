@@ -30,6 +30,8 @@ func (l *Loop) callShutdown(c *Conn) {
 	if !ok {
 		return
 	}
+	c.drain |= drainTold
+	l.told.Add(1)
 	outer := l.enterUser()
 	defer l.leaveHandler(c, "OnShutdown", outer)
 	sh.OnShutdown(c)

@@ -79,7 +79,10 @@ type Loop struct {
 	timerPeak int
 	stopping  bool
 	draining  bool // a graceful Shutdown started (shutdown.go)
-	stopped   chan struct{}
+	// told counts the open connections OnShutdown was called on; the
+	// loop writes it, Server.NumShuttingDown reads it.
+	told    atomic.Int64
+	stopped chan struct{}
 
 	tid           int // the loop's OS thread, for InLoop
 	lastAcceptLog int64
@@ -564,7 +567,9 @@ func (l *Loop) beginStop() {
 	}
 	for _, c := range l.conns {
 		if c != nil && c.state != connClosed {
-			c.cut = l.draining && c.state < connTearingDown
+			if l.draining && c.state < connTearingDown {
+				c.drain |= drainCut
+			}
 			l.abort(c, ErrClosed)
 		}
 	}

@@ -356,9 +356,7 @@ func (s *Server) shutdown(ctx context.Context) (cut, closeErr error) {
 	s.mu.Unlock()
 	errs := []error{s.CloseListeners()}
 	if ctx.Err() == nil { // not Close: drain
-		for _, l := range s.loops {
-			_ = l.Post(l.beginDrain) // ErrClosed: the loop stopped already
-		}
+		s.NotifyShutdown()
 	}
 	var err error
 	tick := time.NewTicker(5 * time.Millisecond)

@@ -135,7 +135,8 @@ func TestNumNotified(t *testing.T) {
 		h := newGoodbyeHandler()
 		s, err := Listen("tcp", "127.0.0.1:0", h, WithBackend(b), WithLoops(1), WithLogger(testLogger(t)))
 		require.NoError(t, err)
-		s2, err := Listen("tcp", "127.0.0.1:0", &halfCloser{}, WithBackend(b), WithLoops(1), WithLogger(testLogger(t)))
+		hc := &halfCloser{HandlerFuncs{Data: func(c *Conn) { c.Next(-1); c.CloseWrite() }}}
+		s2, err := Listen("tcp", "127.0.0.1:0", hc, WithBackend(b), WithLoops(1), WithLogger(testLogger(t)))
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close(); s2.Close() })
 		stays, half := dial(t, s), dial(t, s2)
@@ -143,13 +144,18 @@ func TestNumNotified(t *testing.T) {
 		require.NoError(t, err)
 		_, err = readFull(stays, 4)
 		require.NoError(t, err)
-		waitConns(t, s2, 1)
+		early := dial(t, s2) // half-closed by its handler before the shutdown
+		_, err = early.Write([]byte("x"))
+		require.NoError(t, err)
+		_, err = io.ReadAll(early)
+		require.NoError(t, err)
+		waitConns(t, s2, 2)
 
 		s.NotifyShutdown()
 		s2.NotifyShutdown()
 		require.Equal(t, 1, s.NumNotified(), "told, left open by its handler")
 		require.Equal(t, 0, s2.NumNotified(), "half-closed by its handler")
-		require.Equal(t, 1, s2.NumConns(), "still open for the peer's FIN")
+		require.Equal(t, 2, s2.NumConns(), "still open for the peers' FIN")
 		_, err = io.ReadAll(half) // the server's FIN
 		require.NoError(t, err)
 	})

@@ -76,7 +76,8 @@ type Conn struct {
 	wrShut     bool // CloseWrite requested
 	wrShutDone bool
 	connecting bool
-	dirty      bool // on the loop's flush list
+	dirty      bool       // on the loop's flush list
+	drain      drainFlags // its part in a graceful Shutdown (shutdown.go)
 
 	h   Handler
 	err error // close cause reported to OnClose
@@ -428,6 +429,7 @@ func (c *Conn) Close() error {
 	if !c.wrShut {
 		c.tlsCloseNotify()
 	}
+	c.loop.untell(c)
 	c.loop.closeGracefully(c)
 	return nil
 }
@@ -447,6 +449,7 @@ func (c *Conn) CloseWrite() error {
 	}
 	c.tlsCloseNotify()
 	c.wrShut = true
+	c.loop.untell(c)
 	if c.out.len() == 0 {
 		c.loop.shutdownWrite(c)
 	}

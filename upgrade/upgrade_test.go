@@ -122,8 +122,8 @@ func appendLine(path, line string) error {
 }
 
 type gen struct {
-	pid       int
-	tcp, udp  string
+	pid      int
+	tcp, udp string
 }
 
 func readGens(t *testing.T, state string) []gen {
@@ -223,7 +223,7 @@ func keepAlive(addr string, stop <-chan struct{}, c *counts) {
 // nothingRead reports an error of a connection that ended before a byte
 // of the answer came: EOF or a reset.
 func nothingRead(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) && false ||
+	return errors.Is(err, io.EOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"sync"
 	"time"
@@ -328,4 +329,34 @@ func (u *Upgrader) command() *exec.Cmd {
 	cmd := exec.Command(os.Args[0], os.Args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	return cmd
+}
+
+// UpgradeOn upgrades each time one of sigs arrives (a program's SIGUSR2,
+// say), until an upgrade succeeds, and returns a context that is done
+// then, or when ctx is: the program's cue to shut its servers down
+// gracefully and exit. A failed upgrade is passed to report (if not nil)
+// and the program goes on serving.
+func (u *Upgrader) UpgradeOn(ctx context.Context, report func(error), sigs ...os.Signal) context.Context {
+	done, cancel := context.WithCancel(ctx)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	go func() {
+		defer signal.Stop(ch)
+		for {
+			select {
+			case <-done.Done():
+				return
+			case <-ch:
+			}
+			err := u.Upgrade(done)
+			if err == nil {
+				cancel()
+				return
+			}
+			if report != nil {
+				report(err)
+			}
+		}
+	}()
+	return done
 }

@@ -267,7 +267,11 @@ func (s *Server) shutdown(ctx context.Context, hooks bool) error {
 	}()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for s.active.Load() > 0 {
+	// Connections in a TLS handshake are the server's too (net/http
+	// counts them in StateNew): a process that exits once Shutdown
+	// returns would reset them. active is read first: a handshake ends
+	// only after its connection is counted there.
+	for s.active.Load() > 0 || ns.HandshakesInProgress() > 0 {
 		select {
 		case <-ctx.Done():
 			s.cutNet()

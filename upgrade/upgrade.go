@@ -71,6 +71,7 @@ type Upgrader struct {
 	inherited []*os.File // not yet taken by Listen
 	ready     *os.File   // the old process's ready pipe; nil if none
 	sources   []source
+	seen      map[string]int // Listen calls per network and address
 	upgrading bool
 	upgraded  bool
 }
@@ -138,12 +139,33 @@ func closeAll(files []*os.File) {
 	}
 }
 
+// name returns the name the sockets of network and address are handed
+// over under: the address as the program asked for it (so ":0" finds the
+// port the old process got), with the number of earlier calls for the
+// same one, so that two servers on "127.0.0.1:0" each find their own.
+func (u *Upgrader) name(network, address string) string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	key := network + " " + address
+	if u.seen == nil {
+		u.seen = make(map[string]int)
+	}
+	n := u.seen[key]
+	u.seen[key]++
+	if n == 0 {
+		return key
+	}
+	return key + " #" + strconv.Itoa(n+1)
+}
+
 // Listen makes srv listen on network and address: on the sockets the old
-// process served for the same network and address (as the program asked
-// for them, so ":0" finds the port the old process got), or on new ones
-// when none was handed over. The sockets are handed over by Upgrade.
+// process served for the same network and address, or on new ones when
+// none was handed over. Addresses are matched as the program asked for
+// them (the second Listen for one address gets the old process's second),
+// so a new version listens in the same order. The sockets are handed
+// over by Upgrade.
 func (u *Upgrader) Listen(srv StreamServer, network, address string) (net.Addr, error) {
-	name := network + " " + address
+	name := u.name(network, address)
 	var addr net.Addr
 	var err error
 	if files := u.take(name); len(files) > 0 {
@@ -161,7 +183,7 @@ func (u *Upgrader) Listen(srv StreamServer, network, address string) (net.Addr, 
 
 // ListenPacket is Listen for a datagram address served by srv with h.
 func (u *Upgrader) ListenPacket(srv *vnet.Server, network, address string, h vnet.PacketHandler) (*vnet.PacketListener, error) {
-	name := network + " " + address
+	name := u.name(network, address)
 	var pl *vnet.PacketListener
 	var err error
 	if files := u.take(name); len(files) > 0 {

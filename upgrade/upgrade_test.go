@@ -3,6 +3,7 @@ package upgrade_test
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ import (
 
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/internal/backendtest"
+	"github.com/veloq/veloq/internal/selfsigned"
 	vnet "github.com/veloq/veloq/net"
 	"github.com/veloq/veloq/upgrade"
 )
@@ -83,6 +85,22 @@ func serve(state string) error {
 	if err != nil {
 		return err
 	}
+	// HTTPS (HTTP/1.1 and h2) on a second server: each generation makes
+	// its own certificate, the clients do not verify it.
+	cert, err := selfsigned.New(time.Hour)
+	if err != nil {
+		return err
+	}
+	ts, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+		w.Write([]byte(pid))
+	}), vhttp.WithTLS(cert.ServerConfig()), vhttp.WithNetOptions(vnet.WithBackend(backend), vnet.WithLoops(2)))
+	if err != nil {
+		return err
+	}
+	tlsAddr, err := u.Listen(ts, "tcp", "127.0.0.1:0") // the same address asked for: the second one's sockets
+	if err != nil {
+		return err
+	}
 	pl, err := u.ListenPacket(us, "udp", "127.0.0.1:0", vnet.PacketHandlerFunc(func(pc *vnet.PacketConn, p []byte, from netip.AddrPort) {
 		_ = pc.WriteTo(p, from)
 	}))
@@ -92,7 +110,7 @@ func serve(state string) error {
 	if err := u.Ready(); err != nil {
 		return err
 	}
-	if err := appendLine(filepath.Join(state, "gens"), fmt.Sprintf("%s %s %s", pid, taddr, pl.Addr())); err != nil {
+	if err := appendLine(filepath.Join(state, "gens"), fmt.Sprintf("%s %s %s %s", pid, taddr, pl.Addr(), tlsAddr)); err != nil {
 		return err
 	}
 	sig := make(chan os.Signal, 1)
@@ -106,7 +124,7 @@ func serve(state string) error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		return errors.Join(hs.Shutdown(ctx), us.Shutdown(ctx))
+		return errors.Join(hs.Shutdown(ctx), ts.Shutdown(ctx), us.Shutdown(ctx))
 	}
 	return nil
 }
@@ -122,8 +140,8 @@ func appendLine(path, line string) error {
 }
 
 type gen struct {
-	pid      int
-	tcp, udp string
+	pid           int
+	tcp, udp, tls string
 }
 
 func readGens(t *testing.T, state string) []gen {
@@ -135,11 +153,11 @@ func readGens(t *testing.T, state string) []gen {
 	var gens []gen
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		f := strings.Fields(line)
-		if len(f) != 3 {
+		if len(f) != 4 {
 			continue
 		}
 		pid, _ := strconv.Atoi(f[0])
-		gens = append(gens, gen{pid, f[1], f[2]})
+		gens = append(gens, gen{pid, f[1], f[2], f[3]})
 	}
 	return gens
 }
@@ -270,6 +288,62 @@ func newConns(addr string, stop <-chan struct{}, c *counts) {
 	}
 }
 
+var insecure = &tls.Config{InsecureSkipVerify: true} // each generation has its own certificate
+
+// httpsConns is newConns over TLS: a handshake and a request per
+// connection.
+func httpsConns(addr string, stop <-chan struct{}, c *counts) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: insecure}
+		conn, err := d.Dial("tcp", addr)
+		if err != nil {
+			c.fail(fmt.Errorf("https dial: %w", err))
+			continue
+		}
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		body, _, err := roundTrip(conn, bufio.NewReader(conn))
+		conn.Close()
+		if err != nil {
+			c.fail(fmt.Errorf("https: %w", err))
+			continue
+		}
+		c.served(body)
+	}
+}
+
+// h2Client sends requests over HTTP/2 with net/http's client, which
+// retries a request the server's GOAWAY says it did not process (RFC
+// 9113 §6.8): that is how HTTP/2 moves clients off a draining server.
+func h2Client(addr string, stop <-chan struct{}, c *counts) {
+	tr := &nethttp.Transport{TLSClientConfig: insecure.Clone(), ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	client := &nethttp.Client{Transport: tr, Timeout: 5 * time.Second}
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		resp, err := client.Get("https://" + addr + "/")
+		if err != nil {
+			c.fail(fmt.Errorf("h2: %w", err))
+			continue
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || resp.ProtoMajor != 2 {
+			c.fail(fmt.Errorf("h2: %s %d %v", resp.Proto, resp.StatusCode, err))
+			continue
+		}
+		c.served(string(b))
+	}
+}
+
 // udpClient sends numbered datagrams one at a time and waits up to a
 // second for each echo; one not echoed by then is lost.
 func udpClient(addr string, stop <-chan struct{}, c *counts) {
@@ -327,6 +401,7 @@ func TestUpgradeUnderLoad(t *testing.T) {
 		var gens []gen
 		require.Eventually(t, func() bool { gens = readGens(t, state); return len(gens) == 1 }, 20*time.Second, 5*time.Millisecond)
 		g0 := gens[0]
+		fds0 := countFDs(t, g0.pid) // a fresh start's descriptors
 
 		var c counts
 		stop := make(chan struct{})
@@ -337,6 +412,9 @@ func TestUpgradeUnderLoad(t *testing.T) {
 			go func() { defer wg.Done(); newConns(g0.tcp, stop, &c) }()
 			go func() { defer wg.Done(); udpClient(g0.udp, stop, &c) }()
 		}
+		wg.Add(2)
+		go func() { defer wg.Done(); httpsConns(g0.tls, stop, &c) }()
+		go func() { defer wg.Done(); h2Client(g0.tls, stop, &c) }()
 		defer func() {
 			select {
 			case <-stop:
@@ -360,6 +438,7 @@ func TestUpgradeUnderLoad(t *testing.T) {
 			cur := gens[i]
 			require.Equal(t, g0.tcp, cur.tcp, "the same sockets")
 			require.Equal(t, g0.udp, cur.udp)
+			require.Equal(t, g0.tls, cur.tls)
 			// The old one drains and exits by itself, with status 0.
 			if i == 1 {
 				require.NoError(t, <-first)
@@ -371,6 +450,11 @@ func TestUpgradeUnderLoad(t *testing.T) {
 		close(stop)
 		wg.Wait()
 		last := gens[len(gens)-1]
+		// Once the clients are gone, the last generation holds what the
+		// first held at its start: no inherited descriptor or ready pipe
+		// left open, no socket duplicated twice.
+		require.Eventually(t, func() bool { return countFDs(t, last.pid) == fds0 }, 10*time.Second, 5*time.Millisecond,
+			"descriptors: first generation %d at start, last %d", fds0, countFDs(t, last.pid))
 		require.NoError(t, unix.Kill(last.pid, unix.SIGTERM))
 		waitPid(t, last.pid)
 
@@ -384,6 +468,14 @@ func TestUpgradeUnderLoad(t *testing.T) {
 		require.Zero(t, c.failed.Load(), "failed requests: %v", c.errs)
 		require.Zero(t, c.udpLost.Load(), "lost datagrams")
 	})
+}
+
+// countFDs counts the descriptors process pid has open.
+func countFDs(t *testing.T, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	require.NoError(t, err)
+	return len(ents)
 }
 
 // waitPid waits for a process this one reaps (as subreaper) to exit

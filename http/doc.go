@@ -24,7 +24,13 @@
 // an offloaded handler's [ResponseWriter.Context] ends when the client
 // leaves. Keep-alive,
 // pipelining, HTTP/1.0, HEAD, chunked bodies, 100-continue, a connection
-// limit and graceful [Server.Shutdown] are handled by the server.
+// limit and graceful [Server.Shutdown] are handled by the server:
+// Shutdown stops accepting, closes idle keep-alive connections, answers
+// the requests in progress with "Connection: close", sends HTTP/2 clients
+// a GOAWAY and, after a PING round trip, the final one, tells hijacked
+// connections that take part (a WebSocket closes with 1001), and cuts
+// what remains when its context ends; [Stats] counts drained and cut
+// connections.
 //
 // [FromStd] serves any net/http handler with net/http semantics: streamed
 // request bodies, Flusher, Hijacker (gorilla/websocket, gobwas/ws and

@@ -74,6 +74,10 @@ type h2Conn struct {
 	pendingOut int
 	ready      []*h2Stream
 	goingAway  bool // GOAWAY sent: no new streams
+	// shutPinged: Shutdown's first GOAWAY (the largest stream id) and its
+	// PING are out; the final GOAWAY waits for the PING's ack. A bool in
+	// the padding after goingAway: h2Conn stays 256 bytes.
+	shutPinged bool
 	// stdLive counts the FromStd handlers started on this connection
 	// that have not returned, their stream open or not: a stream the
 	// client resets leaves at once, but its handler runs on until it
@@ -357,8 +361,14 @@ func (hc *h2Conn) frame(h h2.Header, p []byte) error {
 		return h2.ConnError(h2.ProtocolError, "PUSH_PROMISE from a client")
 	case h2.TypePing:
 		data, err := h2.ParsePing(h, p)
-		if err != nil || h.Flags.Has(h2.FlagAck) {
+		if err != nil {
 			return err
+		}
+		if h.Flags.Has(h2.FlagAck) {
+			if hc.shutPinged && data == shutdownPing {
+				hc.goAway() // the client has seen the first GOAWAY
+			}
+			return nil
 		}
 		if err := hc.cheapFrame(); err != nil {
 			return err
@@ -718,14 +728,43 @@ func (hc *h2Conn) goAway() {
 	hc.closeIfDone()
 }
 
+// shutdownPing is the opaque data of Shutdown's PING (any 8 bytes do:
+// only its ack, which echoes them, is matched).
+var shutdownPing = [8]byte{'s', 'h', 'u', 't', 'd', 'o', 'w', 'n'}
+
+// shutdown starts Shutdown's graceful close as RFC 9113 §6.8 advises: a
+// GOAWAY with the largest stream id, which tells the client to open no
+// more streams while those already on their way are still processed, and
+// a PING. Its ack proves that the client saw the GOAWAY, so the final
+// GOAWAY (goAway, the last stream really opened) refuses no stream the
+// client sent before it. A single GOAWAY naming the last stream at once
+// refused such streams: a request in flight when the server decided to
+// go was not processed (the client must retry it elsewhere).
+func (hc *h2Conn) shutdown() {
+	if hc.goingAway || hc.shutPinged {
+		return
+	}
+	hc.shutPinged = true
+	b := h2.AppendGoAway(hc.ls.scratch[:0], 1<<31-1, h2.NoError, nil)
+	b = h2.AppendPing(b, false, shutdownPing)
+	hc.ls.scratch = b
+	hc.cs.c.Write(b)
+}
+
 // closeIfDone closes a connection going away once its streams are done.
+// During Shutdown it waits for the PING's ack (the final GOAWAY, after
+// which it closes) even without streams: a stream may be on its way.
 func (hc *h2Conn) closeIfDone() {
-	if len(hc.streams) == 0 && (hc.goingAway || hc.cs.eof || hc.srv.shutting.Load()) {
-		if !hc.goingAway {
-			hc.goAway()
-			return
-		}
+	if len(hc.streams) != 0 {
+		return
+	}
+	switch {
+	case hc.goingAway:
 		hc.cs.linger()
+	case hc.cs.eof:
+		hc.goAway()
+	case hc.srv.shutting.Load():
+		hc.shutdown()
 	}
 }
 

@@ -214,9 +214,19 @@ func (s *Server) NetServer() *vnet.Server {
 // closed. If ctx ends first, every remaining connection is cut and ctx's
 // error is returned.
 //
-// As in net/http, Shutdown does not wait for hijacked connections (by
-// [ResponseWriter.Hijack], a FromStd handler's http.Hijacker, or so a
-// WebSocket): they stay open after it returns, and the loops stop once
+// HTTP/2 connections get a GOAWAY, and a second, final one once a PING
+// round trip has shown the client saw the first (RFC 9113 §6.8): the
+// streams the client opened meanwhile are served, later ones refused,
+// and the connection closes after its last stream. ctx's deadline is the
+// drain timeout; Stats counts the connections that closed in time
+// (Drained) and those cut at the deadline (Cut).
+//
+// Hijacked connections (by [ResponseWriter.Hijack], a FromStd handler's
+// http.Hijacker, or so a WebSocket) whose handler is a
+// [vnet.ShutdownHandler] are told with OnShutdown and waited for too: a
+// WebSocket connection starts its close handshake with 1001 (going
+// away). As in net/http, Shutdown does not wait for other hijacked
+// connections: they stay open after it returns, and the loops stop once
 // they have closed too. Use RegisterOnShutdown to tell them the server is
 // going, and Close to cut them.
 func (s *Server) Shutdown(ctx context.Context) error {
@@ -258,6 +268,11 @@ func (s *Server) shutdown(ctx context.Context, hooks bool) error {
 		ls := s.loops[l.ID()]
 		_ = l.Post(ls.closeIdle)
 	}
+	if ctx.Err() == nil {
+		// Hijacked connections whose handler takes part (WebSocket's
+		// sends its close 1001) are told, and waited for below.
+		ns.NotifyShutdown()
+	}
 	// ns stops its loops once no connection is left; hijacked ones live
 	// on those loops, so it waits for them until cutNet, while this waits
 	// for the server's own connections.
@@ -271,7 +286,7 @@ func (s *Server) shutdown(ctx context.Context, hooks bool) error {
 	// counts them in StateNew): a process that exits once Shutdown
 	// returns would reset them. active is read first: a handshake ends
 	// only after its connection is counted there.
-	for s.active.Load() > 0 || ns.HandshakesInProgress() > 0 {
+	for s.active.Load() > 0 || ns.HandshakesInProgress() > 0 || ns.NumNotified() > 0 {
 		select {
 		case <-ctx.Done():
 			s.cutNet()
@@ -349,6 +364,11 @@ type Stats struct {
 	// BufferedBodyBytes is the body buffer capacity all connections hold
 	// now, bounded by WithMaxBufferedBodyBytes.
 	BufferedBodyBytes int64
+	// Shutdown and Close: connections that closed by themselves or after
+	// their last response (Drained), and connections cut at Shutdown's
+	// deadline or by Close (Cut). Hijacked connections count in the
+	// vnet.Server's Stats (and WebSocket's) instead.
+	Drained, Cut uint64
 }
 
 // Stats returns the server's counters.
@@ -372,6 +392,8 @@ func (s *Server) Stats() Stats {
 		st.HTTP2Resets += ls.st.h2resets.Load()
 		st.HTTP2Refused += ls.st.h2refused.Load()
 		st.HTTP2Calm += ls.st.h2calm.Load()
+		st.Drained += ls.st.drained.Load()
+		st.Cut += ls.st.cut.Load()
 	}
 	return st
 }
@@ -383,7 +405,7 @@ type loopStats struct {
 	protoErrors, panics, timeouts, hijacked atomic.Uint64
 	overBudget                              atomic.Uint64
 	h2conns, h2streams, h2resets, h2refused atomic.Uint64
-	h2calm                                  atomic.Uint64
+	h2calm, drained, cut                    atomic.Uint64
 }
 
 // loopState is what the connections of one loop share. Only that loop
@@ -493,7 +515,7 @@ func (ls *loopState) closeIdle() {
 				cs.c.Close()
 			}
 		case phaseH2:
-			cs.h2.goAway()
+			cs.h2.shutdown()
 		}
 		cs = next
 	}
@@ -561,6 +583,13 @@ func (h netHandler) OnClose(c *vnet.Conn, err error) {
 	cs := c.Value().(*conn)
 	cs.ls.conns.remove(cs)
 	cs.srv.active.Add(-1)
+	if cs.srv.shutting.Load() {
+		if errors.Is(err, vnet.ErrClosed) {
+			cs.ls.st.cut.Add(1)
+		} else {
+			cs.ls.st.drained.Add(1)
+		}
+	}
 	cs.timer.Stop()
 	cs.onClose(err)
 }

@@ -76,7 +76,8 @@ type Conn struct {
 	wrShut     bool // CloseWrite requested
 	wrShutDone bool
 	connecting bool
-	dirty      bool // on the loop's flush list
+	dirty      bool       // on the loop's flush list
+	drain      drainFlags // its part in a graceful Shutdown (shutdown.go)
 
 	h   Handler
 	err error // close cause reported to OnClose

@@ -18,6 +18,23 @@ func (l *Loop) callOpen(c *Conn) {
 	outer := l.enterUser()
 	defer l.leaveHandler(c, "OnOpen", outer)
 	c.h.OnOpen(c)
+	if l.draining && c.state == connOpen {
+		// Opened during a graceful Shutdown (a TLS handshake that
+		// completed, a Loop.Dial): it is told at once, as the others were.
+		l.callShutdown(c)
+	}
+}
+
+func (l *Loop) callShutdown(c *Conn) {
+	sh, ok := c.h.(ShutdownHandler)
+	if !ok {
+		return
+	}
+	c.drain |= drainTold
+	l.told.Add(1)
+	outer := l.enterUser()
+	defer l.leaveHandler(c, "OnShutdown", outer)
+	sh.OnShutdown(c)
 }
 
 func (l *Loop) callData(c *Conn) {

@@ -524,6 +524,7 @@ func (l *Loop) finalize(c *Conn) {
 	c.out.reset(l)
 	l.forget(c)
 	l.stats.closed.Add(1)
+	l.countDrain(c)
 	if c.connecting {
 		c.connecting = false
 		if c.err == nil {

@@ -12,8 +12,11 @@
 // [ListenAndServe] serves until a context ends, then shuts down
 // gracefully. To keep the Server while it runs (for [Server.Stats]), use
 // [NewServer] and then [Server.Listen] or [Server.ListenAndServe];
-// [Server.Shutdown] stops accepting, waits for connections until its
-// context ends, and releases every descriptor and thread. Options
+// [Server.Shutdown] stops accepting, calls OnShutdown on each connection
+// whose handler is a [ShutdownHandler] (so that it ends it its own way),
+// waits for connections until its context ends (the drain timeout), cuts
+// what remains, and releases every descriptor and thread; [Stats] counts
+// the connections drained and cut. Options
 // (With...) choose the number of loops, the backend, balancing, TLS
 // ([WithTLS]), timeouts and the write water marks; [PublishExpvar] shows
 // the Stats at /debug/vars. [Server.Dial] and [Server.DialTLS] open

@@ -78,7 +78,11 @@ type Loop struct {
 	// against the budget).
 	timerPeak int
 	stopping  bool
-	stopped   chan struct{}
+	draining  bool // a graceful Shutdown started (shutdown.go)
+	// told counts the open connections OnShutdown was called on; the
+	// loop writes it, Server.NumShuttingDown reads it.
+	told    atomic.Int64
+	stopped chan struct{}
 
 	tid           int // the loop's OS thread, for InLoop
 	lastAcceptLog int64
@@ -113,6 +117,7 @@ type loopCounters struct {
 	heldBufs, outPeak, inPeak, cached       atomic.Int64
 	tlsHandshakes, tlsErrors                atomic.Uint64
 	tlsTimeouts, tlsRefused                 atomic.Uint64
+	drained, cut                            atomic.Uint64
 }
 
 // Stats is a snapshot of a loop's counters.
@@ -160,6 +165,13 @@ type Stats struct {
 	TLSHandshakeErrors   uint64
 	TLSHandshakeTimeouts uint64
 	TLSRefused           uint64
+	// Drained counts the connections that ended during a graceful
+	// Shutdown before its context did (by themselves, or as a
+	// ShutdownHandler ended them); Cut those Shutdown closed when its
+	// context ended (ErrClosed). Drained+Cut is the number of
+	// connections a Shutdown found open (or that opened meanwhile).
+	Drained uint64
+	Cut     uint64
 }
 
 // NewLoop is part of the engine, for a loop without a Server (Listen and
@@ -555,6 +567,9 @@ func (l *Loop) beginStop() {
 	}
 	for _, c := range l.conns {
 		if c != nil && c.state != connClosed {
+			if l.draining && c.state < connTearingDown {
+				c.drain |= drainCut
+			}
 			l.abort(c, ErrClosed)
 		}
 	}
@@ -631,5 +646,6 @@ func (l *Loop) Stats() Stats {
 		PeakConnOutput: s.outPeak.Load(), PeakConnInput: s.inPeak.Load(), CachedBytes: s.cached.Load(),
 		TLSHandshakes: s.tlsHandshakes.Load(), TLSHandshakeErrors: s.tlsErrors.Load(),
 		TLSHandshakeTimeouts: s.tlsTimeouts.Load(), TLSRefused: s.tlsRefused.Load(),
+		Drained: s.drained.Load(), Cut: s.cut.Load(),
 	}
 }

@@ -340,11 +340,17 @@ func (s *Server) DialTLS(ctx context.Context, network, address string, cfg *tls.
 	return s.leastLoaded().DialTLS(ctx, network, address, cfg, h)
 }
 
-// Shutdown stops accepting, waits for open connections to close by
-// themselves until ctx ends, then closes what is left and stops the loops,
-// releasing every fd, ring and goroutine. It returns ctx's error if
-// connections had to be cut, joined with any error met closing listeners
-// and loops. Calls after the first return nil.
+// Shutdown stops the server gracefully, in the order a deploy needs: it
+// stops accepting (closes every listener), calls OnShutdown on every open
+// connection whose handler is a ShutdownHandler so that it ends the
+// connection its own way, waits for the connections to close until ctx
+// ends, then closes what is left (OnClose sees ErrClosed) and stops the
+// loops, releasing every fd, ring and goroutine. The connections that
+// closed in time count in Stats.Drained, those closed at ctx's end in
+// Stats.Cut: ctx's deadline is the drain timeout.
+//
+// It returns ctx's error if connections had to be cut, joined with any
+// error met closing listeners and loops. Calls after the first return nil.
 func (s *Server) Shutdown(ctx context.Context) error {
 	cut, err := s.shutdown(ctx)
 	return errors.Join(cut, err)
@@ -362,6 +368,9 @@ func (s *Server) shutdown(ctx context.Context) (cut, closeErr error) {
 	close(s.done)
 	s.mu.Unlock()
 	errs := []error{s.CloseListeners()}
+	if ctx.Err() == nil { // not Close: drain
+		s.NotifyShutdown()
+	}
 	var err error
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()

@@ -26,6 +26,8 @@ var httpMetrics = []spec[vhttp.Stats]{
 	counter("http2_stream_resets_total", "HTTP/2 streams the server reset (stream errors).", func(s vhttp.Stats) float64 { return cnt(s.HTTP2Resets) }),
 	counter("http2_refused_streams_total", "HTTP/2 streams refused over the concurrency bound.", func(s vhttp.Stats) float64 { return cnt(s.HTTP2Refused) }),
 	counter("http2_calm_connections_total", "HTTP/2 connections ended with ENHANCE_YOUR_CALM (floods, rapid reset, oversized header blocks).", func(s vhttp.Stats) float64 { return cnt(s.HTTP2Calm) }),
+	counter("drained_connections_total", "HTTP connections that ended during Shutdown before its deadline.", func(s vhttp.Stats) float64 { return cnt(s.Drained) }),
+	counter("cut_connections_total", "HTTP connections cut at Shutdown's deadline or by Close.", func(s vhttp.Stats) float64 { return cnt(s.Cut) }),
 }
 
 // HTTPCollector is a prometheus.Collector for a *http.Server: its Stats

@@ -34,6 +34,8 @@ var netMetrics = []spec[vnet.Stats]{
 	counter("tls_handshake_errors_total", "Connections closed because the peer's TLS handshake or records failed.", func(s vnet.Stats) float64 { return cnt(s.TLSHandshakeErrors) }),
 	counter("tls_handshake_timeouts_total", "TLS handshakes cut at the handshake timeout.", func(s vnet.Stats) float64 { return cnt(s.TLSHandshakeTimeouts) }),
 	counter("tls_refused_connections_total", "New connections refused past the bound on concurrent TLS handshakes.", func(s vnet.Stats) float64 { return cnt(s.TLSRefused) }),
+	counter("drained_connections_total", "Connections that ended during a graceful Shutdown before its deadline.", func(s vnet.Stats) float64 { return cnt(s.Drained) }),
+	counter("cut_connections_total", "Connections a graceful Shutdown closed at its deadline.", func(s vnet.Stats) float64 { return cnt(s.Cut) }),
 }
 
 // NetCollector is a prometheus.Collector for a *net.Server: each loop's

@@ -16,6 +16,9 @@ var websocketMetrics = []spec[websocket.Stats]{
 	counter("protocol_errors_total", "Connections failed with close code 1002, 1007 or 1009.", func(s websocket.Stats) float64 { return cnt(s.ProtocolErrors) }),
 	counter("abnormal_closes_total", "Connections whose TCP ended without a close handshake.", func(s websocket.Stats) float64 { return cnt(s.Abnormal) }),
 	counter("refused_messages_total", "Messages refused because the connection's pending output was over its limit.", func(s websocket.Stats) float64 { return cnt(s.OutputFull) }),
+	counter("going_away_closes_total", "Close handshakes with 1001 (going away) the server's Shutdown started.", func(s websocket.Stats) float64 { return cnt(s.GoingAway) }),
+	counter("drained_connections_total", "Connections that ended during the server's Shutdown before its deadline.", func(s websocket.Stats) float64 { return cnt(s.Drained) }),
+	counter("cut_connections_total", "Connections cut at the server's Shutdown deadline.", func(s websocket.Stats) float64 { return cnt(s.Cut) }),
 }
 
 // groupMetrics are the series of websocket.GroupStats.

@@ -44,6 +44,16 @@ type Handler interface {
 	OnClose(c *Conn, err error)
 }
 
+// ShutdownHandler is implemented by a [Handler] that wants to act when the
+// server shuts down gracefully (the Shutdown of the HTTP server the
+// connection was upgraded on): OnShutdown runs on each open connection,
+// on its loop, before the server starts the close handshake with 1001
+// (going away). It may send a last message, or call Close with a code
+// and reason of its own, which the server's close then leaves alone.
+type ShutdownHandler interface {
+	OnShutdown(c *Conn)
+}
+
 // HandlerFuncs adapts functions to [Handler]; nil fields do nothing.
 type HandlerFuncs struct {
 	Open    func(c *Conn)
@@ -95,6 +105,7 @@ type Conn struct {
 	state      uint8
 	deflate    bool
 	pongDue    bool   // a keep-alive ping is waiting for its pong
+	draining   bool   // the server's Shutdown reached it (Stats.Drained, Stats.Cut)
 	subproto   uint16 // the negotiated subprotocol: its place in the Upgrader's list + 1; 0 for none
 }
 
@@ -506,6 +517,13 @@ func (l *loopHandler) OnClose(nc *vnet.Conn, err error) {
 	c.state = stateClosed
 	st := &c.u.stats
 	st.open.Add(-1)
+	if c.draining {
+		if errors.Is(err, vnet.ErrClosed) {
+			st.cut.Add(1)
+		} else {
+			st.drained.Add(1)
+		}
+	}
 	var ce *CloseError
 	switch {
 	case c.err == nil, errors.Is(c.err, ErrCloseTimeout):
@@ -520,5 +538,28 @@ func (l *loopHandler) OnClose(nc *vnet.Conn, err error) {
 	c.h.OnClose(c, c.err)
 }
 
+// OnShutdown runs when the server's Shutdown starts (see
+// vnet.ShutdownHandler): the handler's own OnShutdown first, if it has
+// one, then, unless it closed the connection, the close handshake with
+// 1001 (going away), so that the client reconnects, to the process that
+// took over after a hot upgrade say. The handshake completes, or times
+// out after WithCloseHandshakeTimeout, or is cut at Shutdown's deadline.
+func (l *loopHandler) OnShutdown(nc *vnet.Conn) {
+	c := (*Conn)(l)
+	if c.state != stateOpen {
+		return
+	}
+	c.draining = true
+	if sh, ok := c.h.(ShutdownHandler); ok {
+		sh.OnShutdown(c)
+	}
+	if c.Close(StatusGoingAway, "server shutting down") == nil {
+		c.u.stats.goingAway.Add(1)
+	}
+}
+
 // Keep the compiler honest about the conversion above.
-var _ vnet.Handler = (*loopHandler)(nil)
+var (
+	_ vnet.Handler         = (*loopHandler)(nil)
+	_ vnet.ShutdownHandler = (*loopHandler)(nil)
+)

@@ -83,6 +83,11 @@
 // skipped). [Conn.OutputBuffered] and [Conn.OnDrain] let a producer pace
 // itself instead.
 //
+// The HTTP server's graceful Shutdown closes every connection with 1001
+// (going away), after the handler's OnShutdown if it is a
+// [ShutdownHandler], and waits for the close handshakes until its
+// deadline: clients reconnect, to the new process after a hot upgrade.
+//
 // [Upgrader.Stats] counts handshakes and how connections ended; refused
 // handshakes and failed connections are logged at debug level
 // ([WithLogger]).

@@ -14,10 +14,15 @@ type Stats struct {
 	ProtocolErrors uint64 // connections failed with 1002, 1007 or 1009
 	Abnormal       uint64 // TCP ended without a close handshake (incl. pong timeouts and panics)
 	OutputFull     uint64 // messages refused by WithMaxPendingOutput
+	// The server's graceful Shutdown: GoingAway counts the close frames
+	// 1001 it started; Drained the connections open when it started that
+	// ended before its deadline, Cut those closed at its deadline.
+	GoingAway, Drained, Cut uint64
 }
 
 type counters struct {
 	upgrades, rejected, byPeer, locally, protocol, abnormal, outputFull atomic.Uint64
+	goingAway, drained, cut                                             atomic.Uint64
 	open                                                                atomic.Int64
 }
 
@@ -28,5 +33,6 @@ func (u *Upgrader) Stats() Stats {
 		Upgrades: s.upgrades.Load(), Rejected: s.rejected.Load(), Open: s.open.Load(),
 		ClosedByPeer: s.byPeer.Load(), ClosedLocally: s.locally.Load(), ProtocolErrors: s.protocol.Load(),
 		Abnormal: s.abnormal.Load(), OutputFull: s.outputFull.Load(),
+		GoingAway: s.goingAway.Load(), Drained: s.drained.Load(), Cut: s.cut.Load(),
 	}
 }

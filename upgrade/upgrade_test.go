@@ -30,6 +30,7 @@ import (
 	"github.com/veloq/veloq/internal/selfsigned"
 	vnet "github.com/veloq/veloq/net"
 	"github.com/veloq/veloq/upgrade"
+	"github.com/veloq/veloq/websocket"
 )
 
 const helperEnv = "VELOQ_UPGRADE_TEST"
@@ -71,7 +72,15 @@ func serve(state string) error {
 	u.ReadyTimeout = 20 * time.Second
 	backend := vnet.Backend(os.Getenv("VELOQ_BACKEND"))
 	pid := strconv.Itoa(os.Getpid())
+	wsu := websocket.NewUpgrader()
+	wsEcho := &websocket.HandlerFuncs{Message: func(c *websocket.Conn, typ websocket.MessageType, data []byte) {
+		_ = c.WriteMessage(typ, data)
+	}}
 	hs, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+		if string(r.Path) == "/ws" {
+			_ = wsu.Upgrade(w, r, wsEcho)
+			return
+		}
 		w.Write([]byte(pid))
 	}), vhttp.WithNetOptions(vnet.WithBackend(backend), vnet.WithLoops(2)))
 	if err != nil {
@@ -164,12 +173,13 @@ func readGens(t *testing.T, state string) []gen {
 
 // counts is what the load generators saw.
 type counts struct {
-	ok, failed       atomic.Int64 // requests answered / not answered
-	raced            atomic.Int64 // keep-alive: closed as idle as the request went out (retried)
-	udpSent, udpLost atomic.Int64
-	byPid            sync.Map // pid -> *atomic.Int64 of answers
-	mu               sync.Mutex
-	errs             []string
+	ok, failed                  atomic.Int64 // requests answered / not answered
+	raced                       atomic.Int64 // keep-alive: closed as idle as the request went out (retried)
+	udpSent, udpLost            atomic.Int64
+	wsOK, wsGoingAway, wsResent atomic.Int64
+	byPid                       sync.Map // pid -> *atomic.Int64 of answers
+	mu                          sync.Mutex
+	errs                        []string
 }
 
 func (c *counts) fail(err error) {
@@ -344,6 +354,99 @@ func h2Client(addr string, stop <-chan struct{}, c *counts) {
 	}
 }
 
+// wsClient sends numbered text messages one at a time on a WebSocket
+// connection and waits for each echo. A close 1001 (going away) from a
+// draining server is answered and the client reconnects (to the new
+// process) and sends the message again: the server discards what comes
+// after its close frame (RFC 6455 §5.5.1), so that message was in flight
+// at the switch, counted in wsResent. Any other close or error fails.
+func wsClient(addr string, stop <-chan struct{}, c *counts) {
+	var conn net.Conn
+	var br *bufio.Reader
+	for i := 0; ; {
+		select {
+		case <-stop:
+			if conn != nil {
+				conn.Close()
+			}
+			return
+		default:
+		}
+		if conn == nil {
+			var err error
+			if conn, br, err = wsDial(addr); err != nil {
+				c.fail(fmt.Errorf("ws dial: %w", err))
+				continue
+			}
+		}
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		msg := "m" + strconv.Itoa(i)
+		op, payload, err := wsExchange(conn, br, msg)
+		switch {
+		case err != nil:
+			c.fail(fmt.Errorf("ws: %w", err))
+		case op == 1 && string(payload) == msg:
+			c.wsOK.Add(1)
+			i++
+			continue
+		case op == 8 && len(payload) >= 2 && int(payload[0])<<8|int(payload[1]) == 1001:
+			c.wsGoingAway.Add(1)
+			c.wsResent.Add(1)
+			_, _ = conn.Write(wsFrame(8, payload[:2])) // the closing handshake's answer
+			_, _ = io.Copy(io.Discard, br)             // until the server closes
+		default:
+			c.fail(fmt.Errorf("ws: opcode %d payload %q", op, payload))
+		}
+		conn.Close()
+		conn = nil
+	}
+}
+
+func wsDial(addr string) (net.Conn, *bufio.Reader, error) {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(conn)
+	_, err = io.WriteString(conn, "GET /ws HTTP/1.1\r\nHost: upgrade\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+	if err == nil {
+		var resp *nethttp.Response
+		if resp, err = nethttp.ReadResponse(br, nil); err == nil && resp.StatusCode != 101 {
+			err = fmt.Errorf("handshake answered %d", resp.StatusCode)
+		}
+	}
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, br, nil
+}
+
+// wsFrame is a masked client frame with a zero key (the payload as is)
+// of up to 125 bytes.
+func wsFrame(op byte, p []byte) []byte {
+	return append([]byte{0x80 | op, 0x80 | byte(len(p)), 0, 0, 0, 0}, p...)
+}
+
+// wsExchange sends msg and reads the server's next frame (unmasked, up
+// to 125 bytes).
+func wsExchange(conn net.Conn, br *bufio.Reader, msg string) (op byte, payload []byte, err error) {
+	if _, err := conn.Write(wsFrame(1, []byte(msg))); err != nil {
+		return 0, nil, err
+	}
+	var h [2]byte
+	if _, err := io.ReadFull(br, h[:]); err != nil {
+		return 0, nil, err
+	}
+	payload = make([]byte, h[1]&0x7f)
+	if _, err := io.ReadFull(br, payload); err != nil {
+		return 0, nil, err
+	}
+	return h[0] & 0x0f, payload, nil
+}
+
 // udpClient sends numbered datagrams one at a time and waits up to a
 // second for each echo; one not echoed by then is lost.
 func udpClient(addr string, stop <-chan struct{}, c *counts) {
@@ -412,7 +515,9 @@ func TestUpgradeUnderLoad(t *testing.T) {
 			go func() { defer wg.Done(); newConns(g0.tcp, stop, &c) }()
 			go func() { defer wg.Done(); udpClient(g0.udp, stop, &c) }()
 		}
-		wg.Add(2)
+		wg.Add(4)
+		go func() { defer wg.Done(); wsClient(g0.tcp, stop, &c) }()
+		go func() { defer wg.Done(); wsClient(g0.tcp, stop, &c) }()
 		go func() { defer wg.Done(); httpsConns(g0.tls, stop, &c) }()
 		go func() { defer wg.Done(); h2Client(g0.tls, stop, &c) }()
 		defer func() {
@@ -462,6 +567,8 @@ func TestUpgradeUnderLoad(t *testing.T) {
 		require.ErrorIs(t, err, os.ErrNotExist, "no upgrade failed")
 		t.Logf("%s: %d upgrades: %d requests answered, %d failed, %d keep-alive requests met an idle close (retried); %d datagrams, %d lost",
 			b, upgrades, c.ok.Load(), c.failed.Load(), c.raced.Load(), c.udpSent.Load(), c.udpLost.Load())
+		t.Logf("%s: websocket: %d messages echoed, %d closes 1001 (each a reconnect, its message sent again)",
+			b, c.wsOK.Load(), c.wsGoingAway.Load())
 		for _, g := range gens {
 			t.Logf("generation %d answered %d requests", g.pid, servedBy(g.pid))
 		}

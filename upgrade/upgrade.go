@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	vnet "github.com/veloq/veloq/net"
@@ -97,7 +98,10 @@ func New() (*Upgrader, error) {
 	if err := json.Unmarshal([]byte(v), &names); err != nil {
 		return nil, fmt.Errorf("upgrade: %s: %w", EnvFiles, err)
 	}
+	// Close-on-exec, so that a process this one starts before it is
+	// ready does not inherit them (exec cleared the flag).
 	for i, name := range names {
+		syscall.CloseOnExec(3 + i)
 		u.inherited = append(u.inherited, os.NewFile(uintptr(3+i), name))
 	}
 	if r, ok := os.LookupEnv(EnvReady); ok {
@@ -105,6 +109,7 @@ func New() (*Upgrader, error) {
 		if err != nil || fd < 3 {
 			return nil, fmt.Errorf("upgrade: %s=%q is not a descriptor", EnvReady, r)
 		}
+		syscall.CloseOnExec(fd)
 		u.ready = os.NewFile(uintptr(fd), "upgrade-ready")
 	}
 	return u, nil
@@ -357,7 +362,9 @@ func (u *Upgrader) command() *exec.Cmd {
 // say), until an upgrade succeeds, and returns a context that is done
 // then, or when ctx is: the program's cue to shut its servers down
 // gracefully and exit. A failed upgrade is passed to report (if not nil)
-// and the program goes on serving.
+// and the program goes on serving. The signals stay caught while the
+// program drains: one more reports ErrUpgraded instead of killing it
+// (SIGUSR2's default action).
 func (u *Upgrader) UpgradeOn(ctx context.Context, report func(error), sigs ...os.Signal) context.Context {
 	done, cancel := context.WithCancel(ctx)
 	ch := make(chan os.Signal, 1)
@@ -366,14 +373,15 @@ func (u *Upgrader) UpgradeOn(ctx context.Context, report func(error), sigs ...os
 		defer signal.Stop(ch)
 		for {
 			select {
-			case <-done.Done():
+			case <-ctx.Done():
+				cancel()
 				return
 			case <-ch:
 			}
 			err := u.Upgrade(done)
 			if err == nil {
 				cancel()
-				return
+				continue
 			}
 			if report != nil {
 				report(err)

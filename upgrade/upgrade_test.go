@@ -46,6 +46,15 @@ func TestHelperProcess(t *testing.T) {
 	case "crash":
 		fmt.Fprintln(os.Stderr, "helper: crashing at start, as a broken binary would")
 		os.Exit(3)
+	case "ready": // takes the sockets, reports ready, and goes
+		u, err := upgrade.New()
+		if err != nil || !u.Inherited() {
+			os.Exit(5)
+		}
+		if err := u.Ready(); err != nil {
+			os.Exit(6)
+		}
+		os.Exit(0)
 	case "hang":
 		if _, err := upgrade.New(); err != nil {
 			os.Exit(4)
@@ -678,4 +687,29 @@ func TestUpgradeChildNeverReady(t *testing.T) {
 		require.Contains(t, err.Error(), "not ready after 200ms")
 		getOld(t, addr)
 	})
+}
+
+// UpgradeOn upgrades on the signal, its context is done once an upgrade
+// succeeded, and a signal during the drain reports ErrUpgraded instead
+// of killing the process.
+func TestUpgradeOnSignal(t *testing.T) {
+	u, addr := faultServer(t, vnet.BackendEpoll, "ready", 20*time.Second)
+	reports := make(chan error, 4)
+	ctx := u.UpgradeOn(context.Background(), func(err error) { reports <- err }, syscall.SIGUSR2)
+	require.NoError(t, unix.Kill(os.Getpid(), unix.SIGUSR2))
+	select {
+	case <-ctx.Done():
+	case err := <-reports:
+		t.Fatalf("upgrade failed: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("no upgrade")
+	}
+	getOld(t, addr) // the caller has not shut down yet: still served
+	require.NoError(t, unix.Kill(os.Getpid(), unix.SIGUSR2))
+	select {
+	case err := <-reports:
+		require.ErrorIs(t, err, upgrade.ErrUpgraded)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the second signal was not reported")
+	}
 }

@@ -30,8 +30,9 @@ func slowStd(started chan<- string, release <-chan struct{}) Handler {
 // HTTP/1.1 during Shutdown: a keep-alive client in the middle of its
 // sequence gets its answer with "Connection: close" and then EOF, no
 // request lost; an idle keep-alive connection is closed at once; a
-// request that never finishes is cut at the deadline. Stats counts the
-// first two as drained, the last as cut.
+// request whose head is being read is answered (with "Connection:
+// close"); a request that never finishes is cut at the deadline. Stats
+// counts the first three as drained, the last as cut.
 func TestShutdownHTTP1Drain(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		started := make(chan string, 2)
@@ -73,18 +74,40 @@ func TestShutdownHTTP1Drain(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "/never", <-started)
 
+		// A request being read when Shutdown starts: the loop has its
+		// first bytes (every byte sent so far is counted in).
+		partial, pbr := rawConn(t, s)
+		const head1, head2 = "GET /first HTTP/1.1\r\nHo", "st: x\r\n\r\n"
+		_, err = io.WriteString(partial, head1)
+		require.NoError(t, err)
+		sent := uint64(2*len("GET /first HTTP/1.1\r\nHost: x\r\n\r\n") + len("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n") +
+			len("GET /never HTTP/1.1\r\nHost: x\r\n\r\n") + len(head1))
+		require.Eventually(t, func() bool {
+			n := uint64(0)
+			for _, st := range s.NetServer().Stats() {
+				n += st.BytesIn
+			}
+			return n == sent
+		}, 10*time.Second, time.Millisecond)
+
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		shut := make(chan error, 1)
 		go func() { shut <- s.Shutdown(ctx) }()
 		expectClosed(t, idle, ibr) // at once: its only request was answered
+		_, err = io.WriteString(partial, head2)
+		require.NoError(t, err)
+		resp, body = readResponse(t, pbr, "GET")
+		require.Equal(t, "done /first", body)
+		require.True(t, resp.Close)
+		expectClosed(t, partial, pbr)
 		close(release)
 		resp, body = readResponse(t, bbr, "GET")
 		require.Equal(t, 200, resp.StatusCode)
 		require.Equal(t, "done /slow", body)
 		require.True(t, resp.Close, "no Connection: close on the answer after Shutdown began")
 		expectClosed(t, busy, bbr)
-		require.Eventually(t, func() bool { return s.Stats().Drained == 2 }, 10*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return s.Stats().Drained == 3 }, 10*time.Second, time.Millisecond)
 		select {
 		case err := <-shut:
 			t.Fatalf("Shutdown returned %v with a request in progress", err)
@@ -94,7 +117,7 @@ func TestShutdownHTTP1Drain(t *testing.T) {
 		require.ErrorIs(t, <-shut, context.Canceled)
 		_, _ = io.ReadAll(sbr) // EOF or a reset: cut
 		st := s.Stats()
-		require.EqualValues(t, 2, st.Drained)
+		require.EqualValues(t, 3, st.Drained)
 		require.EqualValues(t, 1, st.Cut)
 	})
 }

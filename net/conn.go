@@ -429,6 +429,7 @@ func (c *Conn) Close() error {
 	if !c.wrShut {
 		c.tlsCloseNotify()
 	}
+	c.loop.untell(c)
 	c.loop.closeGracefully(c)
 	return nil
 }
@@ -448,6 +449,7 @@ func (c *Conn) CloseWrite() error {
 	}
 	c.tlsCloseNotify()
 	c.wrShut = true
+	c.loop.untell(c)
 	if c.out.len() == 0 {
 		c.loop.shutdownWrite(c)
 	}

@@ -32,6 +32,9 @@ func (l *Loop) callShutdown(c *Conn) {
 	}
 	c.drain |= drainTold
 	l.told.Add(1)
+	if c.wrShut {
+		l.untell(c) // half-closed already: its handler has said all it will
+	}
 	outer := l.enterUser()
 	defer l.leaveHandler(c, "OnShutdown", outer)
 	sh.OnShutdown(c)

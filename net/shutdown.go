@@ -26,6 +26,7 @@ type drainFlags uint8
 
 const (
 	drainTold drainFlags = 1 << iota // OnShutdown was called on it
+	drainDone                        // ... and it has closed or shut its write side since
 	drainCut                         // closed at Shutdown's deadline
 )
 
@@ -49,10 +50,15 @@ func (s *Server) NotifyShutdown() {
 	wg.Wait()
 }
 
-// NumNotified returns the connections OnShutdown was called on that are
-// still open: those a protocol server's graceful shutdown can expect to
-// end by themselves (vhttp's Shutdown waits for such hijacked ones, the
-// WebSocket connections closing with 1001).
+// NumNotified returns the connections OnShutdown was called on whose
+// handler has not ended them yet: not closed, and not half-closed
+// (CloseWrite) either, which says all that the handler had to say and
+// waits only for the peer's FIN. These are the connections a protocol
+// server's graceful shutdown can expect to end by themselves: vhttp's
+// Shutdown waits for such hijacked ones, the WebSocket connections in
+// their close handshake (once both close frames have crossed, a
+// WebSocket half-closes and lingers up to its close timeout for the
+// client's FIN, which a deploy need not wait for).
 func (s *Server) NumNotified() int {
 	n := int64(0)
 	for _, l := range s.loops {
@@ -82,14 +88,21 @@ func (l *Loop) beginDrain() {
 // countDrain counts a finalized connection as drained or cut if a
 // graceful shutdown is under way.
 func (l *Loop) countDrain(c *Conn) {
-	if c.drain&drainTold != 0 {
-		l.told.Add(-1)
-	}
+	l.untell(c)
 	switch {
 	case !l.draining:
 	case c.drain&drainCut != 0:
 		l.stats.cut.Add(1)
 	default:
 		l.stats.drained.Add(1)
+	}
+}
+
+// untell takes c out of NumNotified once its handler has ended it (Close,
+// CloseWrite) or it is gone.
+func (l *Loop) untell(c *Conn) {
+	if c.drain&(drainTold|drainDone) == drainTold {
+		c.drain |= drainDone
+		l.told.Add(-1)
 	}
 }

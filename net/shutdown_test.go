@@ -120,3 +120,43 @@ func TestShutdownCutsAtDeadline(t *testing.T) {
 		require.EqualValues(t, 2, h.told.Load())
 	})
 }
+
+// halfCloser half-closes on shutdown: it has said all it will, and waits
+// only for the peer's FIN.
+type halfCloser struct{ HandlerFuncs }
+
+func (halfCloser) OnShutdown(c *Conn) { c.CloseWrite() }
+
+// NumNotified counts the told connections until their handler ends them,
+// by Close or CloseWrite: a protocol server's Shutdown need not wait for
+// a peer's FIN after the handler's last word.
+func TestNumNotified(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		h := newGoodbyeHandler()
+		s, err := Listen("tcp", "127.0.0.1:0", h, WithBackend(b), WithLoops(1), WithLogger(testLogger(t)))
+		require.NoError(t, err)
+		hc := &halfCloser{HandlerFuncs{Data: func(c *Conn) { c.Next(-1); c.CloseWrite() }}}
+		s2, err := Listen("tcp", "127.0.0.1:0", hc, WithBackend(b), WithLoops(1), WithLogger(testLogger(t)))
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close(); s2.Close() })
+		stays, half := dial(t, s), dial(t, s2)
+		_, err = stays.Write([]byte("stay"))
+		require.NoError(t, err)
+		_, err = readFull(stays, 4)
+		require.NoError(t, err)
+		early := dial(t, s2) // half-closed by its handler before the shutdown
+		_, err = early.Write([]byte("x"))
+		require.NoError(t, err)
+		_, err = io.ReadAll(early)
+		require.NoError(t, err)
+		waitConns(t, s2, 2)
+
+		s.NotifyShutdown()
+		s2.NotifyShutdown()
+		require.Equal(t, 1, s.NumNotified(), "told, left open by its handler")
+		require.Equal(t, 0, s2.NumNotified(), "half-closed by its handler")
+		require.Equal(t, 2, s2.NumConns(), "still open for the peers' FIN")
+		_, err = io.ReadAll(half) // the server's FIN
+		require.NoError(t, err)
+	})
+}

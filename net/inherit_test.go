@@ -384,3 +384,68 @@ func TestActivationSystemd(t *testing.T) {
 		echoOnce(t, "tcp", addr)
 	})
 }
+
+// An old process with another loop count: 4 sockets for 2 loops (two
+// each, every queue read), 2 sockets for 4 loops (loops 0 and 1 accept
+// and hand connections to all four).
+func TestListenFilesLoopCounts(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		for _, tc := range []struct{ old, new int }{{4, 2}, {2, 4}} {
+			old := newTestServer(t, b, tc.old)
+			addr, err := old.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			files, err := old.ListenerFiles(addr)
+			require.NoError(t, err)
+			require.Len(t, files, tc.old)
+			require.NoError(t, old.Close())
+			s := newTestServer(t, b, tc.new)
+			_, err = s.ListenFiles(files...)
+			require.NoError(t, err)
+			for _, f := range files {
+				f.Close()
+			}
+			perLoop := make([]int, tc.new)
+			for i, l := range s.Loops() {
+				n := make(chan int, 1)
+				require.NoError(t, l.Post(func() {
+					k := 0
+					for _, ln := range l.listeners {
+						if ln != nil {
+							k++
+						}
+					}
+					n <- k
+				}))
+				perLoop[i] = <-n
+			}
+			if tc.old > tc.new {
+				require.Equal(t, []int{2, 2}, perLoop)
+			} else {
+				require.Equal(t, []int{1, 1, 0, 0}, perLoop)
+			}
+			// Connections hashed to every socket are served; with
+			// dispatch every loop gets some.
+			var conns []net.Conn
+			for range 32 {
+				c, err := net.Dial("tcp", addr.String())
+				require.NoError(t, err)
+				conns = append(conns, c)
+			}
+			for _, c := range conns {
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				c.Write([]byte("x\n"))
+				line, err := bufio.NewReader(c).ReadString('\n')
+				require.NoError(t, err)
+				require.Equal(t, "x\n", line)
+			}
+			if tc.old < tc.new {
+				for i, l := range s.Loops() {
+					require.Positive(t, l.NumConns(), "loop %d got connections", i)
+				}
+			}
+			for _, c := range conns {
+				c.Close()
+			}
+		}
+	})
+}

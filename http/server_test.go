@@ -548,6 +548,10 @@ func TestServerShutdownFinishesInFlight(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		started := make(chan struct{})
 		h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			if r.URL.Path != "/" {
+				io.WriteString(w, r.URL.Path)
+				return
+			}
 			close(started)
 			time.Sleep(200 * time.Millisecond)
 			io.WriteString(w, "finished")
@@ -556,15 +560,30 @@ func TestServerShutdownFinishesInFlight(t *testing.T) {
 		if _, err := s.Listen("tcp", "127.0.0.1:0"); err != nil {
 			t.Fatal(err)
 		}
-		idle, ibr := rawConn(t, s) // an idle keep-alive connection is closed at once
+		// A keep-alive connection waiting for its next request is closed
+		// at once.
+		idle, ibr := rawConn(t, s)
+		io.WriteString(idle, "GET /idle HTTP/1.1\r\nHost: x\r\n\r\n")
+		if _, body := readResponse(t, ibr, "GET"); body != "/idle" {
+			t.Fatalf("idle connection's request: %q", body)
+		}
 		c, br := rawConn(t, s)
 		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 		<-started
+		// A new one that has not sent its request yet is not idle: its
+		// request, sent after Shutdown started, gets an answer with
+		// Connection: close (a hot upgrade relies on it).
+		fresh, fbr := rawConn(t, s)
+		require.Eventually(t, func() bool { return s.Stats().Accepted == 3 }, 5*time.Second, time.Millisecond)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		done := make(chan error, 1)
 		go func() { done <- s.Shutdown(ctx) }()
 		expectClosed(t, idle, ibr)
+		io.WriteString(fresh, "GET /fresh HTTP/1.1\r\nHost: x\r\n\r\n")
+		if resp, body := readResponse(t, fbr, "GET"); resp.StatusCode != 200 || body != "/fresh" || !resp.Close {
+			t.Fatalf("new connection: %d %q close=%t", resp.StatusCode, body, resp.Close)
+		}
 		resp, body := readResponse(t, br, "GET")
 		if resp.StatusCode != 200 || body != "finished" || !resp.Close {
 			t.Fatalf("in-flight request: %d %q close=%t", resp.StatusCode, body, resp.Close)

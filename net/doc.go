@@ -143,6 +143,20 @@
 // socket each with SO_REUSEPORT, the default) divides the load, and the
 // kernel's drops with it, between the sockets.
 //
+// # Inherited sockets
+//
+// A server also serves listening sockets it did not bind: handed down by
+// a parent, by systemd socket activation ([ActivationFiles] reads
+// LISTEN_FDS, LISTEN_PID and LISTEN_FDNAMES), or by the old process of a
+// hot upgrade (package upgrade). [Server.ListenFiles] serves stream
+// sockets and [Server.ListenPacketFiles] datagram ones, duplicating and
+// checking each (ErrNotSocket, ErrSocketType, ErrNotListening). Given as
+// many sockets as loops or more, each loop accepts on its own (an old
+// process's SO_REUSEPORT set keeps one queue per loop); given fewer,
+// each is accepted on by one loop, which hands connections to the least
+// loaded. [Server.ListenerFiles] and [PacketListener.Files] hand a
+// server's sockets out in turn.
+//
 // # Not supported yet
 //
 // veloq runs on Linux only (io_uring from Linux 6.1, epoll otherwise; no

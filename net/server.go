@@ -292,6 +292,19 @@ func (s *Server) NumConns() int {
 	return n
 }
 
+// HandshakesInProgress returns the number of TLS handshakes of accepted
+// connections in progress (0 without WithTLS): connections the handler has
+// not seen yet. A protocol server's graceful shutdown, which waits for its
+// handler's connections, waits for these too, as net/http's does for
+// connections in StateNew; a connection stays counted until its handler's
+// OnOpen has returned.
+func (s *Server) HandshakesInProgress() int {
+	if s.opts.tls == nil {
+		return 0
+	}
+	return int(s.opts.tls.running.Load())
+}
+
 // Stats returns every loop's counters.
 func (s *Server) Stats() []Stats {
 	out := make([]Stats, len(s.loops))

@@ -511,7 +511,10 @@ func (l *Loop) tlsFailed(c *Conn, t *tlsLayer, err error) {
 func (l *Loop) tlsHandOver(c *Conn, t *tlsLayer) {
 	h := t.tr.hs
 	h.timer.Stop()
-	h.handshakeOver()
+	// Counted as handshaking until the handler has it (after OnOpen), so
+	// that a graceful shutdown that waits for its handler's connections
+	// and then for the handshakes (vhttp's) never sees neither.
+	defer h.handshakeOver()
 	if c.state != connOpen {
 		return
 	}

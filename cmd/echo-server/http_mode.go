@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 
 	vhttp "github.com/veloq/veloq/http"
 	vnet "github.com/veloq/veloq/net"
+	"github.com/veloq/veloq/upgrade"
 	"github.com/veloq/veloq/websocket"
 )
 
@@ -30,6 +32,7 @@ type httpConfig struct {
 	// instead of the fast handler.
 	std bool
 	tls *tls.Config // nil: plaintext
+	upg *upgrade.Upgrader
 	// tlsOffLoop runs handshakes on goroutines (-tls-handshake-off-loop).
 	tlsOffLoop bool
 	// static, when set, is a directory served by vhttp.FileServer in
@@ -134,8 +137,11 @@ func runHTTP(ctx context.Context, cfg httpConfig) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.Listen(cfg.network, cfg.addr); err != nil {
-		return err
+	if _, err := cfg.upg.Listen(s, cfg.network, cfg.addr); err != nil {
+		return errors.Join(err, s.Close())
+	}
+	if err := cfg.upg.Ready(); err != nil {
+		return errors.Join(err, s.Close())
 	}
 	fmt.Printf("echo-server: %s on %s, backend %s, %s, pid %d\n",
 		desc, s.Addr(), s.NetServer().Backend(), loopCount(len(s.NetServer().Loops())), os.Getpid())

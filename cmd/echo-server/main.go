@@ -14,6 +14,17 @@
 // It prints the backend and loop count when it starts and stops cleanly on
 // SIGINT or SIGTERM.
 //
+// On SIGUSR2 (nginx's signal for a binary upgrade) it restarts without
+// dropping a connection: it starts the program anew (the binary now at
+// its path) with its listening sockets (package upgrade), and once the
+// new process serves, stops accepting, finishes what is open and exits:
+//
+//	go build -o /usr/local/bin/echo-server ./cmd/echo-server  # the new binary
+//	kill -USR2 $(pgrep -o echo-server)                        # the restart
+//
+// If the new process fails to start or to get ready, the old one says why
+// on stderr and serves on.
+//
 // -work N gives every echoed message a CPU cost (N rounds of hashing over
 // it), run inline on the loop or, with -offload, on the work-stealing pool
 // (-workers, -steal=false to turn stealing off). -heavy-every K makes every
@@ -26,6 +37,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,7 +52,16 @@ import (
 
 	"github.com/veloq/veloq/executor"
 	vnet "github.com/veloq/veloq/net"
+	"github.com/veloq/veloq/upgrade"
 )
+
+// signalsHelp ends -help.
+const signalsHelp = `
+Signals:
+  SIGINT, SIGTERM  stop accepting, finish open connections (5 s at most), exit
+  SIGUSR2          zero-downtime restart (as nginx's binary upgrade): start the
+                   program at this path anew with the listening sockets, and once
+                   it serves, stop as on SIGTERM; if it fails, serve on`
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -77,6 +98,11 @@ func run(args []string) error {
 	fs.StringVar(&tf.key, "tls-key", "", "the PEM private key of -tls-cert")
 	fs.BoolVar(&tf.selfSigned, "tls-self-signed", false, "serve over TLS with a self-signed ECDSA P-256 certificate made at start (for benchmarks; clients skip verification)")
 	fs.BoolVar(&tf.offLoop, "tls-handshake-off-loop", false, "run TLS handshakes on goroutines instead of on the loop (vnet.WithTLSHandshakeOffLoop)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage of echo-server:")
+		fs.PrintDefaults()
+		fmt.Fprintln(fs.Output(), signalsHelp)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -90,6 +116,15 @@ func run(args []string) error {
 	// SIGTERM right after the start line still stops it cleanly.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	upg, err := upgrade.New()
+	if err != nil {
+		return err
+	}
+	// Done also once an upgrade on SIGUSR2 succeeded: this process then
+	// shuts down gracefully as on SIGTERM.
+	ctx = upg.UpgradeOn(ctx, func(err error) {
+		fmt.Fprintln(os.Stderr, "echo-server: upgrade failed, serving on:", err)
+	}, syscall.SIGUSR2)
 	if *memprofile != "" {
 		if *memprofilerate > 0 {
 			runtime.MemProfileRate = *memprofilerate
@@ -124,14 +159,14 @@ func run(args []string) error {
 	}
 
 	if *mode == "http" || *mode == "http-std" || *mode == "ws" {
-		return runHTTP(ctx, httpConfig{addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, batchWait: *batchWait, logger: logger,
+		return runHTTP(ctx, httpConfig{upg: upg, addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, batchWait: *batchWait, logger: logger,
 			std: *mode == "http-std", ws: *mode == "ws", wsCompress: *wsCompress, tls: tlsCfg, tlsOffLoop: tf.offLoop, static: *static})
 	}
 	if *static != "" {
 		return fmt.Errorf("-static needs -mode http")
 	}
 	if *mode == "udp" {
-		return runUDP(ctx, udpConfig{addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, gso: *gso, gro: *gro,
+		return runUDP(ctx, udpConfig{upg: upg, addr: *addr, network: *network, loops: *loops, backend: b, pin: *pin, gso: *gso, gro: *gro,
 			logger: logger, opts: []vnet.Option{vnet.WithBatchWait(*batchWait)}})
 	}
 	if *mode != "tcp" {
@@ -160,9 +195,15 @@ func run(args []string) error {
 		}
 		desc = "tls echo"
 	}
-	s, err := vnet.Listen(*network, *addr, h, opts...)
+	s, err := vnet.NewServer(h, opts...)
 	if err != nil {
 		return err
+	}
+	if _, err := upg.Listen(s, *network, *addr); err != nil {
+		return errors.Join(err, s.Close())
+	}
+	if err := upg.Ready(); err != nil {
+		return errors.Join(err, s.Close())
 	}
 	if *work > 0 {
 		where := "inline"

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	vnet "github.com/veloq/veloq/net"
+	"github.com/veloq/veloq/upgrade"
 )
 
 // udpConfig carries the flags UDP mode uses.
@@ -19,6 +20,7 @@ type udpConfig struct {
 	gso, gro      bool
 	logger        *slog.Logger
 	opts          []vnet.Option
+	upg           *upgrade.Upgrader
 }
 
 // udpEcho sends every datagram back to its sender, from the loop: the
@@ -35,8 +37,16 @@ func runUDP(ctx context.Context, cfg udpConfig) error {
 	}
 	opts := append([]vnet.Option{vnet.WithLoops(cfg.loops), vnet.WithBackend(cfg.backend), vnet.WithPin(cfg.pin),
 		vnet.WithLogger(cfg.logger), vnet.WithUDPOffload(cfg.gso, cfg.gro)}, cfg.opts...)
-	pl, err := vnet.ListenPacket(network, cfg.addr, vnet.PacketHandlerFunc(udpEcho), opts...)
+	srv, err := vnet.NewServer(&vnet.HandlerFuncs{}, opts...) // serves datagrams only
 	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	pl, err := cfg.upg.ListenPacket(srv, network, cfg.addr, vnet.PacketHandlerFunc(udpEcho))
+	if err != nil {
+		return err
+	}
+	if err := cfg.upg.Ready(); err != nil {
 		return err
 	}
 	st := pl.Stats()

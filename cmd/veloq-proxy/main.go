@@ -12,6 +12,13 @@
 // health checks; -cert and -key serve TLS. It prints where it listens
 // when it starts, stops cleanly on SIGINT or SIGTERM, and then prints
 // its per-upstream counters and its client's pool statistics.
+//
+// On SIGUSR2 (nginx's signal for a binary upgrade) it restarts without
+// dropping a connection: it starts the program anew (the binary now at
+// its path, with the same flags) with its listening sockets (package
+// upgrade), and once the new process serves, stops accepting, finishes
+// the requests in flight and exits; if the new process fails, the old
+// one says why on stderr and serves on.
 package main
 
 import (
@@ -32,7 +39,16 @@ import (
 	"github.com/veloq/veloq/http/client"
 	"github.com/veloq/veloq/http/proxy"
 	vnet "github.com/veloq/veloq/net"
+	"github.com/veloq/veloq/upgrade"
 )
+
+// signalsHelp ends -help.
+const signalsHelp = `
+Signals:
+  SIGINT, SIGTERM  stop accepting, finish the requests in flight (10 s at most), exit
+  SIGUSR2          zero-downtime restart (as nginx's binary upgrade): start the
+                   program at this path anew with the listening sockets, and once
+                   it serves, stop as on SIGTERM; if it fails, serve on`
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -67,6 +83,11 @@ func run(args []string) error {
 	forwarded := fs.Bool("forwarded", false, "add an RFC 7239 Forwarded element")
 	host := fs.String("host", "", "send this Host upstream instead of the client's")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage of veloq-proxy:")
+		fs.PrintDefaults()
+		fmt.Fprintln(fs.Output(), signalsHelp)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -138,17 +159,29 @@ func run(args []string) error {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	mallocs0 := ms.Mallocs
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	upg, err := upgrade.New()
+	if err != nil {
+		return err
+	}
 	s, err := vhttp.NewServer(p, sopts...)
 	if err != nil {
 		return err
 	}
-	if _, err := s.Listen("tcp", *listen); err != nil {
-		return err
+	if _, err := upg.Listen(s, "tcp", *listen); err != nil {
+		return errors.Join(err, s.Close())
+	}
+	if err := upg.Ready(); err != nil {
+		return errors.Join(err, s.Close())
 	}
 	fmt.Printf("veloq-proxy: on %s, backend %s, %d loops, %d upstreams (%s), pid %d\n",
 		s.Addr(), s.NetServer().Backend(), len(s.NetServer().Loops()), len(upstreams), pol, os.Getpid())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// Done also once an upgrade on SIGUSR2 succeeded: shut down as on
+	// SIGTERM then.
+	ctx = upg.UpgradeOn(ctx, func(err error) {
+		fmt.Fprintln(os.Stderr, "veloq-proxy: upgrade failed, serving on:", err)
+	}, syscall.SIGUSR2)
 	<-ctx.Done()
 	fmt.Println("veloq-proxy: shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

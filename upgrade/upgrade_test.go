@@ -545,8 +545,12 @@ func TestUpgradeUnderLoad(t *testing.T) {
 			return n.(*atomic.Int64).Load()
 		}
 		require.Eventually(t, func() bool { return servedBy(g0.pid) > 50 }, 20*time.Second, time.Millisecond)
+		// Each generation's resident memory under the load, taken just
+		// before it hands over (and, for the last, before the load stops).
+		var rss []int
 		for i := 1; i <= upgrades; i++ {
 			old := gens[len(gens)-1]
+			rss = append(rss, residentKiB(t, old.pid))
 			require.NoError(t, unix.Kill(old.pid, unix.SIGUSR2))
 			require.Eventually(t, func() bool { gens = readGens(t, state); return len(gens) == i+1 }, 30*time.Second, 5*time.Millisecond)
 			cur := gens[i]
@@ -561,9 +565,16 @@ func TestUpgradeUnderLoad(t *testing.T) {
 			}
 			require.Eventually(t, func() bool { return servedBy(cur.pid) > 50 }, 20*time.Second, time.Millisecond)
 		}
+		last := gens[len(gens)-1]
+		rss = append(rss, residentKiB(t, last.pid))
 		close(stop)
 		wg.Wait()
-		last := gens[len(gens)-1]
+		// A new process holds what a fresh start holds under the same
+		// load: nothing of its predecessors carried over (the first
+		// generation is the fresh start; half again as much, plus
+		// 8 MiB, is room for the heap's and the buffers' own swings).
+		t.Logf("%s: resident KiB per generation under load: %v", b, rss)
+		require.LessOrEqual(t, rss[len(rss)-1], rss[0]*3/2+8<<10, "last generation's memory against a fresh start's")
 		// Once the clients are gone, the last generation holds what the
 		// first held at its start: no inherited descriptor or ready pipe
 		// left open, no socket duplicated twice.
@@ -584,6 +595,22 @@ func TestUpgradeUnderLoad(t *testing.T) {
 		require.Zero(t, c.failed.Load(), "failed requests: %v", c.errs)
 		require.Zero(t, c.udpLost.Load(), "lost datagrams")
 	})
+}
+
+// residentKiB is process pid's resident memory (VmRSS), in KiB.
+func residentKiB(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatalf("no VmRSS for %d", pid)
+	return 0
 }
 
 // countFDs counts the descriptors process pid has open.

@@ -513,7 +513,7 @@ func TestUpgradeUnderLoad(t *testing.T) {
 		var gens []gen
 		require.Eventually(t, func() bool { gens = readGens(t, state); return len(gens) == 1 }, 20*time.Second, 5*time.Millisecond)
 		g0 := gens[0]
-		fds0 := countFDs(t, g0.pid) // a fresh start's descriptors
+		fds0 := backendtest.CountFDsOf(t, g0.pid) // a fresh start's descriptors
 
 		var c counts
 		stop := make(chan struct{})
@@ -578,8 +578,8 @@ func TestUpgradeUnderLoad(t *testing.T) {
 		// Once the clients are gone, the last generation holds what the
 		// first held at its start: no inherited descriptor or ready pipe
 		// left open, no socket duplicated twice.
-		require.Eventually(t, func() bool { return countFDs(t, last.pid) == fds0 }, 10*time.Second, 5*time.Millisecond,
-			"descriptors: first generation %d at start, last %d", fds0, countFDs(t, last.pid))
+		require.Eventually(t, func() bool { return backendtest.CountFDsOf(t, last.pid) == fds0 }, 10*time.Second, 5*time.Millisecond,
+			"descriptors: first generation %d at start, last %d", fds0, backendtest.CountFDsOf(t, last.pid))
 		require.NoError(t, unix.Kill(last.pid, unix.SIGTERM))
 		waitPid(t, last.pid)
 
@@ -611,14 +611,6 @@ func residentKiB(t *testing.T, pid int) int {
 	}
 	t.Fatalf("no VmRSS for %d", pid)
 	return 0
-}
-
-// countFDs counts the descriptors process pid has open.
-func countFDs(t *testing.T, pid int) int {
-	t.Helper()
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	require.NoError(t, err)
-	return len(ents)
 }
 
 // waitPid waits for a process this one reaps (as subreaper) to exit

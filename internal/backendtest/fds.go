@@ -3,6 +3,7 @@
 package backendtest
 
 import (
+	"fmt"
 	"os"
 	"testing"
 )
@@ -13,7 +14,19 @@ import (
 // the same on every call, so differences are exact.)
 func CountFDs(t testing.TB) int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
+	return countIn(t, "/proc/self/fd")
+}
+
+// CountFDsOf returns how many descriptors process pid has open (for a
+// child the test started).
+func CountFDsOf(t testing.TB, pid int) int {
+	t.Helper()
+	return countIn(t, fmt.Sprintf("/proc/%d/fd", pid))
+}
+
+func countIn(t testing.TB, dir string) int {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

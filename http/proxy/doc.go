@@ -45,5 +45,6 @@
 // Not yet: request bodies are buffered by the server (within its limits)
 // rather than streamed, and Upgrade (WebSocket) requests are not passed
 // through: Upgrade is removed as a hop-by-hop field. Upstreams speak
-// HTTP/1.1 (plaintext, or TLS with an https:// address).
+// HTTP/1.1 (plaintext, or TLS with an https:// address) or HTTP/2
+// (h2c:// with prior knowledge, h2:// over TLS), trailers passed through.
 package proxy

@@ -428,7 +428,7 @@ func (ex *exchange) send(l *vnet.Loop, up *upstream) {
 	ex.callLive, ex.timedOut, ex.paused, ex.badSwitch = true, false, false, false
 	ex.sent = since(l.Now())
 	ex.active = l.Clock()
-	ex.req.Addr, ex.req.TLS = up.addr, up.tls
+	ex.req.Addr, ex.req.TLS, ex.req.Proto = up.addr, up.tls, up.proto
 	if ex.timer == nil || ex.timerLoop != l {
 		ex.timer, ex.timerLoop = l.AfterFunc(p.cfg.timeout, ex.onTimeout), l
 	} else {
@@ -547,7 +547,11 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 	ex.conns = conns[:0]
 	if p.cfg.via != "" {
 		s := len(ex.arena)
-		ex.arena = appendVia(ex.arena, 1, resp.Minor, p.cfg.via)
+		major := 1
+		if resp.HTTP2 {
+			major = 2
+		}
+		ex.arena = appendVia(ex.arena, major, resp.Minor, p.cfg.via)
 		h.AddBytes(nameVia, ex.arena[s:])
 		ex.arena = ex.arena[:s]
 	}

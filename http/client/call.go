@@ -51,8 +51,9 @@ type ResponseHead struct {
 	// follows, whatever it says.
 	ContentLength int64
 	// HTTP2 says the response came over HTTP/2 (Minor and Reason are then
-	// zero).
-	HTTP2 bool
+	// zero). EndStream says its head ended the stream: no body and no
+	// trailer follow (gRPC's Trailers-Only answers carry grpc-status here).
+	HTTP2, EndStream bool
 }
 
 // A ResponseHandler receives a call's response on the loop the call was

@@ -783,7 +783,7 @@ func (hc *h2conn) onHeaders(call *Call) error {
 		return nil
 	}
 	rh := &call.head
-	rh.Status, rh.ContentLength, rh.HTTP2, rh.Minor, rh.Reason = 0, -1, true, 0, nil
+	rh.Status, rh.ContentLength, rh.HTTP2, rh.EndStream, rh.Minor, rh.Reason = 0, -1, true, false, 0, nil
 	for _, f := range hc.fields {
 		if f.Name == ":status" {
 			st, err := strconv.Atoi(f.Value)
@@ -822,6 +822,13 @@ func (hc *h2conn) onHeaders(call *Call) error {
 		}
 		return nil
 	}
+	if hc.blockEnd && rh.ContentLength < 0 && !call.headReq {
+		// END_STREAM on the head: the body is empty, and saying so lets a
+		// proxy's HTTP/2 front end its stream in the head too (gRPC's
+		// Trailers-Only answers carry grpc-status there).
+		rh.ContentLength = 0
+	}
+	rh.EndStream = hc.blockEnd
 	s.gotHead = true
 	call.ph = phaseBody
 	call.h.OnResponseHead(call, rh)

@@ -527,6 +527,7 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 		return
 	}
 	h := ex.rsp.Header()
+	trailersOnly := resp.EndStream && grpcAnswer(resp.Fields)
 	conns := ex.conns[:0]
 	for i := range resp.Fields {
 		if classify(resp.Fields[i].Name) == kindConn {
@@ -540,6 +541,10 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 			continue
 		}
 		if len(conns) > 0 && listed(conns, fl.Name) {
+			continue
+		}
+		if trailersOnly && grpcStatusField(fl.Name) {
+			ex.rsp.Trailer().AddBytes(fl.Name, fl.Value)
 			continue
 		}
 		h.AddBytes(fl.Name, fl.Value)
@@ -558,7 +563,11 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 	ex.headSent = true
 	// A HEAD, 204 or 304 answer keeps its length; the Responder sends no
 	// body for it.
-	ex.rsp.WriteHead(resp.Status, resp.ContentLength)
+	cl := resp.ContentLength
+	if trailersOnly {
+		cl = -1 // the status goes in trailers, which need an open body
+	}
+	ex.rsp.WriteHead(resp.Status, cl)
 }
 
 // OnResponseBody forwards a part of the body, pausing the upstream while

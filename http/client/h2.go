@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/veloq/veloq/http/internal/h1"
 	"github.com/veloq/veloq/http/internal/h2"
@@ -60,7 +61,7 @@ type h2stream struct {
 	eos      bool   // END_STREAM arrived
 	held     []byte // DATA received while paused, delivered on Resume
 	tbuf     []byte // a trailer kept while body is held
-	resuming bool
+	deadline int64  // loop clock by which the head must come (WithResponseHeaderTimeout)
 }
 
 // h2conn is an HTTP/2 connection to an upstream: the vnet handler.
@@ -87,6 +88,8 @@ type h2conn struct {
 	gone    bool
 	served  bool
 	idleT   *vnet.Timer
+	headT   *vnet.Timer // the response-head timeout of the streams (onHeadTimer)
+	headOn  bool
 
 	out []byte // frames to write
 
@@ -168,6 +171,9 @@ func (hc *h2conn) room() bool {
 
 func (hc *h2conn) maxStreams() int {
 	if !hc.settled {
+		if m := hc.up.h2max; m > 0 {
+			return m // what the server said on another connection
+		}
 		return h2AssumedStreams
 	}
 	if m := hc.peer.MaxConcurrentStreams; m > 0 && m < h2MaxStreams {
@@ -227,6 +233,7 @@ func (hc *h2conn) open(call *Call) {
 	s.sendWin = h2.Window(hc.peer.InitialWindowSize)
 	s.recvWin = h2StreamWindow
 	hc.streams[s.id] = call
+	hc.armHead(call)
 	block, err := hc.encodeRequest(call)
 	if err != nil {
 		// Nothing was sent on the stream; the id is simply skipped.
@@ -240,6 +247,53 @@ func (hc *h2conn) open(call *Call) {
 	if len(body) > 0 {
 		hc.sendBody(call)
 	}
+}
+
+// armHead gives call's stream its response-head deadline; one timer per
+// connection serves every stream, firing at the earliest deadline.
+func (hc *h2conn) armHead(call *Call) {
+	l := hc.up.ls.loop
+	d := hc.up.ls.cl.o.headTimeout
+	call.hs.deadline = l.Clock() + int64(d)
+	if hc.headOn {
+		return
+	}
+	hc.headOn = true
+	if hc.headT == nil {
+		hc.headT = l.AfterFunc(d, hc.onHeadTimer)
+		return
+	}
+	hc.headT.Reset(d)
+}
+
+// onHeadTimer fails the streams whose head is late, and re-arms for the
+// next deadline.
+func (hc *h2conn) onHeadTimer() {
+	hc.headOn = false
+	if hc.gone && !hc.goaway {
+		return
+	}
+	now := hc.up.ls.loop.Clock()
+	var late []*Call
+	next := int64(-1)
+	for _, call := range hc.streams {
+		switch {
+		case call.hs.gotHead:
+		case call.hs.deadline <= now:
+			late = append(late, call)
+		case next < 0 || call.hs.deadline < next:
+			next = call.hs.deadline
+		}
+	}
+	for _, call := range late {
+		hc.resetStream(call, h2.Cancel)
+		hc.failCall(call, ErrTimeout, false)
+	}
+	if next >= 0 {
+		hc.headOn = true
+		hc.headT.Reset(time.Duration(next - now))
+	}
+	hc.flush()
 }
 
 // encodeRequest turns the HTTP/1.1 head in call.buf (which Send made and
@@ -438,6 +492,10 @@ func (hc *h2conn) drop() {
 	if hc.idleT != nil {
 		hc.idleT.Stop()
 	}
+	if hc.headT != nil && len(hc.streams) == 0 {
+		hc.headT.Stop()
+		hc.headOn = false
+	}
 	u := hc.up
 	for i, x := range u.h2conns {
 		if x == hc {
@@ -573,6 +631,7 @@ func (hc *h2conn) onSettings(h h2.Header, p []byte) error {
 	hc.enc.SetMaxDynamicTableSizeLimit(hc.peer.HeaderTableSize)
 	hc.out = h2.AppendSettingsAck(hc.out)
 	hc.settled = true
+	hc.up.h2max = hc.maxStreams()
 	hc.startPending()
 	hc.unblock()
 	hc.feedQueue()

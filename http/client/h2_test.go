@@ -373,3 +373,87 @@ func TestH2OverTLS(t *testing.T) {
 		}
 	})
 }
+
+// A stream whose head is late fails with ErrTimeout and is reset; the
+// connection serves the next request.
+func TestH2ResponseHeadTimeout(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		var canceled atomic.Bool
+		addr, conns := h2cServer(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/slow" {
+				<-r.Context().Done()
+				canceled.Store(true)
+				return
+			}
+			io.WriteString(w, "ok")
+		}, nil)
+		l := newLoop(t, b)
+		c := newClient(t, l, WithResponseHeaderTimeout(100*time.Millisecond))
+		r := send(t, c, l, h2req(addr, "/slow"))
+		require.ErrorIs(t, r.err, ErrTimeout)
+		require.Eventually(t, canceled.Load, 10*time.Second, time.Millisecond)
+		r2 := send(t, c, l, h2req(addr, "/"))
+		require.NoError(t, r2.err)
+		require.EqualValues(t, 1, conns.Load())
+	})
+}
+
+// A response head over WithMaxResponseHeaderBytes fails the call with a
+// *ProtocolError; the connection goes on.
+func TestH2HeaderListLimit(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		addr, _ := h2cServer(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/big" {
+				w.Header().Set("X-Big", strings.Repeat("v", 4000))
+			}
+			io.WriteString(w, "ok")
+		}, nil)
+		l := newLoop(t, b)
+		c := newClient(t, l, WithMaxResponseHeaderBytes(1024))
+		r := send(t, c, l, h2req(addr, "/big"))
+		var pe *ProtocolError
+		require.ErrorAs(t, r.err, &pe)
+		r2 := send(t, c, l, h2req(addr, "/"))
+		require.NoError(t, r2.err)
+		require.Equal(t, "ok", r2.body.String())
+	})
+}
+
+// When every connection carries the server's maximum of streams, a new
+// one is dialed, up to WithMaxConnsPerHost.
+func TestH2MoreConnsPastMaxStreams(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		release := make(chan struct{})
+		var inflight atomic.Int32
+		addr, conns := h2cServer(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/warm" {
+				return
+			}
+			inflight.Add(1)
+			<-release
+		}, &http2.Server{MaxConcurrentStreams: 2})
+		l := newLoop(t, b)
+		c := newClient(t, l, WithMaxConnsPerHost(3))
+		require.NoError(t, send(t, c, l, h2req(addr, "/warm")).err)
+		recs := make([]*recorder, 8)
+		for i := range recs {
+			recs[i] = &recorder{}
+		}
+		require.NoError(t, l.Post(func() {
+			for _, r := range recs {
+				c.Send(l, h2req(addr, "/"), r)
+			}
+		}))
+		// The first connection learnt the limit, which the new ones
+		// assume: 3 connections of 2 streams, 2 calls queued.
+		require.Eventually(t, func() bool { return inflight.Load() == 6 }, 10*time.Second, time.Millisecond)
+		require.Never(t, func() bool { return inflight.Load() > 6 }, 200*time.Millisecond, 5*time.Millisecond)
+		require.Equal(t, 2, upOf(c).Queued)
+		close(release)
+		for _, r := range recs {
+			require.Eventually(t, r.done, 10*time.Second, time.Millisecond)
+			require.NoError(t, r.err)
+		}
+		require.EqualValues(t, 3, conns.Load())
+	})
+}

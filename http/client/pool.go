@@ -126,6 +126,7 @@ type upstream struct {
 
 	h2conns []*h2conn // HTTP/2 upstream: its connections, dialing or open
 	h1only  bool      // HTTP/2 over TLS: the server did not pick "h2" by ALPN
+	h2max   int       // streams per connection the server allowed last (0: not known yet)
 }
 
 // acquire gives call a connection: an idle one (unless fresh), a new one

@@ -108,7 +108,8 @@ type Call struct {
 	headReq    bool   // HEAD: no body whatever the head says
 	retryable  bool   // idempotent method, or no body
 	retried    bool
-	started    bool // a response byte arrived
+	unproc     uint8 // HTTP/2: retries of a stream the upstream did not process
+	started    bool  // a response byte arrived
 	paused     bool
 	ph         phase
 	endErr     error
@@ -167,7 +168,10 @@ func (call *Call) Resume() {
 	}
 	call.paused = false
 	if call.hs.hc != nil {
-		call.ls.loop.Defer(call.h2Resume)
+		if !call.hs.resuming {
+			call.hs.resuming = true
+			call.ls.loop.Defer(call.h2Resume)
+		}
 		return
 	}
 	if call.pc != nil {

@@ -61,6 +61,7 @@ type h2stream struct {
 	eos      bool   // END_STREAM arrived
 	held     []byte // DATA received while paused, delivered on Resume
 	tbuf     []byte // a trailer kept while body is held
+	resuming bool   // an h2Resume is deferred
 	deadline int64  // loop clock by which the head must come (WithResponseHeaderTimeout)
 }
 
@@ -665,8 +666,7 @@ func (hc *h2conn) onGoAway(last uint32) {
 	retry = append(retry, hc.pending...)
 	hc.pending = nil
 	for _, call := range retry {
-		// Unprocessed, so safe to retry whatever the method; once only,
-		// so servers that refuse everything cannot keep it going round.
+		// Unprocessed, so safe to retry whatever the method.
 		hc.failCall(call, fmt.Errorf("%w: GOAWAY", ErrUpstreamClosed), true)
 	}
 	hc.drop()
@@ -752,6 +752,10 @@ func (hc *h2conn) ackStream(call *Call) {
 func (call *Call) h2Resume() {
 	s := &call.hs
 	hc := s.hc
+	if !s.resuming {
+		return // a stale task: the call it was deferred for ended
+	}
+	s.resuming = false
 	if hc == nil || call.paused || call.ph == phaseFree || call.ph == phaseEnding {
 		return
 	}
@@ -1027,12 +1031,18 @@ func (hc *h2conn) resetStream(call *Call, code h2.ErrCode) {
 	hc.endStream(call)
 }
 
-// failCall ends call with err, or retries it on another connection.
+// maxUnprocessed bounds the retries of a call whose stream the upstream
+// did not process (REFUSED_STREAM, above a GOAWAY's last stream): safe
+// whatever the method, but not to go round forever.
+const maxUnprocessed = 3
+
+// failCall ends call with err, or retries it (retry: the upstream did not
+// process it).
 func (hc *h2conn) failCall(call *Call, err error, retry bool) {
 	hc.endStream(call)
 	call.hs = h2stream{}
-	if retry && !call.retried {
-		call.retried = true
+	if retry && call.unproc < maxUnprocessed {
+		call.unproc++
 		call.up.st.retries.Add(1)
 		call.up.acquireH2(call)
 		return

@@ -326,7 +326,10 @@ func TestH2PingAnswered(t *testing.T) {
 					return
 				}
 				if p, ok := f.(*http2.PingFrame); ok && p.IsAck() {
-					acked <- p.Data
+					select { // once per connection; the call is retried on new ones
+					case acked <- p.Data:
+					default:
+					}
 					_ = fr.WriteGoAway(0, http2.ErrCodeNo, nil)
 					return
 				}
@@ -455,5 +458,70 @@ func TestH2MoreConnsPastMaxStreams(t *testing.T) {
 			require.NoError(t, r.err)
 		}
 		require.EqualValues(t, 3, conns.Load())
+	})
+}
+
+// Transport with Proto ProtoHTTP2: net/http's client over veloq's h2
+// pools, trailers included.
+func TestH2Transport(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		addr, conns := h2cServer(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Trailer", "X-Sum")
+			io.Copy(w, r.Body)
+			w.Header().Set("X-Sum", "42")
+		}, nil)
+		l := newLoop(t, b)
+		c := newClient(t, l)
+		hc := &http.Client{Transport: &Transport{Client: c, Proto: ProtoHTTP2}, Timeout: 10 * time.Second}
+		for range 3 {
+			resp, err := hc.Post("http://"+addr+"/", "text/plain", strings.NewReader("hello"))
+			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, "hello", string(body))
+			require.Equal(t, 2, resp.ProtoMajor)
+			require.Equal(t, "42", resp.Trailer.Get("X-Sum"))
+		}
+		require.EqualValues(t, 1, conns.Load())
+	})
+}
+
+// A refused h2c upstream: the call fails with ErrDial.
+func TestH2DialRefused(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := ln.Addr().String()
+		ln.Close()
+		l := newLoop(t, b)
+		c := newClient(t, l)
+		r := send(t, c, l, h2req(addr, "/"))
+		require.ErrorIs(t, r.err, ErrDial)
+		require.Eventually(t, func() bool { return upOf(c).Open == 0 }, 10*time.Second, time.Millisecond)
+	})
+}
+
+// REFUSED_STREAM before any response byte: the stream was not processed,
+// so even a POST is retried (on the same connection, then past the
+// GOAWAY on a new one).
+func TestH2RefusedStreamRetried(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		addr := rawH2(t, func(fr *http2.Framer, enc func(...string) []byte, id uint32, conn int) {
+			if conn == 0 {
+				_ = fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+				_ = fr.WriteGoAway(id, http2.ErrCodeNo, nil)
+				return
+			}
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: enc(":status", "201"), EndHeaders: true, EndStream: true})
+		})
+		l := newLoop(t, b)
+		c := newClient(t, l)
+		req := h2req(addr, "/")
+		req.Method, req.Body = "POST", []byte("once")
+		r := send(t, c, l, req)
+		require.NoError(t, r.err)
+		require.Equal(t, 201, r.status)
+		require.EqualValues(t, 2, upOf(c).Retries)
 	})
 }

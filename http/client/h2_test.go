@@ -525,3 +525,34 @@ func TestH2RefusedStreamRetried(t *testing.T) {
 		require.EqualValues(t, 2, upOf(c).Retries)
 	})
 }
+
+// Frames that break HTTP/2 fail the calls with a *ProtocolError: a
+// connection error (a header block cut by another frame) ends the
+// connection, a stream error (DATA before the head) only the stream.
+func TestH2MalformedUpstream(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		addr := rawH2(t, func(fr *http2.Framer, enc func(...string) []byte, id uint32, conn int) {
+			switch {
+			case conn == 0 && id == 1:
+				_ = fr.WriteData(id, true, []byte("early"))
+			case conn == 0:
+				_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: enc(":status", "200")})
+				_ = fr.WritePing(false, [8]byte{})
+			default:
+				_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: enc(":status", "204"), EndHeaders: true, EndStream: true})
+			}
+		})
+		l := newLoop(t, b)
+		c := newClient(t, l)
+		var pe *ProtocolError
+		r := send(t, c, l, h2req(addr, "/"))
+		require.ErrorAs(t, r.err, &pe)
+		r = send(t, c, l, h2req(addr, "/"))
+		require.ErrorAs(t, r.err, &pe)
+		require.Contains(t, pe.Error(), "header block")
+		r = send(t, c, l, h2req(addr, "/"))
+		require.NoError(t, r.err)
+		require.Equal(t, 204, r.status)
+		require.EqualValues(t, 2, upOf(c).NewConns)
+	})
+}

@@ -17,21 +17,21 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/h2c"
 	"golang.org/x/net/http2/hpack"
 
 	vnet "github.com/veloq/veloq/net"
 )
 
-// h2cServer serves h over h2c (prior knowledge) on 127.0.0.1 and counts
-// the connections it accepted.
-func h2cServer(t testing.TB, h http.HandlerFunc, h2s *http2.Server) (addr string, conns *atomic.Int32) {
+// h2cServer serves h over h2c (prior knowledge) with net/http on
+// 127.0.0.1, allowing maxStreams streams per connection (0: its
+// default), and counts the connections it accepted.
+func h2cServer(t testing.TB, h http.HandlerFunc, maxStreams int) (addr string, conns *atomic.Int32) {
 	t.Helper()
-	if h2s == nil {
-		h2s = &http2.Server{}
-	}
 	conns = new(atomic.Int32)
-	s := httptest.NewUnstartedServer(h2c.NewHandler(h, h2s))
+	s := httptest.NewUnstartedServer(h)
+	s.Config.Protocols = new(http.Protocols)
+	s.Config.Protocols.SetUnencryptedHTTP2(true)
+	s.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: maxStreams}
 	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			conns.Add(1)
@@ -52,7 +52,7 @@ func TestH2Multiplexed(t *testing.T) {
 			body, _ := io.ReadAll(r.Body)
 			w.Header().Set("X-Proto", r.Proto)
 			fmt.Fprintf(w, "%s %s %s", r.Method, r.URL.Path, body)
-		}, nil)
+		}, 0)
 		l := newLoop(t, b)
 		c := newClient(t, l)
 		const n = 50
@@ -91,7 +91,7 @@ func TestH2Trailers(t *testing.T) {
 			w.Header().Set("Trailer", "Grpc-Status")
 			io.WriteString(w, "payload")
 			w.Header().Set("Grpc-Status", "7")
-		}, nil)
+		}, 0)
 		l := newLoop(t, b)
 		c := newClient(t, l)
 		r := send(t, c, l, h2req(addr, "/"))
@@ -115,7 +115,7 @@ func TestH2PauseStopsUpstream(t *testing.T) {
 				}
 				written.Add(int64(len(chunk)))
 			}
-		}, nil)
+		}, 0)
 		l := newLoop(t, b)
 		c := newClient(t, l)
 		var got atomic.Int64
@@ -151,7 +151,7 @@ func TestH2CancelResetsStream(t *testing.T) {
 				return
 			}
 			io.WriteString(w, "ok")
-		}, nil)
+		}, 0)
 		l := newLoop(t, b)
 		c := newClient(t, l)
 		r := &recorder{onHead: func(call *Call, h *ResponseHead) { call.Cancel() }}
@@ -171,7 +171,7 @@ func TestH2UpstreamResetsStream(t *testing.T) {
 			io.WriteString(w, "partial")
 			w.(http.Flusher).Flush()
 			panic(http.ErrAbortHandler) // RST_STREAM INTERNAL_ERROR
-		}, nil)
+		}, 0)
 		l := newLoop(t, b)
 		c := newClient(t, l)
 		r := send(t, c, l, h2req(addr, "/"))
@@ -202,7 +202,7 @@ func TestH2MaxConcurrentStreams(t *testing.T) {
 			}
 			<-release
 			inflight.Add(-1)
-		}, &http2.Server{MaxConcurrentStreams: 2})
+		}, 2)
 		l := newLoop(t, b)
 		c := newClient(t, l, WithMaxConnsPerHost(1))
 		// The first request learns the server's SETTINGS.
@@ -389,7 +389,7 @@ func TestH2ResponseHeadTimeout(t *testing.T) {
 				return
 			}
 			io.WriteString(w, "ok")
-		}, nil)
+		}, 0)
 		l := newLoop(t, b)
 		c := newClient(t, l, WithResponseHeaderTimeout(100*time.Millisecond))
 		r := send(t, c, l, h2req(addr, "/slow"))
@@ -410,7 +410,7 @@ func TestH2HeaderListLimit(t *testing.T) {
 				w.Header().Set("X-Big", strings.Repeat("v", 4000))
 			}
 			io.WriteString(w, "ok")
-		}, nil)
+		}, 0)
 		l := newLoop(t, b)
 		c := newClient(t, l, WithMaxResponseHeaderBytes(1024))
 		r := send(t, c, l, h2req(addr, "/big"))
@@ -434,7 +434,7 @@ func TestH2MoreConnsPastMaxStreams(t *testing.T) {
 			}
 			inflight.Add(1)
 			<-release
-		}, &http2.Server{MaxConcurrentStreams: 2})
+		}, 2)
 		l := newLoop(t, b)
 		c := newClient(t, l, WithMaxConnsPerHost(3))
 		require.NoError(t, send(t, c, l, h2req(addr, "/warm")).err)
@@ -469,7 +469,7 @@ func TestH2Transport(t *testing.T) {
 			w.Header().Set("Trailer", "X-Sum")
 			io.Copy(w, r.Body)
 			w.Header().Set("X-Sum", "42")
-		}, nil)
+		}, 0)
 		l := newLoop(t, b)
 		c := newClient(t, l)
 		hc := &http.Client{Transport: &Transport{Client: c, Proto: ProtoHTTP2}, Timeout: 10 * time.Second}

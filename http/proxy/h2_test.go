@@ -12,8 +12,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/h2c"
 
 	vnet "github.com/veloq/veloq/net"
 )
@@ -52,11 +50,12 @@ func h2cStdUpstream(t *testing.T, h nethttp.HandlerFunc) (string, *atomic.Int32)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	conns := new(atomic.Int32)
-	srv := &nethttp.Server{Handler: h2c.NewHandler(h, &http2.Server{}), ConnState: func(_ net.Conn, st nethttp.ConnState) {
+	srv := &nethttp.Server{Handler: h, Protocols: new(nethttp.Protocols), ConnState: func(_ net.Conn, st nethttp.ConnState) {
 		if st == nethttp.StateNew {
 			conns.Add(1)
 		}
 	}}
+	srv.Protocols.SetUnencryptedHTTP2(true)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return ln.Addr().String(), conns

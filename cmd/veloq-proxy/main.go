@@ -1,12 +1,13 @@
 // Command veloq-proxy is an HTTP reverse proxy on veloq's loops: it
 // serves HTTP/1.1 and HTTP/2 (h2 over TLS, h2c) and forwards every
-// request to one of its upstreams over pooled keep-alive HTTP/1.1
-// connections, one pool per loop.
+// request to one of its upstreams over pooled keep-alive HTTP/1.1 or
+// HTTP/2 connections, one pool per loop.
 //
 //	go run ./cmd/echo-server -mode http -addr 127.0.0.1:9001 &
 //	go run ./cmd/veloq-proxy -listen 127.0.0.1:8080 -upstream 127.0.0.1:9001
 //
-// -upstream repeats (host:port, http://host:port or https://host:port);
+// -upstream repeats (host:port, http://host:port, https://host:port,
+// h2c://host:port or h2://host:port);
 // -policy is round-robin, least-outstanding, peak-ewma or hash (with
 // -hash-header, -hash-cookie or -hash-path); -health-path turns on active
 // health checks; -cert and -key serve TLS. It prints where it listens
@@ -67,7 +68,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("veloq-proxy", flag.ContinueOnError)
 	var upstreams listFlag
 	listen := fs.String("listen", "127.0.0.1:8080", "listen address")
-	fs.Var(&upstreams, "upstream", "upstream host:port, http://host:port or https://host:port (repeatable)")
+	fs.Var(&upstreams, "upstream", "upstream host:port, http://host:port, https://host:port, h2c://host:port or h2://host:port (repeatable)")
 	policy := fs.String("policy", "round-robin", "round-robin, least-outstanding, peak-ewma or hash")
 	hashHeader := fs.String("hash-header", "", "hash policy: hash this request field")
 	hashCookie := fs.String("hash-cookie", "", "hash policy: hash this cookie")

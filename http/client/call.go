@@ -19,7 +19,21 @@ type Request struct {
 	Target string  // request-target, origin-form "/p?q"
 	Header []Field // other fields, sent as given (the caller removes hop-by-hop ones); Host, Content-Length and Transfer-Encoding are set by the client and skipped here
 	Body   []byte  // whole body, or nil
+	// Proto is the protocol to speak to Addr: ProtoHTTP1 (the zero
+	// value) or ProtoHTTP2 (h2c with prior knowledge without TLS; with
+	// TLS, "h2" offered by ALPN, HTTP/1.1 when the server does not pick
+	// it). Requests with different Proto use different pools.
+	Proto Proto
 }
+
+// A Proto is the protocol a Request is sent with.
+type Proto uint8
+
+// The protocols of Request.Proto.
+const (
+	ProtoHTTP1 Proto = iota // HTTP/1.1
+	ProtoHTTP2              // HTTP/2 (h2c with prior knowledge, or h2 by ALPN over TLS)
+)
 
 // A Field is one header or trailer field. In what the client delivers,
 // Name and Value are views valid during the callback only.
@@ -36,6 +50,10 @@ type ResponseHead struct {
 	// none (chunked or close-delimited). For HEAD, 204 and 304 no body
 	// follows, whatever it says.
 	ContentLength int64
+	// HTTP2 says the response came over HTTP/2 (Minor and Reason are then
+	// zero). EndStream says its head ended the stream: no body and no
+	// trailer follow (gRPC's Trailers-Only answers carry grpc-status here).
+	HTTP2, EndStream bool
 }
 
 // A ResponseHandler receives a call's response on the loop the call was
@@ -86,10 +104,12 @@ type Call struct {
 	h  ResponseHandler
 
 	buf        []byte // the serialized request, kept for a retry
+	bodyAt     int    // where the body starts in buf
 	headReq    bool   // HEAD: no body whatever the head says
 	retryable  bool   // idempotent method, or no body
 	retried    bool
-	started    bool // a response byte arrived
+	unproc     uint8 // HTTP/2: retries of a stream the upstream did not process
+	started    bool  // a response byte arrived
 	paused     bool
 	ph         phase
 	endErr     error
@@ -100,6 +120,8 @@ type Call struct {
 	remaining int64 // frameLength: body bytes still to come
 	chunk     h1.ChunkedDecoder
 	trailer   []Field
+
+	hs h2stream // the call's stream when it goes over HTTP/2
 }
 
 // Send sends req to req.Addr on loop l, on one of l's pooled connections
@@ -114,7 +136,7 @@ func (c *Client) Send(l *vnet.Loop, req *Request, h ResponseHandler) *Call {
 		ls.endLater(call, ErrClientClosed, req.Addr)
 		return call
 	}
-	call.up = ls.upstream(req.Addr, req.TLS)
+	call.up = ls.upstream(req.Addr, req.TLS, req.Proto == ProtoHTTP2)
 	call.up.st.requests.Add(1)
 	if err := call.serialize(req); err != nil {
 		ls.endLater(call, err, req.Addr)
@@ -131,6 +153,9 @@ func (call *Call) Pause() {
 		return
 	}
 	call.paused = true
+	if call.hs.hc != nil {
+		return // the stream's window is no longer refilled (h2.go)
+	}
 	if call.pc != nil {
 		call.pc.c.PauseRead()
 	}
@@ -142,6 +167,13 @@ func (call *Call) Resume() {
 		return
 	}
 	call.paused = false
+	if call.hs.hc != nil {
+		if !call.hs.resuming {
+			call.hs.resuming = true
+			call.ls.loop.Defer(call.h2Resume)
+		}
+		return
+	}
 	if call.pc != nil {
 		call.pc.c.ResumeRead()
 	}
@@ -214,6 +246,7 @@ func (call *Call) serialize(req *Request) error {
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "\r\n"...)
+	call.bodyAt = len(b)
 	b = append(b, req.Body...)
 	call.buf = b
 	call.headReq = req.Method == "HEAD"

@@ -27,7 +27,8 @@ type Client struct {
 	ups    []*upstream                  // every upstream of every loop, for Stats
 	closed atomic.Bool
 
-	tlsConf *tls.Config // o.tls with ALPN http/1.1 and a session cache
+	tlsConf   *tls.Config // o.tls with ALPN http/1.1 and a session cache
+	tlsConfH2 *tls.Config // the same offering "h2" first, for ProtoHTTP2
 }
 
 // Option configures a Client.
@@ -129,6 +130,10 @@ func New(opts ...Option) (*Client, error) {
 	o.headTimeout = orDefault(o.headTimeout, DefaultResponseTimeout)
 	o.maxIdle = min(o.maxIdle, o.maxConns)
 	c.tlsConf = clientTLS(o.tls)
+	c.tlsConfH2 = c.tlsConf.Clone()
+	if o.tls == nil || len(o.tls.NextProtos) == 0 {
+		c.tlsConfH2.NextProtos = []string{"h2", "http/1.1"}
+	}
 	empty := []*loopState{}
 	c.states.Store(&empty)
 	if len(o.loops) > 0 {

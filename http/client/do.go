@@ -13,7 +13,8 @@ import (
 // stream.
 type Response struct {
 	Status        int
-	Minor         int // HTTP/1.Minor
+	Minor         int  // HTTP/1.Minor
+	HTTP2         bool // the response came over HTTP/2
 	Reason        string
 	Header        http.Header
 	ContentLength int64 // -1: unknown
@@ -22,8 +23,8 @@ type Response struct {
 	// it (before EOF it cancels the call and closes the upstream
 	// connection).
 	Body io.ReadCloser
-	// Trailer holds a chunked body's trailer fields once Body returned
-	// io.EOF.
+	// Trailer holds a chunked body's (or an HTTP/2 response's) trailer
+	// fields once Body returned io.EOF.
 	Trailer http.Header
 }
 
@@ -99,7 +100,7 @@ func (d *doCall) OnResponseHead(call *Call, h *ResponseHead) {
 		hdr[k] = append(hdr[k], string(f.Value))
 	}
 	d.resp = &Response{
-		Status: h.Status, Minor: h.Minor, Reason: string(h.Reason),
+		Status: h.Status, Minor: h.Minor, HTTP2: h.HTTP2, Reason: string(h.Reason),
 		Header: hdr, ContentLength: h.ContentLength, Body: &doBody{d: d},
 	}
 	close(d.head)

@@ -1,6 +1,6 @@
-// Package client is an HTTP/1.1 client on veloq's loops, for gateways and
-// proxies whose requests to upstreams should cost no goroutine, channel,
-// lock or allocation each.
+// Package client is an HTTP/1.1 and HTTP/2 client on veloq's loops, for
+// gateways and proxies whose requests to upstreams should cost no
+// goroutine, channel, lock or allocation each.
 //
 // A Client keeps keep-alive connections to each upstream (address + TLS)
 // per loop: a request sent on loop L goes over L's connections, so loops
@@ -18,6 +18,18 @@
 // LF and obs-fold refused with a *ProtocolError; and bytes past a
 // response's end are never read as another response: the connection is
 // closed instead of pooled.
+//
+// HTTP/2 (Request.Proto = ProtoHTTP2): h2c with prior knowledge, or h2
+// over TLS chosen by ALPN (HTTP/1.1 when the server declines). Per loop
+// and upstream, a connection carries up to the server's
+// SETTINGS_MAX_CONCURRENT_STREAMS streams; past that new connections are
+// dialed up to the per-host bound, then calls wait. The same
+// ResponseHandler and Pause/Resume/Cancel apply: a stream's window is
+// given back only as its body is delivered, so Pause stops the upstream
+// once the window (256 KiB) is spent; Cancel resets the stream
+// (RST_STREAM) and the connection goes on; streams the upstream did not
+// process (REFUSED_STREAM, GOAWAY) are retried on another stream;
+// trailers come to OnResponseEnd.
 //
 // There are three ways to call it:
 //

@@ -20,6 +20,7 @@ import (
 type upKey struct {
 	addr string
 	tls  bool
+	h2   bool // Request.Proto is ProtoHTTP2
 }
 
 // loopState is one loop's share of a Client.
@@ -87,8 +88,8 @@ func (call *Call) end(trailer []Field, err error) {
 	call.h.OnResponseEnd(call, trailer, err)
 }
 
-func (ls *loopState) upstream(addr string, tls bool) *upstream {
-	k := upKey{addr, tls}
+func (ls *loopState) upstream(addr string, tls, h2 bool) *upstream {
+	k := upKey{addr, tls, h2}
 	if u := ls.ups[k]; u != nil {
 		return u
 	}
@@ -104,6 +105,7 @@ func (ls *loopState) upstream(addr string, tls bool) *upstream {
 // closeIdle closes the idle connections (Client.Close).
 func (ls *loopState) closeIdle() {
 	for _, u := range ls.ups {
+		u.closeIdleH2()
 		for len(u.idle) > 0 {
 			pc := u.popIdle()
 			pc.c.Close()
@@ -121,11 +123,19 @@ type upstream struct {
 	tail *Call    //
 	nq   int      //
 	st   upStats  //
+
+	h2conns []*h2conn // HTTP/2 upstream: its connections, dialing or open
+	h1only  bool      // HTTP/2 over TLS: the server did not pick "h2" by ALPN
+	h2max   int       // streams per connection the server allowed last (0: not known yet)
 }
 
 // acquire gives call a connection: an idle one (unless fresh), a new one
 // while under the bound, or a place in the queue.
 func (u *upstream) acquire(call *Call, fresh bool) {
+	if u.key.h2 {
+		u.acquireH2(call)
+		return
+	}
 	for !fresh && len(u.idle) > 0 {
 		pc := u.popIdle()
 		if pc.c.Closed() {
@@ -140,7 +150,13 @@ func (u *upstream) acquire(call *Call, fresh bool) {
 		u.dial(call)
 		return
 	}
-	if u.nq >= o.maxQueued {
+	u.enqueue(call)
+}
+
+// enqueue puts call at the end of the wait queue, or fails it when the
+// queue is full.
+func (u *upstream) enqueue(call *Call) {
+	if u.nq >= u.ls.cl.o.maxQueued {
 		u.ls.endLater(call, ErrQueueFull, u.key.addr)
 		return
 	}
@@ -364,6 +380,8 @@ func (call *Call) connFailed(err error, reused bool) {
 // fail ends call with err: its connection, if any, is closed.
 func (call *Call) fail(err error) {
 	switch {
+	case call.hs.hc != nil:
+		call.hs.hc.cancel(call)
 	case call.pc != nil:
 		pc := call.pc
 		pc.call = nil

@@ -15,9 +15,10 @@ import (
 //
 // A request body is read whole before the request is sent (the Client
 // sends a body with the head, in one write). Requests go over HTTP/1.1,
-// "http" and "https" URLs only.
+// or HTTP/2 with Proto set; "http" and "https" URLs only.
 type Transport struct {
 	Client *Client
+	Proto  Proto // the protocol of every request (see Request.Proto)
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -26,6 +27,7 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	req.Proto = t.Proto
 	resp, err := t.Client.Do(r.Context(), req)
 	if err != nil {
 		if cerr := r.Context().Err(); cerr != nil {
@@ -43,6 +45,12 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		Body:          resp.Body,
 		ContentLength: resp.ContentLength,
 		Request:       r,
+	}
+	if resp.HTTP2 {
+		hr.Status = fmt.Sprintf("%d %s", resp.Status, http.StatusText(resp.Status))
+		hr.Proto, hr.ProtoMajor, hr.ProtoMinor = "HTTP/2.0", 2, 0
+		hr.Trailer = http.Header{}
+		resp.Trailer = hr.Trailer // filled before Body returns io.EOF
 	}
 	if resp.Header.Get("Transfer-Encoding") != "" {
 		hr.TransferEncoding = []string{"chunked"}

@@ -58,5 +58,6 @@
 //
 // Not yet: request bodies are buffered by the server (within its limits)
 // rather than streamed. Upstreams speak HTTP/1.1 (plaintext, or TLS with
-// an https:// address).
+// an https:// address) or HTTP/2 (h2c:// with prior knowledge, h2:// over
+// TLS), trailers passed through.
 package proxy

@@ -2,11 +2,15 @@ package proxy
 
 import (
 	"io"
+	"net"
 	nethttp "net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	vnet "github.com/veloq/veloq/net"
@@ -36,5 +40,67 @@ func TestH2CFront(t *testing.T) {
 			require.Equal(t, "2 veloq", resp.Header.Get("X-Got-Via"))
 			require.Equal(t, addr, resp.Header.Get("X-Host"))
 		}
+	})
+}
+
+// h2cStdUpstream serves h over h2c with net/http on 127.0.0.1 and counts
+// its connections.
+func h2cStdUpstream(t *testing.T, h nethttp.HandlerFunc) (string, *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	conns := new(atomic.Int32)
+	srv := &nethttp.Server{Handler: h, Protocols: new(nethttp.Protocols), ConnState: func(_ net.Conn, st nethttp.ConnState) {
+		if st == nethttp.StateNew {
+			conns.Add(1)
+		}
+	}}
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String(), conns
+}
+
+// An h2c client through the proxy to an h2c upstream (an h2c:// address):
+// requests multiplexed over one upstream connection, bodies both ways,
+// and the upstream's trailers (gRPC's grpc-status) passed through.
+func TestH2CUpstream(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		up, conns := h2cStdUpstream(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			body, _ := io.ReadAll(r.Body)
+			w.Header().Set("Trailer", "Grpc-Status")
+			w.Header().Set("X-Up-Proto", r.Proto)
+			w.Write(body)
+			w.Header().Set("Grpc-Status", "0")
+		})
+		p := newProxy(t, WithUpstreams("h2c://"+up), WithVia("veloq"))
+		addr := serve(t, b, p)
+		tr := &nethttp.Transport{Protocols: new(nethttp.Protocols)}
+		tr.Protocols.SetUnencryptedHTTP2(true)
+		defer tr.CloseIdleConnections()
+		c := &nethttp.Client{Transport: tr, Timeout: 10 * time.Second}
+		var wg sync.WaitGroup
+		for i := 0; i < 20; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := nethttp.NewRequest("POST", "http://"+addr+"/svc", strings.NewReader(strings.Repeat("b", 30000)))
+				req.Header.Set("TE", "trailers")
+				resp, err := c.Do(req)
+				if !assert.NoError(t, err) {
+					return
+				}
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				assert.NoError(t, err)
+				assert.Equal(t, 200, resp.StatusCode)
+				assert.Len(t, body, 30000)
+				assert.Equal(t, "HTTP/2.0", resp.Header.Get("X-Up-Proto"))
+				assert.Equal(t, "0", resp.Trailer.Get("Grpc-Status"))
+				assert.Equal(t, "2 veloq", resp.Header.Get("Via"))
+			}()
+		}
+		wg.Wait()
+		require.EqualValues(t, 1, conns.Load(), "one upstream connection per loop")
 	})
 }

@@ -11,6 +11,12 @@ package proxy
 // and Expect (the server already answered 100-continue and read the
 // body).
 
+import (
+	"bytes"
+
+	"github.com/veloq/veloq/http/client"
+)
+
 // fieldKind classifies a field name for forwarding.
 type fieldKind uint8
 
@@ -195,3 +201,33 @@ func hasToken(v []byte, tok string) bool {
 	}
 	return false
 }
+
+// grpcAnswer reports whether a response's Content-Type is gRPC's
+// (application/grpc, application/grpc+proto, ...).
+func grpcAnswer(fields []client.Field) bool {
+	for i := range fields {
+		if bytes.EqualFold(fields[i].Name, nameContentType) {
+			v := fields[i].Value
+			return len(v) >= len(valGRPC) && bytes.EqualFold(v[:len(valGRPC)], valGRPC)
+		}
+	}
+	return false
+}
+
+// grpcStatusField: the fields gRPC sends in trailers. An HTTP/2 upstream
+// may send them in a head that ends the stream (Trailers-Only); the proxy
+// forwards them as trailers, since its front sends a head and ends the
+// stream in separate frames, and gRPC clients read a status only from
+// trailers then.
+func grpcStatusField(name []byte) bool {
+	return bytes.EqualFold(name, nameGRPCStatus) || bytes.EqualFold(name, nameGRPCMessage) ||
+		bytes.EqualFold(name, nameGRPCDetails)
+}
+
+var (
+	nameContentType = []byte("Content-Type")
+	valGRPC         = []byte("application/grpc")
+	nameGRPCStatus  = []byte("grpc-status")
+	nameGRPCMessage = []byte("grpc-message")
+	nameGRPCDetails = []byte("grpc-status-details-bin")
+)

@@ -57,7 +57,7 @@ func (p *Proxy) healthRound() {
 	checks := make([]*check, 0, len(list))
 	for _, u := range list {
 		chk := &check{p: p, u: u}
-		chk.req = client.Request{Method: "GET", Addr: u.addr, TLS: u.tls, Target: hc.Path}
+		chk.req = client.Request{Method: "GET", Addr: u.addr, TLS: u.tls, Proto: u.proto, Target: hc.Path}
 		checks = append(checks, chk)
 		chk.live = true
 		call := p.client.Send(l, &chk.req, chk)

@@ -55,7 +55,9 @@ func defaultConfig() config {
 
 // WithUpstreams adds upstreams: "host:port" or "http://host:port" for
 // plaintext HTTP/1.1, "https://host:port" for TLS (verified against the
-// host name by the client's TLS configuration).
+// host name by the client's TLS configuration), "h2c://host:port" for
+// HTTP/2 with prior knowledge (gRPC servers), "h2://host:port" for HTTP/2
+// over TLS ("h2" offered by ALPN; HTTP/1.1 if the server declines it).
 func WithUpstreams(addrs ...string) Option {
 	return func(c *config) error { c.upstreams = append(c.upstreams, addrs...); return nil }
 }

@@ -443,7 +443,7 @@ func (ex *exchange) send(l *vnet.Loop, up *upstream) {
 	ex.callLive, ex.timedOut, ex.paused, ex.badSwitch = true, false, false, false
 	ex.sent = ex.now(l)
 	ex.active = l.Clock()
-	ex.req.Addr, ex.req.TLS = up.addr, up.tls
+	ex.req.Addr, ex.req.TLS, ex.req.Proto = up.addr, up.tls, up.proto
 	if ex.timer == nil || ex.timerLoop != l {
 		ex.timer, ex.timerLoop = l.AfterFunc(p.cfg.timeout, ex.onTimeout), l
 	} else {
@@ -546,6 +546,7 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 		return
 	}
 	h := ex.rsp.Header()
+	trailersOnly := resp.EndStream && grpcAnswer(resp.Fields)
 	// Each name is classified once: the first walk needs every kind to
 	// find the Connection fields before the second forwards anything.
 	conns, kinds := ex.conns[:0], ex.kinds[:0]
@@ -566,19 +567,31 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 		if len(conns) > 0 && listed(conns, fl.Name) {
 			continue
 		}
+		if trailersOnly && grpcStatusField(fl.Name) {
+			ex.rsp.Trailer().AddBytes(fl.Name, fl.Value)
+			continue
+		}
 		h.AddBytes(fl.Name, fl.Value)
 	}
 	ex.conns = conns[:0]
 	if p.cfg.via != "" {
 		s := len(ex.arena)
-		ex.arena = appendVia(ex.arena, 1, resp.Minor, p.cfg.via)
+		major := 1
+		if resp.HTTP2 {
+			major = 2
+		}
+		ex.arena = appendVia(ex.arena, major, resp.Minor, p.cfg.via)
 		h.AddBytes(nameVia, ex.arena[s:])
 		ex.arena = ex.arena[:s]
 	}
 	ex.headSent = true
 	// A HEAD, 204 or 304 answer keeps its length; the Responder sends no
 	// body for it.
-	ex.rsp.WriteHead(resp.Status, resp.ContentLength)
+	cl := resp.ContentLength
+	if trailersOnly {
+		cl = -1 // the status goes in trailers, which need an open body
+	}
+	ex.rsp.WriteHead(resp.Status, cl)
 }
 
 // OnResponseBody forwards a part of the body, pausing the upstream while

@@ -51,3 +51,38 @@ func TestTLSBothSides(t *testing.T) {
 		require.Equal(t, uint64(1), p.Stats().Upstreams[0].NewConns)
 	})
 }
+
+// An h2:// upstream: the proxy speaks HTTP/2 over TLS to it (ALPN "h2"),
+// several requests over one connection.
+func TestH2UpstreamOverTLS(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		cert := selfsigned.Shared()
+		sc := cert.ServerConfig().Clone()
+		sc.NextProtos = []string{"h2", "http/1.1"}
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", sc)
+		require.NoError(t, err)
+		srv := &nethttp.Server{Handler: nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			w.Header().Set("X-Up-Proto", r.Proto)
+			io.WriteString(w, "ok")
+		})}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+
+		cl, err := client.New(client.WithNumLoops(1), client.WithTLSConfig(cert.ClientConfig("127.0.0.1")))
+		require.NoError(t, err)
+		t.Cleanup(func() { cl.Close() })
+		p := newProxy(t, WithUpstreams("h2://127.0.0.1:"+port), WithClient(cl))
+		addr := serve(t, b, p)
+		c := httpClient()
+		for i := 0; i < 3; i++ {
+			resp, err := c.Get("http://" + addr + "/")
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, "ok", string(body))
+			require.Equal(t, "HTTP/2.0", resp.Header.Get("X-Up-Proto"))
+		}
+		require.Equal(t, uint64(1), p.Stats().Upstreams[0].NewConns)
+	})
+}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/veloq/veloq/http/client"
 )
 
 // Errors of the upstream set.
@@ -21,7 +23,8 @@ var (
 	// the set.
 	ErrDuplicateUpstream = errors.New("proxy: upstream already in the set")
 	// ErrBadUpstream is returned for an upstream address that is not
-	// host:port, http://host:port or https://host:port.
+	// host:port, http://host:port, https://host:port, h2c://host:port or
+	// h2://host:port.
 	ErrBadUpstream = errors.New("proxy: bad upstream address")
 )
 
@@ -30,9 +33,10 @@ var (
 // inflight, the request count and, at the end, the latency and the
 // failure streak.
 type upstream struct {
-	name string // as given: "host:port" or with its scheme
-	addr string // host:port dialed
-	tls  bool   // https://
+	name  string       // as given: "host:port" or with its scheme
+	addr  string       // host:port dialed
+	tls   bool         // https:// or h2://
+	proto client.Proto // HTTP/2 for h2c:// (prior knowledge) and h2:// (TLS, ALPN)
 
 	inflight atomic.Int64
 	draining atomic.Bool
@@ -62,8 +66,8 @@ type upstream struct {
 	status5xx, status4xx, canceled               atomic.Uint64
 }
 
-// parseUpstream splits "host:port", "http://host:port" or
-// "https://host:port".
+// parseUpstream splits "host:port", "http://host:port",
+// "https://host:port", "h2c://host:port" or "h2://host:port".
 func parseUpstream(s string) (*upstream, error) {
 	u := &upstream{name: s, addr: s}
 	switch {
@@ -71,6 +75,10 @@ func parseUpstream(s string) (*upstream, error) {
 		u.addr, u.tls = s[len("https://"):], true
 	case strings.HasPrefix(s, "http://"):
 		u.addr = s[len("http://"):]
+	case strings.HasPrefix(s, "h2c://"):
+		u.addr, u.proto = s[len("h2c://"):], client.ProtoHTTP2
+	case strings.HasPrefix(s, "h2://"):
+		u.addr, u.tls, u.proto = s[len("h2://"):], true, client.ProtoHTTP2
 	}
 	u.addr = strings.TrimSuffix(u.addr, "/")
 	i := strings.LastIndexByte(u.addr, ':')

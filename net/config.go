@@ -14,11 +14,16 @@ import (
 type Backend string
 
 // The backends. BackendAuto uses io_uring when the kernel offers what veloq
-// needs and epoll otherwise.
+// needs and epoll otherwise. BackendPortable runs on Go's own net package
+// (the runtime's poller) with goroutines doing the blocking reads, writes
+// and accepts: it is for development and portability, not speed, and has
+// no SpliceTo and no in-kernel SendFile (see ARCHITECTURE.md, "The
+// portable backend").
 const (
-	BackendAuto  Backend = "auto"
-	BackendUring Backend = "uring"
-	BackendEpoll Backend = "epoll"
+	BackendAuto     Backend = "auto"
+	BackendUring    Backend = "uring"
+	BackendEpoll    Backend = "epoll"
+	BackendPortable Backend = "portable"
 )
 
 // Available returns nil when b can run on this machine, or the reason it
@@ -26,7 +31,7 @@ const (
 // ProbeUring); epoll always runs, and auto runs whatever is available.
 func (b Backend) Available() error {
 	switch b {
-	case BackendAuto, BackendEpoll:
+	case BackendAuto, BackendEpoll, BackendPortable:
 		return nil
 	case BackendUring:
 		return ProbeUring()
@@ -38,12 +43,12 @@ func (b Backend) Available() error {
 // ParseBackend checks a backend name, as given on a command line.
 func ParseBackend(s string) (Backend, error) {
 	switch b := Backend(s); b {
-	case BackendAuto, BackendUring, BackendEpoll:
+	case BackendAuto, BackendUring, BackendEpoll, BackendPortable:
 		return b, nil
 	case "":
 		return BackendAuto, nil
 	}
-	return "", errors.New(`veloq: backend must be "auto", "uring" or "epoll", not "` + s + `"`)
+	return "", errors.New(`veloq: backend must be "auto", "uring", "epoll" or "portable", not "` + s + `"`)
 }
 
 // Config is the engine's per-loop settings: NewLoop takes it, and a

@@ -188,9 +188,11 @@ func (b *portableBackend) open(slot uint32, fd int, q *outQueue, dial unix.Socka
 		}
 	}
 	var nc net.Conn
+	opts := saveSockOpts(fd)
 	if err := withFile(fd, func(f *os.File) (err error) { nc, err = net.FileConn(f); return err }); err != nil {
 		return err
 	}
+	opts.restore(fd)
 	p := &pconn{
 		fd: fd, nc: nc, q: q,
 		grant: make(chan struct{}, 1), wr: make(chan []byte, 1),
@@ -230,6 +232,48 @@ func (b *portableBackend) connect(slot uint32, p *pconn) {
 			b.ev.connected(slot, cerr)
 		}
 	})
+}
+
+// sockOpts are the TCP options the loop set (configure) that
+// net.FileConn overrides: it turns TCP_NODELAY on and keep-alive on with
+// Go's defaults for every TCP connection it makes.
+type sockOpts struct {
+	ok                       bool
+	noDelay, keepAlive       int
+	keepIdle, keepIntvl, cnt int
+}
+
+var keepOpts = [...]struct{ level, opt int }{
+	{unix.IPPROTO_TCP, unix.TCP_NODELAY}, {unix.SOL_SOCKET, unix.SO_KEEPALIVE},
+	{unix.IPPROTO_TCP, unix.TCP_KEEPIDLE}, {unix.IPPROTO_TCP, unix.TCP_KEEPINTVL},
+	{unix.IPPROTO_TCP, unix.TCP_KEEPCNT},
+}
+
+func (o *sockOpts) vals() [5]*int {
+	return [5]*int{&o.noDelay, &o.keepAlive, &o.keepIdle, &o.keepIntvl, &o.cnt}
+}
+
+// saveSockOpts reads fd's options; ok is false for a socket without them
+// (a Unix socket).
+func saveSockOpts(fd int) sockOpts {
+	var o sockOpts
+	for i, v := range o.vals() {
+		var err error
+		if *v, err = unix.GetsockoptInt(fd, keepOpts[i].level, keepOpts[i].opt); err != nil {
+			return sockOpts{}
+		}
+	}
+	o.ok = true
+	return o
+}
+
+func (o sockOpts) restore(fd int) {
+	if !o.ok {
+		return
+	}
+	for i, v := range o.vals() {
+		_ = unix.SetsockoptInt(fd, keepOpts[i].level, keepOpts[i].opt, *v)
+	}
 }
 
 // rawConn runs fn with c's syscall.RawConn.

@@ -26,8 +26,10 @@ import (
 //     one buffer per connection is ahead of the handler (pace is the
 //     default), and setReading(false) interrupts a waiting Read with a
 //     past read deadline;
-//   - per connection a writer goroutine writes the head of the output
-//     queue with a blocking Write and reports how much went out;
+//   - writes go straight from the loop (write(2) on the loop's
+//     descriptor) while the socket takes them; once it is full, a writer
+//     goroutine per connection writes the head of the output queue with a
+//     blocking Write and reports how much went out;
 //   - per listener an accept goroutine waits for the listening socket
 //     through the poller and accepts a batch, which the loop takes before
 //     it accepts again;
@@ -37,7 +39,8 @@ import (
 // What it costs, against epoll: two goroutines per connection (8 KiB of
 // stack each at least) and a portableReadSize buffer, a duplicate
 // descriptor per connection (net.FileConn's), and a goroutine switch plus
-// a queue hop per read and per write instead of a system call on the loop.
+// a queue hop per read (and per write to a full socket) instead of a
+// system call on the loop.
 // It is for development and portability, not the fast path. It has no
 // splice and no in-kernel file send (SpliceTo refuses, SendFile copies).
 type portableBackend struct {
@@ -383,18 +386,36 @@ func (b *portableBackend) writer(slot uint32, p *pconn) {
 	}
 }
 
+// send writes from the loop while the socket takes the bytes at once, as
+// epoll does, so that pending output is acknowledged before the loop runs
+// more user code (a water mark or a pending-output limit sees what the
+// kernel really holds); once the socket is full, the writer goroutine
+// waits in the poller with the rest.
 func (b *portableBackend) send(slot uint32) {
 	p := b.conns[slot]
-	if p == nil || p.closed || p.sending || p.connecting {
-		return
+	for {
+		if p == nil || !b.live(slot, p) || p.sending || p.connecting {
+			return
+		}
+		// The queue keeps these bytes in place until sent reports them.
+		out := p.q.peek()
+		if len(out) == 0 {
+			return
+		}
+		n, err := sock.RawWrite(p.fd, out)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			p.sending = true
+			p.wr <- out
+			return
+		case err != nil:
+			b.ev.failed(slot, os.NewSyscallError("write", err))
+			return
+		}
+		b.ev.sent(slot, n)
 	}
-	// The queue keeps these bytes in place until sent reports them.
-	out := p.q.peek()
-	if len(out) == 0 {
-		return
-	}
-	p.sending = true
-	p.wr <- out
 }
 
 func (b *portableBackend) writeDone(slot uint32, p *pconn, n int, err error) {

@@ -48,16 +48,25 @@ func (b *portableBackend) openPacket(idx uint32, fd int, _ packetRecv) error {
 func (b *portableBackend) packetWaiter(idx uint32, p *ppkt) {
 	defer p.wg.Done()
 	for {
+		var peekErr error
 		err := p.rc.Read(func(fd uintptr) bool {
-			_, _, err := unix.Recvfrom(int(fd), nil, unix.MSG_PEEK|unix.MSG_DONTWAIT)
-			return err != unix.EAGAIN
+			_, _, peekErr = unix.Recvfrom(int(fd), nil, unix.MSG_PEEK|unix.MSG_DONTWAIT)
+			return peekErr != unix.EAGAIN
 		})
 		if err != nil { // closed
 			return
 		}
+		// A queued error (ECONNREFUSED on a connected socket) is taken by
+		// the peek, even with MSG_PEEK: it is reported here, since the
+		// loop's receive will not see it.
+		errno, _ := peekErr.(unix.Errno)
 		b.post(func() {
 			if b.pkts[idx] == p {
-				b.ev.packetReady(idx, false)
+				if errno != 0 {
+					b.ev.packetError(idx, errno)
+				} else {
+					b.ev.packetReady(idx, false)
+				}
 			}
 			p.grant <- struct{}{}
 		})

@@ -28,7 +28,8 @@ const (
 
 // Available returns nil when b can run on this machine, or the reason it
 // cannot: io_uring needs Linux 6.1 and a process that may use it (see
-// ProbeUring); epoll always runs, and auto runs whatever is available.
+// ProbeUring); epoll and portable always run, and auto runs whatever is
+// available.
 func (b Backend) Available() error {
 	switch b {
 	case BackendAuto, BackendEpoll, BackendPortable:

@@ -448,14 +448,19 @@ func (b *portableBackend) close(slot uint32) {
 	p.closed = true
 	close(p.done)
 	// Closing the duplicate ends a waiting Read or Write; the socket
-	// itself goes once both descriptors are closed.
+	// itself goes once the loop's descriptor is closed too. That one is
+	// closed only with the released report, on the loop: closed here, its
+	// number could be reused by the next accept while the loop, which
+	// owns it until released, still shuts down or lingers "its" socket
+	// (TestClientsLeavingDoNotEject/portable: clients of the next round
+	// were cut before their answer).
 	_ = p.nc.Close()
-	unix.Close(p.fd)
 	go func() {
 		p.wg.Wait()
 		b.post(func() {
 			if b.conns[slot] == p {
 				b.conns[slot] = nil
+				unix.Close(p.fd)
 				b.ev.released(slot)
 			}
 		})

@@ -114,9 +114,11 @@ func (b *portableBackend) closePacket(idx uint32) {
 	b.pkts[idx] = nil
 	close(p.done)
 	_ = p.pc.Close()
-	unix.Close(p.fd)
 	go func() {
 		p.wg.Wait()
-		b.post(func() { b.ev.packetClosed(idx) })
+		b.post(func() {
+			unix.Close(p.fd) // on the loop, as for connections (close)
+			b.ev.packetClosed(idx)
+		})
 	}()
 }

@@ -198,6 +198,12 @@ func newBackend(l *Loop) (backend, Backend, error) {
 			return nil, "", fmt.Errorf("veloq: loop %d: epoll backend: %w", l.id, err)
 		}
 		return b, BackendEpoll, nil
+	case BackendPortable:
+		b, err := newPortableBackend(&l.cfg, l)
+		if err != nil {
+			return nil, "", fmt.Errorf("veloq: loop %d: portable backend: %w", l.id, err)
+		}
+		return b, BackendPortable, nil
 	}
 	if err := ProbeUring(); err == nil {
 		if b, err := newUringBackend(&l.cfg, l, l.log); err == nil {

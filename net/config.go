@@ -14,19 +14,25 @@ import (
 type Backend string
 
 // The backends. BackendAuto uses io_uring when the kernel offers what veloq
-// needs and epoll otherwise.
+// needs and epoll otherwise. BackendPortable runs on Go's own net package
+// (the runtime's poller) with goroutines doing the blocking reads, writes
+// and accepts: it is for development and portability, not speed, and has
+// no SpliceTo and no in-kernel SendFile (see ARCHITECTURE.md, "The
+// portable backend").
 const (
-	BackendAuto  Backend = "auto"
-	BackendUring Backend = "uring"
-	BackendEpoll Backend = "epoll"
+	BackendAuto     Backend = "auto"
+	BackendUring    Backend = "uring"
+	BackendEpoll    Backend = "epoll"
+	BackendPortable Backend = "portable"
 )
 
 // Available returns nil when b can run on this machine, or the reason it
 // cannot: io_uring needs Linux 6.1 and a process that may use it (see
-// ProbeUring); epoll always runs, and auto runs whatever is available.
+// ProbeUring); epoll and portable always run, and auto runs whatever is
+// available.
 func (b Backend) Available() error {
 	switch b {
-	case BackendAuto, BackendEpoll:
+	case BackendAuto, BackendEpoll, BackendPortable:
 		return nil
 	case BackendUring:
 		return ProbeUring()
@@ -38,12 +44,12 @@ func (b Backend) Available() error {
 // ParseBackend checks a backend name, as given on a command line.
 func ParseBackend(s string) (Backend, error) {
 	switch b := Backend(s); b {
-	case BackendAuto, BackendUring, BackendEpoll:
+	case BackendAuto, BackendUring, BackendEpoll, BackendPortable:
 		return b, nil
 	case "":
 		return BackendAuto, nil
 	}
-	return "", errors.New(`veloq: backend must be "auto", "uring" or "epoll", not "` + s + `"`)
+	return "", errors.New(`veloq: backend must be "auto", "uring", "epoll" or "portable", not "` + s + `"`)
 }
 
 // Config is the engine's per-loop settings: NewLoop takes it, and a

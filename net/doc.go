@@ -160,7 +160,13 @@
 // # Not supported yet
 //
 // veloq runs on Linux only (io_uring from Linux 6.1, epoll otherwise; no
-// Windows, macOS or BSD). This package serves TCP and Unix stream sockets
+// Windows, macOS or BSD yet). A third backend, [BackendPortable], runs on
+// Go's own net package (the runtime's poller) with goroutines doing the
+// blocking reads, writes and accepts; it is chosen by name, never by
+// auto, and is the first step to other platforms. On it, SpliceTo
+// refuses (ErrCannotSplice) and SendFile copies instead of sendfile(2);
+// Config.BatchWait does nothing; everything else (TLS, UDP, timers,
+// water marks, Dial) behaves as on the other backends. This package serves TCP and Unix stream sockets
 // (Listen) and datagrams (ListenPacket: UDP and unixgram). TLS is
 // crypto/tls on the loop; kernel TLS (kTLS) is not used, and there is no
 // DTLS or QUIC. Package http serves HTTP/1.1 and HTTP/2, not HTTP/3.

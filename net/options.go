@@ -50,8 +50,10 @@ func defaultOptions() options {
 // the process may run on.
 func WithLoops(n int) Option { return func(o *options) { o.loops = n } }
 
-// WithBackend chooses io_uring, epoll, or auto (the default: io_uring when
-// the kernel allows it, epoll otherwise, with one log line saying why).
+// WithBackend chooses io_uring, epoll, portable (Go's own net package:
+// for development, not speed; no SpliceTo, SendFile copies), or auto
+// (the default: io_uring when the kernel allows it, epoll otherwise, with
+// one log line saying why).
 func WithBackend(b Backend) Option { return func(o *options) { o.cfg.Backend = b } }
 
 // WithBalance chooses how connections are spread over loops.

@@ -108,7 +108,8 @@ var errAgain = errors.New("socket full")
 // plaintext, for a part under 16 KiB, and when no descriptor can be had,
 // SendFile copies instead: b reads the file 64 KiB at a time and each
 // chunk goes through the connection's ordinary write path, the next being
-// read once pending output is below the low-water mark. Either way a send
+// read once pending output is below the low-water mark. The portable
+// backend (BackendPortable) always copies. Either way a send
 // holds one descriptor or one 64 KiB buffer, however large the file.
 //
 // Until done runs, Write, Writev, WriteString and ForwardTo into c return
@@ -140,9 +141,10 @@ func (c *Conn) SendFile(b *executor.BlockingPool, f *os.File, off, n int64, done
 	}
 	l := c.loop
 	fs := &fileSend{c: c, pool: b, f: f, fd: int(f.Fd()), off: off, left: n, done: done, sock: -1}
-	if c.tlsLayer() != nil || n < fileChunk/4 {
+	if c.tlsLayer() != nil || n < fileChunk/4 || l.backend == BackendPortable {
 		// Over TLS nothing else is possible; below 16 KiB a sendfile
-		// buys nothing over one copy.
+		// buys nothing over one copy; the portable backend has no
+		// readiness report for a socket a task filled.
 		fs.copyMode()
 	}
 	c.more().file = fs

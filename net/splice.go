@@ -157,6 +157,8 @@ func (c *Conn) spliceRefusal(dst *Conn) error {
 		return ErrClosed
 	case dst.loop != c.loop:
 		return fmt.Errorf("%w: the connections belong to different loops", ErrCannotSplice)
+	case c.loop.backend == BackendPortable:
+		return fmt.Errorf("%w: the portable backend has no splice (it needs the epoll or io_uring backend on Linux; use ForwardTo)", ErrCannotSplice)
 	case dst == c:
 		return fmt.Errorf("%w: a connection cannot splice into itself", ErrCannotSplice)
 	case c.spliceSrc != nil:

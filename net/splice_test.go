@@ -254,6 +254,7 @@ func totalSpliced(s *vnet.Server) uint64 {
 // every mode of switching to the splice, and half-close passes through.
 func TestSpliceForwardsExactly(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
+		skipNoSplice(t, b)
 		for _, mode := range []string{"connect", "hold", "switch"} {
 			t.Run(mode, func(t *testing.T) {
 				addr, _ := stdEcho(t)
@@ -277,6 +278,7 @@ func TestSpliceForwardsExactly(t *testing.T) {
 // the client can still send afterwards.
 func TestSpliceHalfCloseFromBackend(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
+		skipNoSplice(t, b)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -333,6 +335,7 @@ func resetConn(t *testing.T, c *net.TCPConn) {
 // the server stops every descriptor it opened (sockets, pipes) is closed.
 func TestSpliceResetReleasesEverything(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
+		skipNoSplice(t, b)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -387,6 +390,7 @@ func TestSpliceResetReleasesEverything(t *testing.T) {
 // is aborted with ErrSpliceBroken even when no handler propagates it.
 func TestSpliceDestinationClosedAbortsSource(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
+		skipNoSplice(t, b)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -427,6 +431,7 @@ func TestSpliceDestinationClosedAbortsSource(t *testing.T) {
 // nothing then.
 func TestSpliceToRefuses(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
+		skipNoSplice(t, b)
 		addr, _ := stdEcho(t)
 		results := make(chan string, 8)
 		var conns []*vnet.Conn
@@ -608,6 +613,7 @@ func halfFillFDs(t *testing.T) (release func()) {
 // attempt where the hold lets it (HoldData), so buffered input is covered.
 func TestSpliceToWithoutPipeChangesNothing(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
+		skipNoSplice(t, b)
 		for _, h := range []inputHold{paused, held} {
 			t.Run(h.name, func(t *testing.T) {
 				s, client, pair := startHeldPair(t, b, h)
@@ -626,6 +632,7 @@ func TestSpliceToWithoutPipeChangesNothing(t *testing.T) {
 // and the pair goes on by copy.
 func TestSpliceKeepsHalfTheDescriptorsForSockets(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
+		skipNoSplice(t, b)
 		s, client, pair := startHeldPair(t, b, paused)
 		_, err := spliceWhile(t, s, pair, halfFillFDs)
 		require.ErrorIs(t, err, vnet.ErrCannotSplice)
@@ -801,6 +808,7 @@ func setFDLimit(t *testing.T, n uint64) {
 // count returns to what it was before them.
 func TestSplicePipePoolBoundedAndTrimmed(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
+		skipNoSplice(t, b)
 		const limit, pairs = 512, 16 // 32 pipes in use, at most 8 kept
 		setFDLimit(t, limit)
 		addr, backConns := stdEcho(t)
@@ -833,4 +841,42 @@ func TestSplicePipePoolBoundedAndTrimmed(t *testing.T) {
 			"idle pipes never closed: the descriptor count never returned to %d, its value before the splices", before)
 		t.Logf("descriptors in idle pipes: %d when the splices ended, 0 once trimmed", kept)
 	})
+}
+
+// skipNoSplice skips a splice test on the portable backend, which has no
+// splice: TestSpliceToRefusesPortable checks that it says so.
+func skipNoSplice(t *testing.T, b vnet.Backend) {
+	t.Helper()
+	if b == vnet.BackendPortable {
+		t.Skip("the portable backend has no splice: SpliceTo refuses it (TestSpliceToRefusesPortable)")
+	}
+}
+
+// On the portable backend SpliceTo refuses with ErrCannotSplice and says
+// why, and the pair goes on by copy.
+func TestSpliceToRefusesPortable(t *testing.T) {
+	errs := make(chan error, 2)
+	var first *vnet.Conn // loop-owned
+	h := &vnet.HandlerFuncs{
+		Open: func(c *vnet.Conn) {
+			if first == nil {
+				first = c
+				return
+			}
+			errs <- c.SpliceTo(first)
+			c.Write([]byte("still here"))
+		},
+	}
+	s, err := vnet.Listen("tcp", "127.0.0.1:0", h, vnet.WithBackend(vnet.BackendPortable), vnet.WithLoops(1), vnet.WithLogger(quietLogger(t)))
+	require.NoError(t, err)
+	t.Cleanup(func() { shutdown(t, s) })
+	dialTCP(t, s.Addr().String())
+	second := dialTCP(t, s.Addr().String())
+	err = <-errs
+	require.ErrorIs(t, err, vnet.ErrCannotSplice)
+	require.ErrorContains(t, err, "portable backend has no splice")
+	got := make([]byte, len("still here"))
+	_, err = io.ReadFull(second, got)
+	require.NoError(t, err)
+	require.Equal(t, "still here", string(got))
 }

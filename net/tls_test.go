@@ -825,6 +825,9 @@ func TestTLSOversizedRecord(t *testing.T) {
 // handshake.
 func TestTLSSilentPeersCostNoGoroutine(t *testing.T) {
 	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
+		if b == BackendPortable {
+			t.Skip("the portable backend has a reader and a writer goroutine per connection by design")
+		}
 		const n = 100
 		s := startTLS(t, b, place, echoHandler(), nil, WithLoops(1))
 		before := runtime.NumGoroutine()

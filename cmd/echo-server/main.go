@@ -75,7 +75,7 @@ func run(args []string) error {
 	addr := fs.String("addr", "127.0.0.1:9000", "listen address (host:port, or a path with -network unix)")
 	network := fs.String("network", "tcp", "tcp, tcp4, tcp6 or unix (-mode udp: udp, udp4, udp6 or unixgram; tcp means udp)")
 	loops := fs.Int("loops", runtime.NumCPU(), "number of reactor loops")
-	backend := fs.String("backend", "auto", "I/O backend: auto, uring or epoll")
+	backend := fs.String("backend", "auto", "I/O backend: auto, uring, epoll or portable")
 	pin := fs.Bool("pin", false, "pin each loop to its own CPU")
 	batchWait := fs.Duration("batch-wait", 0, "how long a busy loop may hold a wake-up back to take events in a batch (0: the default, 20µs; negative: off)")
 	verbose := fs.Bool("v", false, "log at debug level")

@@ -77,7 +77,7 @@ func run(args []string) error {
 	healthInterval := fs.Duration("health-interval", 5*time.Second, "time between health checks")
 	timeout := fs.Duration("timeout", 60*time.Second, "per-attempt upstream timeout (504 past it)")
 	loops := fs.Int("loops", runtime.NumCPU(), "number of reactor loops")
-	backend := fs.String("backend", "auto", "I/O backend: auto, uring or epoll")
+	backend := fs.String("backend", "auto", "I/O backend: auto, uring, epoll or portable")
 	cert := fs.String("cert", "", "TLS certificate file (PEM); with -key, serve HTTPS and h2")
 	key := fs.String("key", "", "TLS key file (PEM)")
 	via := fs.String("via", "", "add Via with this pseudonym both ways")

@@ -113,7 +113,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8000", "address to accept clients on")
 	fs.StringVar(&c.backends, "backends", "", "comma-separated backend addresses (host:port), used round-robin; with -sni, the route for names no -sni matches and hellos without a name (none: such clients are closed)")
 	fs.IntVar(&c.loops, "loops", runtime.NumCPU(), "number of reactor loops")
-	fs.StringVar(&c.backend, "backend", "auto", "I/O backend: auto, uring or epoll")
+	fs.StringVar(&c.backend, "backend", "auto", "I/O backend: auto, uring, epoll or portable")
 	fs.BoolVar(&c.pin, "pin", false, "pin each loop to its own CPU")
 	fs.DurationVar(&c.dialTimeout, "dial-timeout", 5*time.Second, "timeout for each backend connect")
 	fs.DurationVar(&c.cooldown, "cooldown", 2*time.Second, "how long a backend whose connect failed is skipped")

@@ -26,8 +26,9 @@ type Backend interface {
 	Available() error
 }
 
-// Names is the table of backends the tests run over, io_uring first.
-var Names = []string{"uring", "epoll"}
+// Names is the table of backends the tests run over, io_uring first;
+// "portable" is the backend on Go's own net package.
+var Names = []string{"uring", "epoll", "portable"}
 
 // All returns the table as values of B.
 func All[B Backend]() []B {

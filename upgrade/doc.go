@@ -63,4 +63,8 @@
 // is not ready within ReadyTimeout, it is killed and Upgrade returns
 // ErrNotReady. Either way the old process has closed nothing and goes on
 // serving. A second Upgrade during one fails with ErrInProgress.
+//
+// This package is experimental in v0.1.0: it is new, and its API may
+// change in a minor release without a deprecation period (see the
+// CHANGELOG's v0.1.0 section).
 package upgrade

@@ -44,4 +44,8 @@
 //
 // Do and Transport run their requests on loops given with WithLoops, or on
 // loops the Client starts itself (one per CPU).
+//
+// This package is experimental in v0.1.0: it is new, and its API may
+// change in a minor release without a deprecation period (see the
+// CHANGELOG's v0.1.0 section).
 package client

@@ -60,4 +60,8 @@
 // rather than streamed. Upstreams speak HTTP/1.1 (plaintext, or TLS with
 // an https:// address) or HTTP/2 (h2c:// with prior knowledge, h2:// over
 // TLS), trailers passed through.
+//
+// This package is experimental in v0.1.0: it is new, and its API may
+// change in a minor release without a deprecation period (see the
+// CHANGELOG's v0.1.0 section).
 package proxy

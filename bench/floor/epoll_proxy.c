@@ -9,6 +9,7 @@
  * Loopback only.   Usage: epoll_proxy -addr 127.0.0.1:PORT -upstream 127.0.0.1:PORT
  * Build: gcc -O2 -o epoll_proxy epoll_proxy.c */
 #define _GNU_SOURCE
+#include <signal.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -213,6 +214,7 @@ static void client_writable(int cl) {
 }
 
 int main(int argc, char **argv) {
+  signal(SIGPIPE, SIG_IGN); /* a client that leaves mid-answer is an EPIPE, not the end of the proxy */
   const char *addr = "127.0.0.1:8080", *up = NULL;
   for (int i = 1; i + 1 < argc; i++) {
     if (!strcmp(argv[i], "-addr")) addr = argv[i + 1];

@@ -9,6 +9,7 @@
  * next used (both connections close then). Loopback only.
  * Usage: uring_proxy -addr 127.0.0.1:PORT -upstream 127.0.0.1:PORT     Build: gcc -O2 uring_proxy.c -luring */
 #define _GNU_SOURCE
+#include <signal.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <liburing.h>
@@ -180,6 +181,7 @@ static void client_sent(int cl, int n) {
 }
 
 int main(int argc, char **argv) {
+  signal(SIGPIPE, SIG_IGN); /* a client that leaves mid-answer is an EPIPE, not the end of the proxy */
   const char *addr = "127.0.0.1:8080", *up = NULL;
   for (int i = 1; i + 1 < argc; i++) {
     if (!strcmp(argv[i], "-addr")) addr = argv[i + 1];

@@ -167,8 +167,7 @@ func (d *doCall) resume() {
 
 // doBody is Response.Body of a Do.
 type doBody struct {
-	d   *doCall
-	off int
+	d *doCall
 }
 
 func (b *doBody) Read(p []byte) (int, error) {

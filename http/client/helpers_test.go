@@ -3,7 +3,6 @@ package client
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -125,22 +124,6 @@ func stdUpstream(t testing.TB, h http.HandlerFunc) *httptest.Server {
 }
 
 func addrOf(s *httptest.Server) string { return s.Listener.Addr().String() }
-
-// onLoop runs fn on l and returns its result.
-func onLoop[T any](t testing.TB, l *vnet.Loop, fn func() T) T {
-	t.Helper()
-	ch := make(chan T, 1)
-	require.NoError(t, l.Post(func() { ch <- fn() }))
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatal("loop did not run the closure")
-	}
-	panic("unreachable")
-}
-
-func isErr(err, target error) bool { return errors.Is(err, target) }
 
 // rawUpstream accepts connections on 127.0.0.1 and runs serve for each,
 // with its index (0 for the first), on a goroutine.

@@ -8,7 +8,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/stretchr/testify v1.12.1
-	github.com/veloq/veloq v0.0.0
+	github.com/veloq/veloq v0.1.0
 )
 
 require (

@@ -273,31 +273,44 @@ func (s *Server) ListenerFiles(addr net.Addr) ([]*os.File, error) {
 // descriptor (it is closed there), so that the number duplicated is
 // still this socket's. A closed listener gives nil.
 func (h *Listener) file() (*os.File, error) {
+	ln := h.ln
+	return dupOnLoop(h.loop, func() (int, bool) {
+		if ln.closing {
+			return -1, false
+		}
+		ln.unlink = "" // the file is the other process's now
+		return ln.fd, true
+	}, fileName(ln.network, ln.addr.String()))
+}
+
+// dupOnLoop runs sock on loop l and duplicates the descriptor it gives
+// there, as an *os.File called name; nil when sock reports the socket
+// closed or the loop has stopped.
+func dupOnLoop(l *Loop, sock func() (fd int, ok bool), name string) (*os.File, error) {
 	type result struct {
 		fd  int
 		err error
 	}
 	ch := make(chan result, 1)
-	if err := h.loop.Post(func() {
-		ln := h.ln
-		if ln.closing {
+	if err := l.Post(func() {
+		fd, ok := sock()
+		if !ok {
 			ch <- result{-1, nil}
 			return
 		}
-		ln.unlink = "" // the file is the other process's now
-		fd, err := unix.FcntlInt(uintptr(ln.fd), unix.F_DUPFD_CLOEXEC, 0)
+		dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
 			err = os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", err)
 		}
-		ch <- result{fd, err}
+		ch <- result{dup, err}
 	}); err != nil {
-		return nil, nil // the loop stopped: the listener is closed
+		return nil, nil // the loop stopped: the socket is closed
 	}
 	r := <-ch
 	if r.err != nil || r.fd < 0 {
 		return nil, r.err
 	}
-	return os.NewFile(uintptr(r.fd), fileName(h.ln.network, h.ln.addr.String())), nil
+	return os.NewFile(uintptr(r.fd), name), nil
 }
 
 // Files returns duplicates of the listener's sockets, one per loop that
@@ -324,33 +337,11 @@ func (pl *PacketListener) Files() ([]*os.File, error) {
 
 // file duplicates the socket on its loop (see Listener.file).
 func (pc *PacketConn) file() (*os.File, error) {
-	type result struct {
-		fd  int
-		err error
-	}
-	ch := make(chan result, 1)
-	if err := pc.loop.Post(func() {
-		if pc.closing {
-			ch <- result{-1, nil}
-			return
-		}
-		fd, err := unix.FcntlInt(uintptr(pc.fd), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			err = os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", err)
-		}
-		ch <- result{fd, err}
-	}); err != nil {
-		return nil, nil
-	}
-	r := <-ch
-	if r.err != nil || r.fd < 0 {
-		return nil, r.err
-	}
 	network := "udp"
 	if pc.family == unix.AF_UNIX {
 		network = "unixgram"
 	}
-	return os.NewFile(uintptr(r.fd), fileName(network, pc.local.String())), nil
+	return dupOnLoop(pc.loop, func() (int, bool) { return pc.fd, !pc.closing }, fileName(network, pc.local.String()))
 }
 
 func fileName(network, addr string) string {

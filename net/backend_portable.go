@@ -89,15 +89,9 @@ type plisten struct {
 	f       *os.File // a pollable duplicate of fd
 	rc      syscall.RawConn
 	running bool          // an accept goroutine is running
-	ack     chan bool     // the loop took a batch: true means stop (back off)
+	ack     chan pack     // the loop's answer to a batch
 	done    chan struct{} // closed by unlisten
 	wg      sync.WaitGroup
-}
-
-// paccepted is one connection an accept goroutine took.
-type paccepted struct {
-	fd   int
-	peer net.Addr
 }
 
 func newPortableBackend(cfg *Config, ev sink) (*portableBackend, error) {
@@ -482,7 +476,7 @@ func (b *portableBackend) listen(idx uint32, fd int) error {
 			return os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", err)
 		}
 		f := os.NewFile(uintptr(d), "veloq listener")
-		ln = &plisten{fd: fd, f: f, ack: make(chan bool, 1), done: make(chan struct{})}
+		ln = &plisten{fd: fd, f: f, ack: make(chan pack, 1), done: make(chan struct{})}
 		if ln.rc, err = f.SyscallConn(); err != nil {
 			_ = f.Close()
 			return err
@@ -497,55 +491,80 @@ func (b *portableBackend) listen(idx uint32, fd int) error {
 	return nil
 }
 
-// acceptor accepts batches on ln's duplicate and hands each to the loop,
-// waiting for it to be taken before it accepts again.
+// acceptor waits in the runtime's poller until ln's socket has a
+// connection queued and tells the loop, which accepts them itself
+// (accepted), then waits for the loop's answer before it waits again.
+// The goroutine never takes a connection out of the kernel's queue: one
+// taken ahead of the loop would be lost (reset) when the listener stops,
+// where one left queued is served by whoever accepts next (after a hot
+// upgrade, the new process; TestListenerFilesHandOver).
 func (b *portableBackend) acceptor(idx uint32, ln *plisten) {
 	defer ln.wg.Done()
+	// The first round asks the loop at once: connections may have queued
+	// before this goroutine (or its descriptor's registration) existed.
+	empty := false
 	for {
-		var got []paccepted
-		var aerr error
-		err := ln.rc.Read(func(fd uintptr) bool {
-			for len(got) < maxAccepts {
-				c, peer, err := sock.Accept(int(fd))
-				if err == unix.EAGAIN {
-					break
+		if empty {
+			// RawConn.Read forgets earlier readiness, then calls f and
+			// waits for readability each time f says false. So f's first
+			// call looks (poll(2), zero timeout) for a connection queued
+			// before the wait began; after it, the edge-triggered runtime
+			// poller catches every arrival, even one before it parks. The
+			// second call ends the wait. Nothing is consumed.
+			waited := false
+			err := ln.rc.Read(func(fd uintptr) bool {
+				if waited {
+					return true
 				}
-				if err != nil {
-					aerr = os.NewSyscallError("accept4", err)
-					break
-				}
-				got = append(got, paccepted{c, peer})
-			}
-			return len(got) > 0 || aerr != nil
-		})
-		if err != nil { // the duplicate was closed: unlisten
-			return
-		}
-		b.post(func() { b.accepted(idx, ln, got, aerr) })
-		select {
-		case stop := <-ln.ack:
-			if stop {
+				waited = true
+				pfd := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+				n, _ := unix.Poll(pfd[:], 0)
+				return n > 0
+			})
+			if err != nil { // the duplicate was closed: unlisten
 				return
 			}
+		}
+		b.post(func() { b.accepted(idx, ln) })
+		select {
+		case a := <-ln.ack:
+			if a.stop {
+				return
+			}
+			empty = a.empty
 		case <-ln.done:
 			return
 		}
 	}
 }
 
-// accepted reports a batch on the loop. Connections taken after the
-// listener stopped (a handler closed the server) are closed.
-func (b *portableBackend) accepted(idx uint32, ln *plisten, got []paccepted, err error) {
-	stop := false
-	for _, a := range got {
-		if b.lns[idx] != ln {
-			unix.Close(a.fd)
-			continue
-		}
-		b.ev.accepted(idx, a.fd, a.peer)
+// pack is the loop's answer to an acceptor: stop (back off; listen
+// starts a new acceptor), or go on, waiting first if the queue was found
+// empty.
+type pack struct{ stop, empty bool }
+
+// accepted takes, on the loop, up to maxAccepts connections from ln's
+// socket and reports them; nothing once the listener stopped, so that
+// what is queued stays queued.
+func (b *portableBackend) accepted(idx uint32, ln *plisten) {
+	if b.lns[idx] != ln {
+		return
 	}
-	if err != nil && b.lns[idx] == ln {
-		stop = b.ev.acceptFailed(idx, err)
+	stop, empty := false, false
+	for n := 0; n < maxAccepts; n++ {
+		fd, peer, err := sock.Accept(ln.fd)
+		if err == unix.EAGAIN {
+			empty = true
+			break
+		}
+		if err != nil {
+			stop = b.ev.acceptFailed(idx, os.NewSyscallError("accept4", err))
+			break
+		}
+		b.ev.accepted(idx, fd, peer)
+		if b.lns[idx] != ln { // a handler stopped the listener
+			return
+		}
 	}
 	if b.lns[idx] != ln {
 		return
@@ -553,7 +572,7 @@ func (b *portableBackend) accepted(idx uint32, ln *plisten, got []paccepted, err
 	if stop {
 		ln.running = false // listen starts a new acceptor
 	}
-	ln.ack <- stop
+	ln.ack <- pack{stop: stop, empty: empty}
 }
 
 func (b *portableBackend) unlisten(idx uint32) {

@@ -502,14 +502,6 @@ func TestUpgradeUnderLoad(t *testing.T) {
 	// this process their reaper so it can wait for every one.
 	require.NoError(t, unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {
-		if b == vnet.BackendPortable {
-			// Known bug (issue 35): its acceptor takes up to 64
-			// connections ahead of the loop, and those still waiting for
-			// the loop when the old process stops accepting are closed
-			// (reset) instead of being left in the shared queue for the
-			// new one: 1 reset in about 1 of 3 runs of 10 upgrades.
-			t.Skip("portable backend: connections accepted ahead of the loop are reset when it stops accepting")
-		}
 		const upgrades = 10
 		state := t.TempDir()
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")

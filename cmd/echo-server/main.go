@@ -51,6 +51,7 @@ import (
 	"time"
 
 	"github.com/veloq/veloq/executor"
+	"github.com/veloq/veloq/internal/profile"
 	vnet "github.com/veloq/veloq/net"
 	"github.com/veloq/veloq/upgrade"
 )
@@ -137,17 +138,11 @@ func run(args []string) error {
 	}
 	// Every mode profiles its whole run, so FromStd (-mode http-std) can
 	// be profiled as the TCP echo always could.
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := profile.StartCPU(*cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug

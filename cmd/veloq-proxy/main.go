@@ -31,7 +31,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -39,6 +38,7 @@ import (
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/http/client"
 	"github.com/veloq/veloq/http/proxy"
+	"github.com/veloq/veloq/internal/profile"
 	vnet "github.com/veloq/veloq/net"
 	"github.com/veloq/veloq/upgrade"
 )
@@ -146,17 +146,11 @@ func run(args []string) error {
 		}
 		sopts = append(sopts, vhttp.WithTLS(&tls.Config{Certificates: []tls.Certificate{pair}}))
 	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := profile.StartCPU(*cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	mallocs0 := ms.Mallocs

@@ -129,40 +129,7 @@ func addrOf(s *httptest.Server) string { return s.Listener.Addr().String() }
 // with its index (0 for the first), on a goroutine.
 func rawUpstream(t testing.TB, serve func(c net.Conn, br *bufio.Reader, i int)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				serve(c, bufio.NewReader(c), i)
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return backendtest.ServeTCP(t, func(c net.Conn, i int) { serve(c, bufio.NewReader(c), i) })
 }
 
 // readReq reads one request (head and Content-Length body) or fails.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"net"
 	nethttp "net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -63,55 +62,24 @@ func stdUpstream(t testing.TB, h nethttp.HandlerFunc) string {
 // open; close: close it after writing).
 func rawUpstream(t testing.TB, reply func(r *nethttp.Request) (out []byte, close bool)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	return backendtest.ServeTCP(t, func(c net.Conn, _ int) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			r, err := nethttp.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					r, err := nethttp.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					out, cl := reply(r)
-					if out != nil {
-						if _, err := c.Write(out); err != nil {
-							return
-						}
-					}
-					if cl {
-						return
-					}
+			out, cl := reply(r)
+			if out != nil {
+				if _, err := c.Write(out); err != nil {
+					return
 				}
-			}()
+			}
+			if cl {
+				return
+			}
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // closedAddr returns an address nothing listens on.

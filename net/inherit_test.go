@@ -188,39 +188,41 @@ func TestListenerFilesHandOver(t *testing.T) {
 }
 
 func TestListenFilesBad(t *testing.T) {
-	s := newTestServer(t, BackendEpoll, 1)
-	reg, err := os.CreateTemp(t.TempDir(), "regular")
-	require.NoError(t, err)
-	defer reg.Close()
-	_, err = s.ListenFiles(reg)
-	require.ErrorIs(t, err, ErrNotSocket)
-	require.Contains(t, err.Error(), reg.Name())
-	_, err = s.ListenPacketFiles(replyEcho, reg)
-	require.ErrorIs(t, err, ErrNotSocket)
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		s := newTestServer(t, b, 1)
+		reg, err := os.CreateTemp(t.TempDir(), "regular")
+		require.NoError(t, err)
+		defer reg.Close()
+		_, err = s.ListenFiles(reg)
+		require.ErrorIs(t, err, ErrNotSocket)
+		require.Contains(t, err.Error(), reg.Name())
+		_, err = s.ListenPacketFiles(replyEcho, reg)
+		require.ErrorIs(t, err, ErrNotSocket)
 
-	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer udp.Close()
-	_, err = s.ListenFiles(sockFile(t, udp.(*net.UDPConn)))
-	require.ErrorIs(t, err, ErrSocketType)
+		udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer udp.Close()
+		_, err = s.ListenFiles(sockFile(t, udp.(*net.UDPConn)))
+		require.ErrorIs(t, err, ErrSocketType)
 
-	tcp, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer tcp.Close()
-	_, err = s.ListenPacketFiles(replyEcho, sockFile(t, tcp.(*net.TCPListener)))
-	require.ErrorIs(t, err, ErrSocketType)
+		tcp, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer tcp.Close()
+		_, err = s.ListenPacketFiles(replyEcho, sockFile(t, tcp.(*net.TCPListener)))
+		require.ErrorIs(t, err, ErrSocketType)
 
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	require.NoError(t, err)
-	bound := os.NewFile(uintptr(fd), "not-listening")
-	defer bound.Close()
-	_, err = s.ListenFiles(bound)
-	require.ErrorIs(t, err, ErrNotListening)
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		require.NoError(t, err)
+		bound := os.NewFile(uintptr(fd), "not-listening")
+		defer bound.Close()
+		_, err = s.ListenFiles(bound)
+		require.ErrorIs(t, err, ErrNotListening)
 
-	// A good file after a bad one: nothing is served, nothing leaks.
-	_, err = s.ListenFiles(sockFile(t, tcp.(*net.TCPListener)), reg)
-	require.ErrorIs(t, err, ErrNotSocket)
-	require.Nil(t, s.Addr())
+		// A good file after a bad one: nothing is served, nothing leaks.
+		_, err = s.ListenFiles(sockFile(t, tcp.(*net.TCPListener)), reg)
+		require.ErrorIs(t, err, ErrNotSocket)
+		require.Nil(t, s.Addr())
+	})
 }
 
 func TestActivationFilesEnv(t *testing.T) {

@@ -574,7 +574,12 @@ func TestUpgradeUnderLoad(t *testing.T) {
 		// generation is the fresh start; half again as much, plus
 		// 8 MiB, is room for the heap's and the buffers' own swings).
 		t.Logf("%s: resident KiB per generation under load: %v", b, rss)
-		require.LessOrEqual(t, rss[len(rss)-1], rss[0]*3/2+8<<10, "last generation's memory against a fresh start's")
+		// The first generation is sampled after its first 50 answers, the
+		// others after a whole period under load (under -race the heap is
+		// still growing then: 35 MiB, then 62), so the reference is the
+		// larger of the first two, each a fresh start of the program.
+		fresh := max(rss[0], rss[1])
+		require.LessOrEqual(t, rss[len(rss)-1], fresh*3/2+8<<10, "last generation's memory against a fresh start's")
 		// Once the clients are gone, the last generation holds what the
 		// first held at its start: no inherited descriptor or ready pipe
 		// left open, no socket duplicated twice.

@@ -5,9 +5,13 @@
 #
 #   veloq-copy    examples/tcp-proxy -loops 1 -backend uring -splice off
 #   veloq-splice  examples/tcp-proxy -loops 1 -backend uring -splice always
+#   veloq-large   examples/tcp-proxy -loops 1 -backend uring -splice large
+#                 (a direction switches to splice after a large read)
 #   veloq-epoll   examples/tcp-proxy -loops 1 -backend epoll -splice off
 #   haproxy       mode tcp, nbthread 1 (no splice, as configured by default)
 #   nginx         stream module, one worker, master_process off, proxy_pass
+#   cfloor        bench/floor/epoll_relay.c: the C floor, a minimal epoll
+#                 relay copying through user space (no splice)
 #
 #   veloq-nobatch examples/tcp-proxy -loops 1 -backend uring -splice off -batch-wait -1us
 #                 (veloq-copy with io_uring's batched waits off, for comparison)
@@ -30,6 +34,7 @@ cd "$(dirname "$0")"
 DUR=${1:-5}
 CONNS=${2:-64}
 SIZES=${SIZES:-"64 65536"}
+PROXIES=${PROXIES:-"veloq-copy veloq-nobatch veloq-splice veloq-epoll haproxy nginx"}
 BACKEND_PORT=19400
 OUT=results/proxy-latest.md
 
@@ -56,6 +61,9 @@ mkdir -p bin results
 echo "proxy.sh: building" >&2
 GOWORK=off go build -o bin/tcpload ./cmd/tcpload
 (cd .. && go build -o bench/bin/echo-server ./cmd/echo-server && go build -o bench/bin/tcp-proxy ./examples/tcp-proxy)
+if [[ " $PROXIES " == *" cfloor "* ]]; then
+	gcc -O2 -o bin/epoll_relay floor/epoll_relay.c
+fi
 
 # wait_port PORT: until something accepts on 127.0.0.1:PORT (at most 5 s).
 wait_port() {
@@ -125,6 +133,8 @@ proxy_cmd() { # NAME -> PORT and command line
 	veloq-copy) echo "19401 bin/tcp-proxy -listen 127.0.0.1:19401 -backends 127.0.0.1:$BACKEND_PORT -loops 1 -backend uring -splice off" ;;
 	veloq-splice) echo "19402 bin/tcp-proxy -listen 127.0.0.1:19402 -backends 127.0.0.1:$BACKEND_PORT -loops 1 -backend uring -splice always" ;;
 	veloq-nobatch) echo "19404 bin/tcp-proxy -listen 127.0.0.1:19404 -backends 127.0.0.1:$BACKEND_PORT -loops 1 -backend uring -splice off -batch-wait -1us" ;;
+	veloq-large) echo "19405 bin/tcp-proxy -listen 127.0.0.1:19405 -backends 127.0.0.1:$BACKEND_PORT -loops 1 -backend uring -splice large" ;;
+	cfloor) echo "19413 bin/epoll_relay -addr 127.0.0.1:19413 -upstream 127.0.0.1:$BACKEND_PORT" ;;
 	veloq-epoll) echo "19403 bin/tcp-proxy -listen 127.0.0.1:19403 -backends 127.0.0.1:$BACKEND_PORT -loops 1 -backend epoll -splice off" ;;
 	haproxy) echo "19411 haproxy -db -f $TMP/haproxy.cfg" ;;
 	nginx) echo "19412 nginx -c $TMP/nginx.conf -p $TMP -e $TMP/nginx-error.log" ;;
@@ -168,7 +178,6 @@ per_request() { # JSON PERF-FILE: JSON with syscalls_per_req, sqes_per_req, cs_p
 		.syscalls_per_req = per($sc) | .sqes_per_req = per($sq) | .cs_per_req = per($cs)' 2>/dev/null || echo "$1"
 }
 
-PROXIES=${PROXIES:-"veloq-copy veloq-nobatch veloq-splice veloq-epoll haproxy nginx"}
 ROUNDS=${ROUNDS:-3}
 ROWS="$TMP/rows"
 : >"$ROWS"
@@ -226,6 +235,7 @@ done
 	echo "\`-batch-wait -1us\` (io_uring's batched waits off); veloq-splice: the same as veloq-copy with"
 	echo "\`-splice always\` (splice(2) both ways from the connect). haproxy $(haproxy -v | head -1 | awk '{print $3}'):"
 	echo "mode tcp, nbthread 1. nginx $(nginx -v 2>&1 | sed 's|.*/||'): stream proxy_pass, worker_processes 1,"
-	echo "master_process off, tcp_nodelay on."
+	echo "master_process off, tcp_nodelay on. veloq-large: veloq-copy with \`-splice large\`. cfloor: bench/floor/epoll_relay.c,"
+	echo "a minimal C relay (level-triggered epoll, one 64 KiB buffer per direction, copies through user space)."
 } >"$OUT"
 cat "$OUT"

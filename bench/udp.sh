@@ -9,7 +9,8 @@
 # peer to the server) keep -window datagrams in flight each, batched with
 # sendmmsg/recvmmsg on one thread; a port whose echoes stop for 200 ms
 # counts its datagrams in flight as lost. Every server runs pinned to CPU 0
-# (one loop / GOMAXPROCS=1) and udpload on CPU 1; server CPU is utime+stime
+# (one loop / GOMAXPROCS=1) and udpload on CPU 1; cfloor is the C floor
+# (bench/floor/udp_echo.c: one recvmmsg and one sendmmsg per wake-up); server CPU is utime+stime
 # from /proc over the window; every server runs in every round, in an
 # order rotated each round; each figure is the median over the rounds,
 # with its range (min-max). Everything talks to 127.0.0.1 only. Results go
@@ -50,6 +51,7 @@ mkdir -p "$bin" "$tmp" results
 echo "== build"
 (cd .. && go build -o "$bin/echo-server" ./cmd/echo-server)
 go build -o "$bin/" ./cmd/udpload ./peers/stdudp ./peers/gnetudp
+gcc -O2 -o "$bin/udp_echo" floor/udp_echo.c
 
 server_cpu="taskset -c 0"
 load_cpu="taskset -c 1"
@@ -68,8 +70,10 @@ cmd[veloq-epoll]="env GOMAXPROCS=1 $bin/echo-server -mode udp -loops 1 -backend 
 cmd[veloq-uring-nooffload]="env GOMAXPROCS=1 $bin/echo-server -mode udp -loops 1 -backend uring -gso=false -gro=false -addr 127.0.0.1:19303"
 cmd[netudpconn]="env GOMAXPROCS=1 $bin/stdudp -addr 127.0.0.1:19304"
 cmd[gnet]="env GOMAXPROCS=1 $bin/gnetudp -loops 1 -addr 127.0.0.1:19305"
-servers=(veloq-uring veloq-epoll veloq-uring-nooffload netudpconn gnet)
-sizes=(64 1200)
+cmd[cfloor]="$bin/udp_echo -addr 127.0.0.1:19306"
+# UDP_SERVERS and UDP_SIZES (space-separated) run a subset.
+read -r -a servers <<<"${UDP_SERVERS:-veloq-uring veloq-epoll veloq-uring-nooffload netudpconn gnet cfloor}"
+read -r -a sizes <<<"${UDP_SIZES:-64 1200}"
 
 pid="" addr=""
 start_server() { # name -> pid, addr

@@ -30,6 +30,18 @@
 #
 #   [ROUNDS=n] [PROXIES="veloq nginx ..."] [SIZES="64 16384 1048576"] bench/httpproxy.sh [window-seconds] [connections]
 #
+# MODE=h2: HTTP/2 clients to the same HTTP/1.1 upstream. h2load
+# -c$H2CONNS -m$H2STREAMS (default 16 × 4: 64 requests in flight, as
+# wrk's 64 connections) on CPU 1 → the proxy over h2c with prior
+# knowledge (veloq-proxy's listener, nginx "listen ... http2", haproxy
+# "bind ... proto h2") or over TLS with ALPN h2 (the *-tls proxies: an
+# ECDSA P-256 certificate, TLS_AES_128_GCM_SHA256) → the upstream over
+# HTTP/1.1 keep-alive. Proxies veloq veloq-epoll nginx haproxy veloq-tls
+# nginx-tls haproxy-tls, bodies 64 B and 16 KiB; the same table, p99 from
+# h2load's request log, the *-tls rows set against nginx-tls.
+#
+#   MODE=h2 [ROUNDS=n] [PROXIES=...] [SIZES=...] [H2CONNS=16] [H2STREAMS=4] bench/httpproxy.sh [window-seconds]
+#
 # MODE=idle: memory per idle client. For each N in IDLE (default "2000
 # 5000") the proxy, started fresh, gets N keep-alive clients (cmd/tcpload
 # -http -idle N: 128 connects at a time, one GET / answered "Hello,
@@ -52,6 +64,8 @@ MODE=${MODE:-http}
 DUR=${1:-10}
 CONNS=${2:-64}
 ROUNDS=${ROUNDS:-5}
+H2CONNS=${H2CONNS:-16}
+H2STREAMS=${H2STREAMS:-4}
 IDLE=${IDLE:-"2000 5000"}
 HOLD=${HOLD:-2s}
 case $MODE in
@@ -60,20 +74,25 @@ http)
 	PROXIES=${PROXIES:-"veloq veloq-epoll nginx haproxy httputil caddy cfloor cfloor-uring"}
 	OUT=results/httpproxy-latest.md
 	TOOLS="wrk" ;;
+h2)
+	SIZES=${SIZES:-"64 16384"}
+	PROXIES=${PROXIES:-"veloq veloq-epoll nginx haproxy veloq-tls nginx-tls haproxy-tls"}
+	OUT=results/httpproxy-h2-latest.md
+	TOOLS="h2load openssl" ;;
 idle)
 	SIZES=64
 	PROXIES=${PROXIES:-"veloq veloq-epoll nginx haproxy"}
 	OUT=results/httpproxy-idle-latest.md
 	TOOLS="" ;;
 *)
-	echo "httpproxy.sh: MODE=$MODE: want http or idle" >&2
+	echo "httpproxy.sh: MODE=$MODE: want http, h2 or idle" >&2
 	exit 2 ;;
 esac
 UP_PORT=19500
 PATH=$PATH:/usr/sbin
 
 for tool in $TOOLS nginx haproxy taskset curl timeout awk; do
-	command -v $tool >/dev/null || { echo "httpproxy.sh: $tool not found (apt-get install wrk nginx haproxy curl)" >&2; exit 1; }
+	command -v $tool >/dev/null || { echo "httpproxy.sh: $tool not found (apt-get install wrk nginx haproxy curl nghttp2-client openssl)" >&2; exit 1; }
 done
 
 TMP=$(mktemp -d /tmp/veloq-httpproxy.XXXXXX)
@@ -167,7 +186,34 @@ upstream_active() {
 	curl -s "http://127.0.0.1:$UP_PORT/up_status" | awk 'NR == 1 { print $3 - 1 }'
 }
 
+# MODE=h2: the proxies' HTTP/2 listeners, h2c and (the *-tls names) TLS
+# with a self-signed ECDSA P-256 certificate; empty in the other modes.
+NG_H2=""
+HAP_H2=""
 HAP_MAXCONN=4000
+if [ "$MODE" = h2 ]; then
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+		-keyout "$TMP/key.pem" -out "$TMP/cert.pem" >"$TMP/openssl.log" 2>&1 ||
+		{ cat "$TMP/openssl.log" >&2; exit 1; }
+	cat "$TMP/cert.pem" "$TMP/key.pem" >"$TMP/both.pem"
+	NG_H2="    server {
+        listen 127.0.0.1:19512 http2;
+        location / { proxy_pass http://be; proxy_http_version 1.1; proxy_set_header Connection \"\"; proxy_buffering on; }
+    }
+    server {
+        listen 127.0.0.1:19522 ssl http2;
+        ssl_certificate $TMP/cert.pem;
+        ssl_certificate_key $TMP/key.pem;
+        location / { proxy_pass http://be; proxy_http_version 1.1; proxy_set_header Connection \"\"; proxy_buffering on; }
+    }"
+	HAP_H2="frontend fe_h2c
+	bind 127.0.0.1:19513 proto h2
+	default_backend be
+frontend fe_h2tls
+	bind 127.0.0.1:19523 ssl crt $TMP/both.pem alpn h2,http/1.1
+	default_backend be"
+fi
 # MODE=idle: haproxy's connection limit above the largest N (about two
 # descriptors per client, within the 20,000 a process may have here).
 if [ "$MODE" = idle ]; then
@@ -186,7 +232,8 @@ nginx_conf_for "$TMP/ng" "    upstream be {
             proxy_set_header Connection \"\";
             proxy_buffering on;
         }
-    }"
+    }
+$NG_H2"
 cat >"$TMP/haproxy.cfg" <<HAP
 global
 	nbthread 1
@@ -203,6 +250,7 @@ frontend fe
 	default_backend be
 backend be
 	server up 127.0.0.1:$UP_PORT maxconn 1000
+$HAP_H2
 HAP
 cat >"$TMP/Caddyfile" <<CADDY
 {
@@ -228,6 +276,20 @@ proxy_cmd() { # NAME -> "PORT command..."
 	cfloor) echo "19507 bin/epoll_proxy -addr 127.0.0.1:19507 -upstream 127.0.0.1:$UP_PORT" ;;
 	cfloor-uring) echo "19508 bin/uring_proxy -addr 127.0.0.1:19508 -upstream 127.0.0.1:$UP_PORT" ;;
 	caddy) echo "19505 env GOMAXPROCS=1 $CADDY run --adapter caddyfile --config $TMP/Caddyfile" ;;
+	veloq-tls) echo "19511 bin/veloq-proxy -listen 127.0.0.1:19511 -upstream 127.0.0.1:$UP_PORT -loops 1 -backend uring -cert $TMP/cert.pem -key $TMP/key.pem" ;;
+	nginx-tls) echo "19522 nginx -p $TMP/ng/ -c $TMP/ng/nginx.conf -e $TMP/ng/error.log" ;;
+	haproxy-tls) echo "19523 haproxy -db -f $TMP/haproxy.cfg" ;;
+	esac
+}
+
+# url_for NAME PORT PATH: where the load goes; MODE=h2 reaches nginx and
+# haproxy on their h2c listeners, the *-tls proxies over https.
+url_for() {
+	case $MODE/$1 in
+	h2/nginx) echo "http://127.0.0.1:19512$3" ;;
+	h2/haproxy) echo "http://127.0.0.1:19513$3" ;;
+	h2/*-tls) echo "https://127.0.0.1:$2$3" ;;
+	*) echo "http://127.0.0.1:$2$3" ;;
 	esac
 }
 
@@ -330,19 +392,47 @@ if [ "$MODE" = idle ]; then
 	exit 0
 fi
 
-# load_run URL SECONDS [LOG]: wrk -t1 -c$CONNS --latency on CPU 1; with
-# LOG its output goes there.
+# load_run URL SECONDS [LOG]: the mode's load on CPU 1, wrk -t1 -c$CONNS
+# --latency or h2load -c$H2CONNS -m$H2STREAMS; with LOG its output goes
+# there (and h2load's request log to LOG.req).
 load_run() {
-	timeout $(($2 + 30)) taskset -c 1 wrk -t1 -c"$CONNS" -d"${2}s" --latency "$1" >"${3:-/dev/null}" 2>&1 || true
+	local url=$1 secs=$2 log=${3:-/dev/null}
+	if [ "$MODE" = h2 ]; then
+		local reqlog=()
+		[ "$log" = /dev/null ] || { rm -f "$log.req"; reqlog=(--log-file="$log.req"); } # h2load appends
+		timeout $((secs + 30)) taskset -c 1 h2load -c"$H2CONNS" -m"$H2STREAMS" -D "$secs" \
+			--tls13-ciphers=TLS_AES_128_GCM_SHA256 "${reqlog[@]}" "$url" >"$log" 2>&1 || true
+	else
+		timeout $((secs + 30)) taskset -c 1 wrk -t1 -c"$CONNS" -d"${secs}s" --latency "$url" >"$log" 2>&1 || true
+	fi
 }
 # load_requests LOG / load_p99_ms LOG / load_errors LOG: from wrk
-# --latency's output.
-load_requests() { awk '/requests in/ { print $1 }' "$1"; }
-load_p99_ms() {
-	awk '$1 == "99%" { v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
-		print (u == "us" ? v / 1000 : (u == "s" ? v * 1000 : v)) }' "$1"
+# --latency's output, or h2load's (succeeded requests) and its request
+# log (the third field, µs).
+load_requests() {
+	if [ "$MODE" = h2 ]; then
+		awk '/^requests:/ { for (i = 1; i < NF; i++) if ($(i + 1) == "succeeded,") print $i }' "$1"
+	else
+		awk '/requests in/ { print $1 }' "$1"
+	fi
 }
-load_errors() { awk '/Non-2xx|Socket errors/ { printf "%s ", $0 }' "$1"; }
+load_p99_ms() {
+	if [ "$MODE" = h2 ]; then
+		[ -s "$1.req" ] || { echo n/a; return; }
+		awk '{ print $3 }' "$1.req" | sort -n | awk '{ a[NR] = $1 } END { print a[int(NR * 0.99) + 1] / 1000 }'
+	else
+		awk '$1 == "99%" { v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
+			print (u == "us" ? v / 1000 : (u == "s" ? v * 1000 : v)) }' "$1"
+	fi
+}
+load_errors() {
+	if [ "$MODE" = h2 ]; then
+		awk '/^requests:/ && ($10 + $12 + $14 > 0) { printf "%s ", $0 }
+			/^status codes:/ && ($5 + $7 + $9 > 0) { printf "%s ", $0 }' "$1"
+	else
+		awk '/Non-2xx|Socket errors/ { printf "%s ", $0 }' "$1"
+	fi
+}
 
 declare -A RPS CPUREQ P99 REUSE ERR
 for round in $(seq "$ROUNDS"); do
@@ -350,10 +440,16 @@ for round in $(seq "$ROUNDS"); do
 	for size in $SIZES; do
 		for name in $order; do
 			start_proxy "$name"
-			url="http://127.0.0.1:$port/$size"
-			echo "httpproxy.sh: round $round/$ROUNDS, $name, ${size} B, $CONNS conns, ${DUR}s" >&2
-			code=$(curl -s -o /dev/null -w '%{http_code}' "$url" || true)
-			[ "$code" = 200 ] || echo "httpproxy.sh: $name answered $code to GET /$size" >&2
+			url=$(url_for "$name" "$port" "/$size")
+			if [ "$MODE" = h2 ]; then
+				echo "httpproxy.sh: round $round/$ROUNDS, $name, ${size} B, h2load -c$H2CONNS -m$H2STREAMS, ${DUR}s" >&2
+				ok=$(timeout 30 taskset -c 1 h2load -n1 -c1 "$url" 2>&1 | awk '/^status codes:/ { print $3 }')
+				[ "$ok" = 1 ] || echo "httpproxy.sh: $name did not answer 2xx to an h2 GET /$size" >&2
+			else
+				echo "httpproxy.sh: round $round/$ROUNDS, $name, ${size} B, $CONNS conns, ${DUR}s" >&2
+				code=$(curl -s -o /dev/null -w '%{http_code}' "$url" || true)
+				[ "$code" = 200 ] || echo "httpproxy.sh: $name answered $code to GET /$size" >&2
+			fi
 			load_run "$url" 1 # warm-up
 			acc0=$(upstream_accepts)
 			c0=$(cpu_s "$pid")
@@ -376,28 +472,46 @@ for round in $(seq "$ROUNDS"); do
 done
 
 {
-	echo "# HTTP reverse-proxy benchmark"
-	echo
-	echo "\`ROUNDS=$ROUNDS bench/httpproxy.sh $DUR $CONNS\` on $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs,"
-	echo "load average before the run's end: $(cut -d' ' -f1-3 /proc/loadavg)."
-	echo
-	echo "wrk -t1 -c$CONNS keep-alive (CPU 1) → proxy (CPU 0, one thread/loop/worker) → nginx serving static"
-	echo "files (CPU 1, one worker). ${DUR} s window after a 1 s warm-up; $ROUNDS interleaved rounds, medians."
+	if [ "$MODE" = h2 ]; then
+		echo "# HTTP reverse-proxy benchmark: HTTP/2 clients, HTTP/1.1 upstream"
+		echo
+		echo "\`MODE=h2 ROUNDS=$ROUNDS H2CONNS=$H2CONNS H2STREAMS=$H2STREAMS bench/httpproxy.sh $DUR\` on $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs,"
+		echo "load average before the run's end: $(cut -d' ' -f1-3 /proc/loadavg)."
+		echo
+		echo "h2load -c$H2CONNS -m$H2STREAMS (CPU 1) → proxy over h2c, or h2 over TLS for the *-tls rows (CPU 0, one"
+		echo "thread/loop/worker) → nginx serving static files over HTTP/1.1 keep-alive (CPU 1, one worker)."
+		echo "${DUR} s window after a 1 s warm-up; $ROUNDS interleaved rounds, medians. p99 from h2load's request log."
+		tool=h2load
+	else
+		echo "# HTTP reverse-proxy benchmark"
+		echo
+		echo "\`ROUNDS=$ROUNDS bench/httpproxy.sh $DUR $CONNS\` on $(date -u +%Y-%m-%d), $(uname -r), $(nproc) CPUs,"
+		echo "load average before the run's end: $(cut -d' ' -f1-3 /proc/loadavg)."
+		echo
+		echo "wrk -t1 -c$CONNS keep-alive (CPU 1) → proxy (CPU 0, one thread/loop/worker) → nginx serving static"
+		echo "files (CPU 1, one worker). ${DUR} s window after a 1 s warm-up; $ROUNDS interleaved rounds, medians."
+		tool=wrk
+	fi
 	echo "Proxy CPU = utime+stime of the proxy process over the window. Reuse = 1 − upstream accepts / requests."
+	echo "p99 vs nginx: the proxy's p99 over nginx's (the target is at most 1.00×); the *-tls rows against nginx-tls."
 	echo
-	echo "| proxy | body B | req/s | req per proxy CPU-s | range | vs nginx | vs cfloor | p99 ms | upstream reuse |"
-	echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|"
+	echo "| proxy | body B | req/s | req per proxy CPU-s | range | vs nginx | vs cfloor | p99 ms | p99 vs nginx | upstream reuse |"
+	echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 	for size in $SIZES; do
 		floor=$(median ${CPUREQ[cfloor/$size]:-n/a})
-		base=$(median ${CPUREQ[nginx/$size]:-n/a})
 		for name in $PROXIES; do
+			ref=nginx
+			case $name in *-tls) ref=nginx-tls ;; esac
+			base=$(median ${CPUREQ[$ref/$size]:-n/a})
+			basep99=$(median ${P99[$ref/$size]:-n/a})
 			k="$name/$size"
 			m=$(median ${CPUREQ[$k]:-n/a})
-			echo "| $name | $size | $(median ${RPS[$k]:-n/a}) | $m | $(range ${CPUREQ[$k]:-n/a}) | $(ratio "$m" "$base") | $(ratio "$m" "$floor") | $(median ${P99[$k]:-n/a}) | $(median ${REUSE[$k]:-n/a}) |"
+			p99=$(median ${P99[$k]:-n/a})
+			echo "| $name | $size | $(median ${RPS[$k]:-n/a}) | $m | $(range ${CPUREQ[$k]:-n/a}) | $(ratio "$m" "$base") | $(ratio "$m" "$floor") | $p99 | $(ratio "$p99" "$basep99") | $(median ${REUSE[$k]:-n/a}) |"
 		done
 	done
 	echo
-	for k in "${!ERR[@]}"; do echo "- wrk reported errors for $k: ${ERR[$k]}"; done
+	for k in "${!ERR[@]}"; do echo "- $tool reported errors for $k: ${ERR[$k]}"; done
 	for f in "$TMP"/veloq*.client; do [ -s "$f" ] && echo "- $(basename "$f" .client) $(cat "$f")"; done
 	echo
 	versions

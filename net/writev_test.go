@@ -51,4 +51,3 @@ func tcpInfo(t *testing.T, c net.Conn) *unix.TCPInfo {
 	require.NoError(t, gerr)
 	return info
 }
-

@@ -38,27 +38,51 @@ var ErrDetachUnavailable = errors.New("http: Detach is only available to inline 
 // dead. Calling Detach twice in one handler returns the same Responder.
 // An offloaded handler gets [ErrDetachUnavailable].
 func (w *ResponseWriter) Detach() (*Responder, error) {
+	if w.det != nil {
+		w.then = then{step: stepDetach}
+		return w.det, nil
+	}
+	r := new(Responder)
+	if err := w.DetachTo(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// DetachTo is [ResponseWriter.Detach] with the Responder in r, memory the
+// caller provides, so that detaching allocates nothing: a proxy keeps one
+// in each of its pooled per-request states (Detach allocates the small
+// handle for each answer). r may be used for another answer once this one
+// ended (End, Fail, Hijack, or OnGone ran) and nothing calls its methods
+// for this one any more: a Responder reused sooner would act on the new
+// answer. Once the handler detached, DetachTo with another r makes r
+// address the same answer.
+func (w *ResponseWriter) DetachTo(r *Responder) error {
 	if w.off || w.ex == nil || w.req == nil {
-		return nil, ErrDetachUnavailable
+		return ErrDetachUnavailable
 	}
-	if w.det == nil {
-		ls := w.ex.shared()
-		d := ls.newDetached(w.ex.transport().Loop())
-		d.ex = w.ex
-		d.inHandler = true
-		_, d.head.method = internMethod(w.req.Method)
-		d.head.major, d.head.minor = uint8(max(w.req.ProtoMajor, 1)), uint8(w.req.ProtoMinor)
-		d.head.close = w.req.Close
-		d.activeAt = d.loop.Clock()
-		d.resp.SetStatus(w.resp.status)
-		h := &w.resp.header
-		for i := range h.fields {
-			d.resp.header.AddBytes(h.name(i), h.value(i))
-		}
-		w.det = &Responder{d: d, gen: d.gen}
+	if w.det != nil {
+		*r = *w.det
+		w.then = then{step: stepDetach}
+		return nil
 	}
+	ls := w.ex.shared()
+	d := ls.newDetached(w.ex.transport().Loop())
+	d.ex = w.ex
+	d.inHandler = true
+	_, d.head.method = internMethod(w.req.Method)
+	d.head.major, d.head.minor = uint8(max(w.req.ProtoMajor, 1)), uint8(w.req.ProtoMinor)
+	d.head.close = w.req.Close
+	d.activeAt = d.loop.Clock()
+	d.resp.SetStatus(w.resp.status)
+	h := &w.resp.header
+	for i := range h.fields {
+		d.resp.header.AddBytes(h.name(i), h.value(i))
+	}
+	*r = Responder{d: d, gen: d.gen}
+	w.det = r
 	w.then = then{step: stepDetach}
-	return w.det, nil
+	return nil
 }
 
 // A Responder completes the answer of a detached request (see
@@ -72,7 +96,8 @@ func (w *ResponseWriter) Detach() (*Responder, error) {
 // function with net.ErrClosed, Header and Trailer return a scratch header
 // that is never sent. The Responder's state is kept by the loop for the
 // next detached answer, so a Responder costs one small allocation (a
-// handle with a generation, which is what makes a stale one harmless).
+// handle with a generation, which is what makes a stale one harmless),
+// or none with [ResponseWriter.DetachTo].
 type Responder struct {
 	d   *detached
 	gen uint32

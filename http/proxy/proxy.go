@@ -144,12 +144,15 @@ func (p *Proxy) ServeHTTP(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		w.WriteString("no upstream available\n")
 		return
 	}
-	rsp, err := w.Detach()
-	if err != nil {
+	ex := p.pool.Get().(*exchange)
+	// The Responder lives in the pooled exchange: Detach would allocate
+	// one per request.
+	rsp := &ex.rspMem
+	if err := w.DetachTo(rsp); err != nil {
+		p.pool.Put(ex)
 		w.WriteHeader(vhttp.StatusInternalServerError)
 		return
 	}
-	ex := p.pool.Get().(*exchange)
 	ex.begin(r, c, rsp)
 	p.live.Add(1)
 	rsp.OnGone(ex.onGone)
@@ -162,11 +165,12 @@ func (p *Proxy) ServeHTTP(w *vhttp.ResponseWriter, r *vhttp.Request) {
 type exchange struct {
 	p     *Proxy
 	loop  *vnet.Loop
-	rsp   *vhttp.Responder
-	front *vnet.Conn // the client's connection
+	rsp   *vhttp.Responder // &rspMem while the answer is wanted, else nil
+	front *vnet.Conn       // the client's connection
 	up    *upstream
 	call  *client.Call
 
+	rspMem vhttp.Responder // the answer's handle: see ServeHTTP
 	req    client.Request
 	arena  []byte         // the request's bytes, kept for retries
 	conns  [][]byte       // tokens of the Connection fields that name fields (views)
@@ -761,6 +765,7 @@ func (ex *exchange) maybeFree() {
 func (ex *exchange) free() {
 	ex.settled, ex.retried = false, false
 	ex.rsp, ex.up, ex.call, ex.front = nil, nil, nil, nil
+	ex.rspMem = vhttp.Responder{}
 	ex.req = client.Request{}
 	if cap(ex.arena) > maxKeptArena {
 		ex.arena = nil

@@ -12,6 +12,7 @@ import (
 
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/http/client"
+	"github.com/veloq/veloq/http/internal/checked"
 	"github.com/veloq/veloq/http/internal/h1"
 	vnet "github.com/veloq/veloq/net"
 )
@@ -575,7 +576,14 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 			ex.rsp.Trailer().AddBytes(fl.Name, fl.Value)
 			continue
 		}
-		h.AddBytes(fl.Name, fl.Value)
+		if resp.HTTP2 {
+			// HPACK delivers any bytes: checked by AddBytes.
+			h.AddBytes(fl.Name, fl.Value)
+		} else {
+			// The client's HTTP/1 parser refused any field AddBytes
+			// would clean or drop.
+			checked.AddResponseField(h, fl.Name, fl.Value)
+		}
 	}
 	ex.conns = conns[:0]
 	if p.cfg.via != "" {

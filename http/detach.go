@@ -351,6 +351,42 @@ func (r *Responder) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// WriteFrom sends the next n bytes of src's input as the next part of
+// the body and consumes them, as Write of those bytes followed by
+// src.Discard(n), except that over HTTP/1 a body sent as it is (its
+// length announced by WriteHead) takes them with src.ForwardTo: on
+// io_uring, a part that ends the receive buffer it arrived in is sent
+// from that buffer, without a copy. src must be a connection of r's
+// loop, and WriteFrom called in its callback (a proxy's upstream, in
+// OnData), with at least n bytes buffered. The bytes are consumed
+// whatever the outcome; the result is Write's.
+func (r *Responder) WriteFrom(src *vnet.Conn, n int) (int, error) {
+	d := r.live()
+	if d == nil || d.ex.transport().Closed() {
+		src.Discard(n)
+		return 0, net.ErrClosed
+	}
+	n = min(n, src.Buffered())
+	if !d.headSent {
+		d.writeHead(d.resp.Status(), -1)
+	}
+	if d.bodyless {
+		src.Discard(n)
+		return n, nil
+	}
+	var err error
+	m := n
+	if d.cl >= 0 && d.sent+int64(m) > d.cl {
+		m = int(d.cl - d.sent)
+		err = ErrBodyTooLong
+	}
+	d.sent += int64(m)
+	d.activeAt = d.loop.Clock()
+	d.ex.forwardBody(src, m)
+	src.Discard(n - m)
+	return m, err
+}
+
 // Buffered returns the number of bytes of the answer written so far that
 // the client has not taken yet (still queued in the server): with
 // WhenWritable, what paces a large body.

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/http/client"
 	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
@@ -157,6 +159,35 @@ func TestProxyAllocatesNothing(t *testing.T) {
 			// allocations for 500 requests.
 			allocs := testing.AllocsPerRun(5, func() { pb.run(t, 500) })
 			require.Less(t, allocs/500, 0.05, "allocations per request with %d B bodies", size)
+		}
+	})
+}
+
+// TestBodyForwardedInPlace: an HTTP/1 answer's body goes to the client
+// intact, and on io_uring from the upstream's receive buffers themselves
+// (ForwardTo in place, counted by Stats.InPlace), not copied into the
+// client's output; epoll and the portable backend copy.
+func TestBodyForwardedInPlace(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be vnet.Backend) {
+		const size = 256 << 10
+		up := fixedUpstream(t, be, size)
+		p := newProxy(t, WithUpstreams(up))
+		s, err := vhttp.NewServer(p, vhttp.WithNetOptions(vnet.WithBackend(be), vnet.WithLoops(1)),
+			vhttp.WithLogger(backendtest.Logger(t)))
+		require.NoError(t, err)
+		addr, err := s.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		for range 4 {
+			code, body := get(t, httpClient(), "http://"+addr.String()+"/")
+			require.Equal(t, 200, code)
+			require.Equal(t, strings.Repeat("x", size), body)
+		}
+		inPlace := s.NetServer().Loops()[0].Stats().InPlace
+		if be == vnet.BackendUring {
+			require.Greater(t, inPlace, uint64(4*size/2), "body bytes sent from receive buffers")
+		} else {
+			require.Zero(t, inPlace)
 		}
 	})
 }

@@ -606,15 +606,33 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 	ex.rsp.WriteHead(resp.Status, cl)
 }
 
-// OnResponseBody forwards a part of the body, pausing the upstream while
-// the client is more than the limit behind.
+// OnResponseBody forwards a part of a chunked or HTTP/2 body (copied).
 func (ex *exchange) OnResponseBody(call *client.Call, b []byte) {
 	ex.active = ex.loop.Clock()
-	rsp := ex.rsp
-	if rsp == nil {
-		return
+	if rsp := ex.rsp; rsp != nil {
+		_, err := rsp.Write(b)
+		ex.wrote(call, rsp, err)
 	}
-	if _, err := rsp.Write(b); err != nil {
+}
+
+// OnResponseBodyFrom forwards a part of an HTTP/1 body from the upstream
+// connection: on io_uring, a part that ends its receive buffer is sent
+// to the client from that buffer (Responder.WriteFrom). Copying every
+// part into the client's output was 2,500 instructions per 16 KiB
+// answer and a tenth of the proxy's CPU at 1 MiB (callgrind and pprof,
+// cmd/veloq-proxy to nginx).
+func (ex *exchange) OnResponseBodyFrom(call *client.Call, src *vnet.Conn, n int) {
+	ex.active = ex.loop.Clock()
+	if rsp := ex.rsp; rsp != nil {
+		_, err := rsp.WriteFrom(src, n)
+		ex.wrote(call, rsp, err)
+	}
+}
+
+// wrote follows a part of the body given to the client, pausing the
+// upstream while the client is more than the limit behind.
+func (ex *exchange) wrote(call *client.Call, rsp *vhttp.Responder, err error) {
+	if err != nil {
 		// The client is gone (its OnGone may not have run yet): the
 		// upstream did nothing wrong.
 		ex.clientGone()

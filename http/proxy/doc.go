@@ -28,6 +28,13 @@
 //     window closes), so memory per client stays bounded whatever the
 //     body size. A client that goes away cancels the upstream request.
 //
+// On io_uring, serve the proxy on loops with receive buffers of 64 KiB
+// (vnet.WithLoopConfig(vnet.Config{RecvBufferSize: 64 << 10,
+// RecvBuffers: 128}), as cmd/veloq-proxy does): with the loop's default
+// 16 KiB, a 16 KiB answer and its head take two receives and two sends
+// to the client, and a 1 MiB answer 65 of each, where epoll reads 64 KiB
+// at a time.
+//
 // Failures: an upstream that cannot be reached or fails before any
 // response byte is retried on another upstream when that is safe (a
 // refused connect sent nothing; otherwise only idempotent methods), at

@@ -38,6 +38,24 @@ func (cs *conn) writeBody(p []byte) {
 	}
 }
 
+// forwardBody queues src's next n bytes as the next part of the body. A
+// part sent as it is goes by src.ForwardTo, so on io_uring a part that
+// ends its receive buffer is sent from that buffer instead of copied; a
+// chunk is framed around a copy.
+func (cs *conn) forwardBody(src *vnet.Conn, n int) {
+	switch {
+	case !cs.outBody:
+	case cs.outChunked:
+		p, _ := src.Peek(n)
+		cs.writeBodyPart(p, true)
+	default:
+		m, _ := src.ForwardTo(cs.c, n)
+		cs.rec.out += int64(m)
+		n -= m
+	}
+	src.Discard(n) // what was not forwarded: framed, dropped or refused
+}
+
 func (cs *conn) whenWritable(f func(error)) { whenDrained(cs.c, f) }
 
 // buffered is the connection's pending output: one answer is in progress

@@ -38,27 +38,51 @@ var ErrDetachUnavailable = errors.New("http: Detach is only available to inline 
 // dead. Calling Detach twice in one handler returns the same Responder.
 // An offloaded handler gets [ErrDetachUnavailable].
 func (w *ResponseWriter) Detach() (*Responder, error) {
+	if w.det != nil {
+		w.then = then{step: stepDetach}
+		return w.det, nil
+	}
+	r := new(Responder)
+	if err := w.DetachTo(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// DetachTo is [ResponseWriter.Detach] with the Responder in r, memory the
+// caller provides, so that detaching allocates nothing: a proxy keeps one
+// in each of its pooled per-request states (Detach allocates the small
+// handle for each answer). r may be used for another answer once this one
+// ended (End, Fail, Hijack, or OnGone ran) and nothing calls its methods
+// for this one any more: a Responder reused sooner would act on the new
+// answer. Once the handler detached, DetachTo with another r makes r
+// address the same answer.
+func (w *ResponseWriter) DetachTo(r *Responder) error {
 	if w.off || w.ex == nil || w.req == nil {
-		return nil, ErrDetachUnavailable
+		return ErrDetachUnavailable
 	}
-	if w.det == nil {
-		ls := w.ex.shared()
-		d := ls.newDetached(w.ex.transport().Loop())
-		d.ex = w.ex
-		d.inHandler = true
-		_, d.head.method = internMethod(w.req.Method)
-		d.head.major, d.head.minor = uint8(max(w.req.ProtoMajor, 1)), uint8(w.req.ProtoMinor)
-		d.head.close = w.req.Close
-		d.activeAt = d.loop.Clock()
-		d.resp.SetStatus(w.resp.status)
-		h := &w.resp.header
-		for i := range h.fields {
-			d.resp.header.AddBytes(h.name(i), h.value(i))
-		}
-		w.det = &Responder{d: d, gen: d.gen}
+	if w.det != nil {
+		*r = *w.det
+		w.then = then{step: stepDetach}
+		return nil
 	}
+	ls := w.ex.shared()
+	d := ls.newDetached(w.ex.transport().Loop())
+	d.ex = w.ex
+	d.inHandler = true
+	_, d.head.method = internMethod(w.req.Method)
+	d.head.major, d.head.minor = uint8(max(w.req.ProtoMajor, 1)), uint8(w.req.ProtoMinor)
+	d.head.close = w.req.Close
+	d.activeAt = d.loop.Clock()
+	d.resp.SetStatus(w.resp.status)
+	h := &w.resp.header
+	for i := range h.fields {
+		d.resp.header.AddBytes(h.name(i), h.value(i))
+	}
+	*r = Responder{d: d, gen: d.gen}
+	w.det = r
 	w.then = then{step: stepDetach}
-	return w.det, nil
+	return nil
 }
 
 // A Responder completes the answer of a detached request (see
@@ -72,7 +96,8 @@ func (w *ResponseWriter) Detach() (*Responder, error) {
 // function with net.ErrClosed, Header and Trailer return a scratch header
 // that is never sent. The Responder's state is kept by the loop for the
 // next detached answer, so a Responder costs one small allocation (a
-// handle with a generation, which is what makes a stale one harmless).
+// handle with a generation, which is what makes a stale one harmless),
+// or none with [ResponseWriter.DetachTo].
 type Responder struct {
 	d   *detached
 	gen uint32
@@ -324,6 +349,42 @@ func (r *Responder) Write(p []byte) (int, error) {
 	d.activeAt = d.loop.Clock()
 	d.ex.writeBody(p[:n])
 	return n, err
+}
+
+// WriteFrom sends the next n bytes of src's input as the next part of
+// the body and consumes them, as Write of those bytes followed by
+// src.Discard(n), except that over HTTP/1 a body sent as it is (its
+// length announced by WriteHead) takes them with src.ForwardTo: on
+// io_uring, a part that ends the receive buffer it arrived in is sent
+// from that buffer, without a copy. src must be a connection of r's
+// loop, and WriteFrom called in its callback (a proxy's upstream, in
+// OnData), with at least n bytes buffered. The bytes are consumed
+// whatever the outcome; the result is Write's.
+func (r *Responder) WriteFrom(src *vnet.Conn, n int) (int, error) {
+	d := r.live()
+	if d == nil || d.ex.transport().Closed() {
+		src.Discard(n)
+		return 0, net.ErrClosed
+	}
+	n = min(n, src.Buffered())
+	if !d.headSent {
+		d.writeHead(d.resp.Status(), -1)
+	}
+	if d.bodyless {
+		src.Discard(n)
+		return n, nil
+	}
+	var err error
+	m := n
+	if d.cl >= 0 && d.sent+int64(m) > d.cl {
+		m = int(d.cl - d.sent)
+		err = ErrBodyTooLong
+	}
+	d.sent += int64(m)
+	d.activeAt = d.loop.Clock()
+	d.ex.forwardBody(src, m)
+	src.Discard(n - m)
+	return m, err
 }
 
 // Buffered returns the number of bytes of the answer written so far that

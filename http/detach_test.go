@@ -769,3 +769,33 @@ func TestDetachStaleWakeUp(t *testing.T) {
 		require.Nil(t, p.err.Load())
 	})
 }
+
+// TestDetachTo: a Responder in the caller's memory answers as Detach's
+// does, Detach after DetachTo gives the same answer, and the memory
+// serves the next answer once the first ended. (That detaching then
+// allocates nothing is TestProxyAllocatesNothing's, in http/proxy.)
+func TestDetachTo(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		var r Responder // reused for every answer
+		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, req *Request) {
+			require.NoError(t, w.DetachTo(&r))
+			again, err := w.Detach()
+			require.NoError(t, err)
+			require.Equal(t, r, *again, "Detach after DetachTo: the same answer")
+			path := string(req.Path)
+			r.Loop().AfterFunc(time.Millisecond, func() {
+				r.Header().Set("X-Path", path)
+				r.Respond(StatusOK, []byte("detached"))
+			})
+		}), WithNetOptions(vnet.WithLoops(1)))
+		c, br := rawConn(t, s)
+		for i := range 3 {
+			path := fmt.Sprintf("/%d", i)
+			io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+			resp, body := readResponse(t, br, "GET")
+			require.Equal(t, 200, resp.StatusCode)
+			require.Equal(t, "detached", body)
+			require.Equal(t, path, resp.Header.Get("X-Path"))
+		}
+	})
+}

@@ -31,6 +31,10 @@ type exchange interface {
 	writeHead(resp *response, req *Request, cl int64)
 	// writeBody sends the next part of a streamed body.
 	writeBody(p []byte)
+	// forwardBody sends the next n bytes of src's input (a connection of
+	// the same loop, in its callback) as the next part of a streamed
+	// body, and consumes them from src.
+	forwardBody(src *vnet.Conn, n int)
 	// whenWritable calls f on the loop once the client is within
 	// stdOutHigh bytes of the answer sent so far, with nil, or with
 	// net.ErrClosed once the exchange is gone: a writer off the loop waits

@@ -380,6 +380,14 @@ func (st *h2Stream) writeHead(resp *response, req *Request, cl int64) {
 	st.writeHeaders(resp, req, cl, false)
 }
 
+// forwardBody copies: DATA frames are framed around the bytes, and what
+// the windows hold back waits in pending.
+func (st *h2Stream) forwardBody(src *vnet.Conn, n int) {
+	p, _ := src.Peek(n)
+	st.writeBody(p)
+	src.Discard(n)
+}
+
 func (st *h2Stream) writeBody(p []byte) {
 	if st.closed || !st.bodyOK || st.localDone || len(p) == 0 {
 		return

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/veloq/veloq/http/internal/checked"
 	"github.com/veloq/veloq/http/internal/h1"
 )
 
@@ -384,4 +385,31 @@ func TestResponseHeadCache(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSpecialName: every special field name is found by its length, in
+// any letter case, and other names of those lengths are not.
+func TestSpecialName(t *testing.T) {
+	for _, sn := range specialNames {
+		require.Equal(t, sn.bit, specialName(string(sn.name)), "%s", sn.name)
+		require.Equal(t, sn.bit, specialName(bytes.ToUpper(sn.name)), "%s", sn.name)
+	}
+	for _, name := range []string{"", "Age", "Vary", "ETag", "Expires", "Content-Type", "Content-Lengths", "Transfer-Encodin", "connectio"} {
+		require.Zero(t, specialName(name), name)
+	}
+}
+
+// TestAddCheckedField: a field added through package checked, as
+// http/proxy adds an upstream's, is the field AddBytes adds for the
+// checked fields a parser delivers: same order, bytes and special bits.
+func TestAddCheckedField(t *testing.T) {
+	fields := [][2]string{{"Server", "nginx/1.22.1"}, {"Date", "Sat, 28 Nov 2026 14:10:09 GMT"},
+		{"Content-Type", "text/plain"}, {"Connection", "keep-alive"}, {"X-Obs", "caf\xe9\tau lait"}}
+	var want, got ResponseHeader
+	for _, f := range fields {
+		want.AddBytes([]byte(f[0]), []byte(f[1]))
+		checked.AddResponseField(&got, []byte(f[0]), []byte(f[1]))
+	}
+	require.Equal(t, want.Fields(), got.Fields())
+	require.Equal(t, want.special, got.special)
 }

@@ -29,6 +29,10 @@ type epollBackend struct {
 	// input possibly already there, and input watches just begun.
 	retry []eretry
 	act   activity
+	// iov gathers the output queue's segments for one writev (see
+	// outQueue.peekv); 16 covers a head, a chunk's framing around its
+	// data and the receive buffers ForwardTo queues (4 per connection).
+	iov [16]unix.Iovec
 }
 
 // econn is the backend's record of one connection slot.
@@ -263,11 +267,12 @@ func (b *epollBackend) send(slot uint32) {
 		if e == nil || e.waitOut || e.connecting {
 			return
 		}
-		p := e.q.peek()
-		if len(p) == 0 {
+		k, total := e.q.peekv(b.iov[:])
+		if total == 0 {
 			return
 		}
-		n, err := sock.RawWrite(e.fd, p)
+		n, err := sock.RawWritev(e.fd, b.iov[:k])
+		clear(b.iov[:k]) // hold no segment past the call
 		switch {
 		case err == unix.EINTR:
 			continue

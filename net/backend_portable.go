@@ -56,6 +56,7 @@ type portableBackend struct {
 	conns []*pconn
 	lns   []*plisten
 	pkts  []*ppkt
+	iov   [16]unix.Iovec // gathers the output for one writev, as on epoll
 }
 
 // portableReadSize is each connection's receive buffer: net/http's
@@ -392,17 +393,18 @@ func (b *portableBackend) send(slot uint32) {
 			return
 		}
 		// The queue keeps these bytes in place until sent reports them.
-		out := p.q.peek()
-		if len(out) == 0 {
+		k, total := p.q.peekv(b.iov[:])
+		if total == 0 {
 			return
 		}
-		n, err := sock.RawWrite(p.fd, out)
+		n, err := sock.RawWritev(p.fd, b.iov[:k])
+		clear(b.iov[:k])
 		switch {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
 			p.sending = true
-			p.wr <- out
+			p.wr <- p.q.peek()
 			return
 		case err != nil:
 			b.ev.failed(slot, os.NewSyscallError("write", err))

@@ -38,6 +38,7 @@ type uringBackend struct {
 	bufSize int
 
 	conns   []uconn
+	msgs    []*usendmsg // by slot: a gathered send's header, made on first use
 	lns     []ulisten
 	again   []uint32 // listeners whose accepting stopped at maxAccepts
 	pkts    []upkt   // datagram sockets (udp_uring.go)
@@ -454,6 +455,9 @@ func (b *uringBackend) sent(slot, gen uint32, res int32) {
 	}
 	u.sending = 0
 	u.ops--
+	if int(slot) < len(b.msgs) && b.msgs[slot] != nil {
+		clear(b.msgs[slot].iov[:]) // hold no segment past the send
+	}
 	if b.settle(slot, u) {
 		return
 	}
@@ -690,13 +694,47 @@ func (b *uringBackend) pace(slot uint32) {
 }
 
 func (b *uringBackend) submitSend(slot uint32, u *uconn) {
-	p := u.q.peek()
 	s := b.sqe()
-	s.PrepSend(u.fd, p, unix.MSG_NOSIGNAL)
+	if u.q.segments() > 1 {
+		// Several segments go in one SENDMSG, as epoll's writev: a head
+		// and the body part that overflowed into the next segment were
+		// two sends, the second only after the first's completion.
+		m := b.sendmsg(slot)
+		k, n := u.q.peekv(m.iov[:])
+		m.hdr.Iov = &m.iov[0]
+		m.hdr.SetIovlen(k)
+		s.PrepSendmsg(u.fd, &m.hdr, unix.MSG_NOSIGNAL)
+		u.sending = int32(n) // at most len(m.iov) segments
+	} else {
+		p := u.q.peek()
+		s.PrepSend(u.fd, p, unix.MSG_NOSIGNAL)
+		u.sending = int32(len(p)) // a segment: at most maxSeg or a receive buffer
+	}
 	s.SetUserData(token(opSend, slot, u.gen))
-	u.sending = int32(len(p)) // a segment: at most maxSeg or a receive buffer
 	u.ops++
 	b.sends++
+}
+
+// usendmsg is a slot's gathered send: the header and iovecs the kernel
+// reads. It is heap memory that b.msgs keeps referenced for the slot's
+// life, and a slot has one send in flight at a time, so the kernel never
+// reads it after it was changed or released.
+type usendmsg struct {
+	hdr unix.Msghdr
+	iov [8]unix.Iovec
+}
+
+// sendmsg returns slot's gathered-send record, made on its first use.
+func (b *uringBackend) sendmsg(slot uint32) *usendmsg {
+	for int(slot) >= len(b.msgs) {
+		b.msgs = append(b.msgs, nil)
+	}
+	m := b.msgs[slot]
+	if m == nil {
+		m = new(usendmsg)
+		b.msgs[slot] = m
+	}
+	return m
 }
 
 func (b *uringBackend) send(slot uint32) {

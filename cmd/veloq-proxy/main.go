@@ -58,6 +58,17 @@ func main() {
 	}
 }
 
+// proxyRecvBuffer is the io_uring receive buffer size the proxy's loops
+// use by default, 64 KiB where the loop's default is 16 KiB, as the C
+// floor's (bench/floor/uring_proxy.c) per-connection buffer. A 16 KiB
+// answer with its head (16.6 KiB) took two receives and two sends to the
+// client, and a 1 MiB one 65 of each, where epoll reads 64 KiB at a
+// time; with 64 KiB buffers, 2 and 19 (counted in the backend,
+// cmd/veloq-proxy -backend uring under wrk -c64 to nginx). 128 of them
+// make a ring of 8 MiB per loop, twice the default's, which ran dry
+// (ENOBUFS) in none of those runs.
+const proxyRecvBuffer = 64 << 10
+
 // listFlag is a repeatable flag.
 type listFlag []string
 
@@ -84,6 +95,7 @@ func run(args []string) error {
 	forwarded := fs.Bool("forwarded", false, "add an RFC 7239 Forwarded element")
 	host := fs.String("host", "", "send this Host upstream instead of the client's")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	recvBuf := fs.Int("recv-buffer", proxyRecvBuffer, "io_uring: bytes per receive buffer, 128 per loop (0: the loop's default, 256 of 16 KiB)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage of veloq-proxy:")
 		fs.PrintDefaults()
@@ -119,6 +131,9 @@ func run(args []string) error {
 		opts = append(opts, proxy.WithHealthCheck(proxy.HealthCheck{Path: *healthPath, Interval: *healthInterval}))
 	}
 	nopts := []vnet.Option{vnet.WithLoops(*loops)}
+	if *recvBuf > 0 {
+		nopts = append(nopts, vnet.WithLoopConfig(vnet.Config{RecvBuffers: 128, RecvBufferSize: *recvBuf}))
+	}
 	if *backend != "auto" {
 		nopts = append(nopts, vnet.WithBackend(vnet.Backend(*backend)))
 		// The proxy forwards on the server's loops; its client's one own

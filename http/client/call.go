@@ -75,6 +75,19 @@ type ResponseHandler interface {
 	OnResponseEnd(call *Call, trailer []Field, err error)
 }
 
+// A BodyForwarder is a ResponseHandler that takes the parts of an HTTP/1
+// body from the upstream connection itself, to relay them without a
+// copy: for a body framed by Content-Length or by the connection's
+// close, the client calls OnResponseBodyFrom instead of OnResponseBody.
+// The part is the next n bytes of src's input (src is the upstream
+// connection, on the call's loop); the handler consumes them with
+// src.ForwardTo (vhttp.Responder.WriteFrom does) or src.Discard, and
+// whatever of them it leaves is discarded when it returns. It must not
+// consume more. Chunked bodies and HTTP/2 go to OnResponseBody.
+type BodyForwarder interface {
+	OnResponseBodyFrom(call *Call, src *vnet.Conn, n int)
+}
+
 // An InformationalHandler is a ResponseHandler that also wants the
 // interim 1xx responses other than 101 (100 Continue, 103 Early Hints),
 // which are otherwise skipped: a proxy passes them on. The head's views
@@ -102,6 +115,7 @@ type Call struct {
 	up *upstream
 	pc *pconn
 	h  ResponseHandler
+	fw BodyForwarder // h, if it is one
 
 	buf        []byte // the serialized request, kept for a retry
 	bodyAt     int    // where the body starts in buf

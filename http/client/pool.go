@@ -49,6 +49,7 @@ func (ls *loopState) newCall(h ResponseHandler) *Call {
 		call.chunk.Limits.MaxHeaderBytes = ls.cl.o.maxHead
 	}
 	call.h = h
+	call.fw, _ = h.(BodyForwarder)
 	call.ph = phaseQueued
 	return call
 }
@@ -542,9 +543,8 @@ func (call *Call) readBody(pc *pconn, c *vnet.Conn, in []byte) bool {
 	switch call.ph2.frame {
 	case frameLength:
 		k := int(min(call.remaining, int64(len(in))))
-		c.Discard(k)
 		call.remaining -= int64(k)
-		call.h.OnResponseBody(call, in[:k:k])
+		call.deliver(c, in, k)
 		if pc.call != call {
 			return false
 		}
@@ -576,9 +576,23 @@ func (call *Call) readBody(pc *pconn, c *vnet.Conn, in []byte) bool {
 		call.h.OnResponseBody(call, data)
 		return pc.call == call
 	default: // frameClose
-		c.Discard(len(in))
-		call.h.OnResponseBody(call, in)
+		call.deliver(c, in, len(in))
 		return pc.call == call
+	}
+}
+
+// deliver hands the next k bytes of c's input, in[:k], to the handler as
+// a part of the body, and consumes them.
+func (call *Call) deliver(c *vnet.Conn, in []byte, k int) {
+	if call.fw == nil {
+		c.Discard(k)
+		call.h.OnResponseBody(call, in[:k:k])
+		return
+	}
+	after := len(in) - k
+	call.fw.OnResponseBodyFrom(call, c, k)
+	if left := c.Buffered() - after; left > 0 {
+		c.Discard(left)
 	}
 }
 

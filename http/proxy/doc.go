@@ -21,10 +21,19 @@
 //     server has read (within its limits);
 //   - detaches the response and sends the request; the answer's head
 //     (hop-by-hop fields removed), body parts and trailers are forwarded
-//     as they arrive. While the client is more than WithMaxBuffered bytes
-//     behind, the upstream is paused (its TCP window closes), so memory
-//     per client stays bounded whatever the body size. A client that
-//     goes away cancels the upstream request.
+//     as they arrive (an HTTP/1 body, on io_uring, from the upstream's
+//     receive buffers themselves, without a copy: see
+//     [vhttp.Responder.WriteFrom]). While the client is more than
+//     WithMaxBuffered bytes behind, the upstream is paused (its TCP
+//     window closes), so memory per client stays bounded whatever the
+//     body size. A client that goes away cancels the upstream request.
+//
+// On io_uring, serve the proxy on loops with receive buffers of 64 KiB
+// (vnet.WithLoopConfig(vnet.Config{RecvBufferSize: 64 << 10,
+// RecvBuffers: 128}), as cmd/veloq-proxy does): with the loop's default
+// 16 KiB, a 16 KiB answer and its head take two receives and two sends
+// to the client, and a 1 MiB answer 65 of each, where epoll reads 64 KiB
+// at a time.
 //
 // Failures: an upstream that cannot be reached or fails before any
 // response byte is retried on another upstream when that is safe (a

@@ -12,6 +12,7 @@ import (
 
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/http/client"
+	"github.com/veloq/veloq/http/internal/checked"
 	"github.com/veloq/veloq/http/internal/h1"
 	vnet "github.com/veloq/veloq/net"
 )
@@ -144,12 +145,15 @@ func (p *Proxy) ServeHTTP(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		w.WriteString("no upstream available\n")
 		return
 	}
-	rsp, err := w.Detach()
-	if err != nil {
+	ex := p.pool.Get().(*exchange)
+	// The Responder lives in the pooled exchange: Detach would allocate
+	// one per request.
+	rsp := &ex.rspMem
+	if err := w.DetachTo(rsp); err != nil {
+		p.pool.Put(ex)
 		w.WriteHeader(vhttp.StatusInternalServerError)
 		return
 	}
-	ex := p.pool.Get().(*exchange)
 	ex.begin(r, c, rsp)
 	p.live.Add(1)
 	rsp.OnGone(ex.onGone)
@@ -162,11 +166,12 @@ func (p *Proxy) ServeHTTP(w *vhttp.ResponseWriter, r *vhttp.Request) {
 type exchange struct {
 	p     *Proxy
 	loop  *vnet.Loop
-	rsp   *vhttp.Responder
-	front *vnet.Conn // the client's connection
+	rsp   *vhttp.Responder // &rspMem while the answer is wanted, else nil
+	front *vnet.Conn       // the client's connection
 	up    *upstream
 	call  *client.Call
 
+	rspMem vhttp.Responder // the answer's handle: see ServeHTTP
 	req    client.Request
 	arena  []byte         // the request's bytes, kept for retries
 	conns  [][]byte       // tokens of the Connection fields that name fields (views)
@@ -571,7 +576,14 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 			ex.rsp.Trailer().AddBytes(fl.Name, fl.Value)
 			continue
 		}
-		h.AddBytes(fl.Name, fl.Value)
+		if resp.HTTP2 {
+			// HPACK delivers any bytes: checked by AddBytes.
+			h.AddBytes(fl.Name, fl.Value)
+		} else {
+			// The client's HTTP/1 parser refused any field AddBytes
+			// would clean or drop.
+			checked.AddResponseField(h, fl.Name, fl.Value)
+		}
 	}
 	ex.conns = conns[:0]
 	if p.cfg.via != "" {
@@ -594,15 +606,33 @@ func (ex *exchange) OnResponseHead(call *client.Call, resp *client.ResponseHead)
 	ex.rsp.WriteHead(resp.Status, cl)
 }
 
-// OnResponseBody forwards a part of the body, pausing the upstream while
-// the client is more than the limit behind.
+// OnResponseBody forwards a part of a chunked or HTTP/2 body (copied).
 func (ex *exchange) OnResponseBody(call *client.Call, b []byte) {
 	ex.active = ex.loop.Clock()
-	rsp := ex.rsp
-	if rsp == nil {
-		return
+	if rsp := ex.rsp; rsp != nil {
+		_, err := rsp.Write(b)
+		ex.wrote(call, rsp, err)
 	}
-	if _, err := rsp.Write(b); err != nil {
+}
+
+// OnResponseBodyFrom forwards a part of an HTTP/1 body from the upstream
+// connection: on io_uring, a part that ends its receive buffer is sent
+// to the client from that buffer (Responder.WriteFrom). Copying every
+// part into the client's output was 2,500 instructions per 16 KiB
+// answer and a tenth of the proxy's CPU at 1 MiB (callgrind and pprof,
+// cmd/veloq-proxy to nginx).
+func (ex *exchange) OnResponseBodyFrom(call *client.Call, src *vnet.Conn, n int) {
+	ex.active = ex.loop.Clock()
+	if rsp := ex.rsp; rsp != nil {
+		_, err := rsp.WriteFrom(src, n)
+		ex.wrote(call, rsp, err)
+	}
+}
+
+// wrote follows a part of the body given to the client, pausing the
+// upstream while the client is more than the limit behind.
+func (ex *exchange) wrote(call *client.Call, rsp *vhttp.Responder, err error) {
+	if err != nil {
 		// The client is gone (its OnGone may not have run yet): the
 		// upstream did nothing wrong.
 		ex.clientGone()
@@ -761,6 +791,7 @@ func (ex *exchange) maybeFree() {
 func (ex *exchange) free() {
 	ex.settled, ex.retried = false, false
 	ex.rsp, ex.up, ex.call, ex.front = nil, nil, nil, nil
+	ex.rspMem = vhttp.Responder{}
 	ex.req = client.Request{}
 	if cap(ex.arena) > maxKeptArena {
 		ex.arena = nil

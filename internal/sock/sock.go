@@ -393,6 +393,19 @@ func RawRead(fd int, p []byte) (int, error) {
 	return int(n), nil
 }
 
+// RawWritev is writev(2) for non-blocking descriptors; see RawRead. The
+// iovecs point into heap memory the caller keeps referenced until the
+// call returns.
+func RawWritev(fd int, iov []unix.Iovec) (int, error) {
+	ptr := unsafe.Pointer(unsafe.SliceData(iov)) // as in RawRead
+	n, _, e := unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(ptr), uintptr(len(iov)))
+	runtime.KeepAlive(iov)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
 // RawWrite is write(2) for non-blocking descriptors; see RawRead.
 func RawWrite(fd int, p []byte) (int, error) {
 	ptr := unsafe.Pointer(unsafe.SliceData(p)) // as in RawRead

@@ -52,9 +52,11 @@ var ErrHijackUnavailable = errors.New("http: Hijack is only available to handler
 // shutdown. Malformed requests are answered with the status of their
 // [ProtocolError] and the connection is closed.
 type Server struct {
-	h    Handler
-	std  *stdHandler // the root handler when it comes from FromStd
-	opts serverOptions
+	h   Handler
+	std *stdHandler // the root handler when it comes from FromStd
+	// streamer is the root handler when it comes from StreamBody.
+	streamer *bodyStreamer
+	opts     serverOptions
 	// limits are the connections' parser limits: opts.limits, with the
 	// FromStd body limit when the root handler streams bodies.
 	limits Limits
@@ -105,7 +107,11 @@ func NewServer(h Handler, opts ...Option) (*Server, error) {
 	}
 	s.h = h
 	s.std, _ = h.(*stdHandler)
+	s.streamer, _ = h.(*bodyStreamer)
 	s.limits = s.opts.limits
+	if s.streamer != nil {
+		s.limits.MaxBodyBytes = s.streamer.max
+	}
 	s.stdSrv = &nethttp.Server{
 		ReadHeaderTimeout: max(s.opts.readHeaderTimeout, 0),
 		IdleTimeout:       max(s.opts.idleTimeout, 0),

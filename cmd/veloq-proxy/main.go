@@ -84,6 +84,7 @@ func run(args []string) error {
 	forwarded := fs.Bool("forwarded", false, "add an RFC 7239 Forwarded element")
 	host := fs.String("host", "", "send this Host upstream instead of the client's")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	maxBody := fs.Int64("max-body", 0, "largest request body forwarded, in bytes (0: no limit); bodies stream, never buffered whole")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage of veloq-proxy:")
 		fs.PrintDefaults()
@@ -160,7 +161,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := vhttp.NewServer(p, sopts...)
+	// Request bodies stream to the upstream as they arrive, with
+	// backpressure both ways, whatever their size.
+	s, err := vhttp.NewServer(vhttp.StreamBody(p, *maxBody), sopts...)
 	if err != nil {
 		return err
 	}

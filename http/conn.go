@@ -79,13 +79,13 @@ type conn struct {
 	h2 *h2Conn // set in phaseH2
 
 	stdx *stdExchange // the FromStd request in progress
+	stdc *stdConn     // FromStd state, made for the first FromStd request
 	// dbody is the detached answer whose request body streams to it, in
-	// phaseDetBody; bodyLeft is set while a streamed body is not read to
-	// its end, so that the connection closes after the answer (end).
-	dbody    *detached
-	bodyLeft bool
-	feedFn   func()   // cs.feedLater
-	stdc     *stdConn // FromStd state, made for the first FromStd request
+	// phaseDetBody; keepAsked is whether its client asked to keep the
+	// connection (serveStreamed).
+	dbody     *detached
+	keepAsked bool
+	feedFn    func() // cs.feedLater
 
 	rec exchangeRecord // for the completion hook (completion.go)
 }
@@ -315,16 +315,20 @@ func (cs *conn) serveLoop() {
 			cs.rec.begin(req, int64(n), cs.now())
 			cs.pattern = ""
 		}
-		if cs.srv.std != nil {
-			c.Discard(n)
-			cs.startStd(cs.srv.std, req, nil)
-			return
-		}
-		if cs.srv.streamer != nil && req.HasBody() {
-			c.Discard(n)
-			cs.rec.in = int64(n)
-			cs.serveStreamed(req)
-			return
+		if s := cs.srv; s.onHead {
+			// One test for both root handlers that take a request on its
+			// head: the collected path pays no more than before.
+			if s.std != nil {
+				c.Discard(n)
+				cs.startStd(s.std, req, nil)
+				return
+			}
+			if req.HasBody() {
+				c.Discard(n)
+				cs.rec.in = int64(n)
+				cs.serveStreamed(req)
+				return
+			}
 		}
 		total := n
 		switch {
@@ -468,6 +472,9 @@ func (cs *conn) serve(req *Request, consume int) bool {
 			// endBody forgot the framing serveStreamed set.
 			cs.chunked, cs.remaining = req.Chunked, max(req.ContentLength, 0)
 			cs.phase, cs.dbody = phaseDetBody, det
+			// Its answer closes the connection unless the body is read
+			// to its end (detached.bodyComplete).
+			det.head.close = !cs.keepAsked
 			cs.startBodyClock()
 		}
 		return det.run()

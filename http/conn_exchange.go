@@ -66,8 +66,7 @@ func (cs *conn) end(reusable bool) bool {
 	}
 	cs.report(true)
 	cs.outTrailers = nil
-	closing := cs.outClose || !reusable || cs.bodyLeft
-	cs.bodyLeft = false
+	closing := cs.outClose || !reusable
 	cs.outStarted, cs.outChunked, cs.outClose = false, false, false
 	cs.answered = true
 	cs.ls.countServed(cs.c.Loop())

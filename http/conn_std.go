@@ -132,8 +132,10 @@ func (cs *conn) feedStd() {
 // Responder (OnBody) as it arrives, in phaseDetBody.
 func (cs *conn) serveStreamed(req *Request) {
 	cs.dec.Reset()
-	cs.bodyLeft = true
-	req.bodyStreams = true
+	// An answer given other than by Detach leaves the body unread, in
+	// the way of the next request: it goes with "Connection: close".
+	cs.keepAsked = !req.Close
+	req.Close, req.bodyStreams = true, true
 	cs.serve(req, 0)
 	req.bodyStreams = false
 }
@@ -152,8 +154,15 @@ func (cs *conn) feedLater() {
 // one read brought.
 func (cs *conn) feedDetached() {
 	d := cs.dbody
+	if d.body.state == bodyUnread {
+		// Not asked for yet: the input waits, and no more is read, until
+		// OnBody (bodyDrained).
+		d.body.readPaused = true
+		cs.c.PauseRead()
+		return
+	}
 	if d.body.state != bodyReading || d.body.readPaused {
-		return // the input waits for OnBody or ResumeBody
+		return // the input waits for ResumeBody
 	}
 	done, full, err := cs.takeBody(d)
 	if cs.phase != phaseDetBody {
@@ -161,12 +170,12 @@ func (cs *conn) feedDetached() {
 	}
 	if err != nil {
 		cs.ls.st.protoErrors.Add(1)
-		cs.phase = phaseBusy // bodyLeft stays: the connection closes
+		cs.phase = phaseBusy // bodyComplete is false: the connection closes
 		d.closeWrite(err)
 		return
 	}
 	if done {
-		cs.phase, cs.bodyLeft = phaseBusy, false
+		cs.phase = phaseBusy
 		d.closeWrite(io.EOF)
 		return
 	}

@@ -25,7 +25,6 @@ type hashReader struct {
 	r      *Responder
 	h      hash.Hash
 	n      int64
-	max    int64 // most bytes held in one part
 	failed *atomic.Pointer[error]
 }
 
@@ -209,5 +208,75 @@ func TestStreamBodyContinue(t *testing.T) {
 		resp, body = readResponse(t, bufio.NewReader(br), "POST")
 		require.Equal(t, 200, resp.StatusCode)
 		require.Equal(t, "2 <nil>", body)
+	})
+}
+
+// countingReader is a body of n bytes that counts what was read of it.
+type countingReader struct {
+	n, read atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	left := c.n.Load() - c.read.Load()
+	if left == 0 {
+		return 0, io.EOF
+	}
+	k := min(int64(len(p)), left)
+	clear(p[:k])
+	c.read.Add(k)
+	return int(k), nil
+}
+
+// TestStreamBodyHTTP2Window: while the reader is paused, the server
+// withholds the stream's window, so the client can send no more than
+// about one window (64 KiB) of an 8 MiB body; once the reader resumes,
+// the rest comes.
+func TestStreamBodyHTTP2Window(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		paused := make(chan *Responder, 1)
+		s := startServer(t, b, StreamBody(HandlerFunc(func(w *ResponseWriter, req *Request) {
+			r, _ := w.Detach()
+			var n int
+			first := true
+			r.OnBody(func(part []byte, end bool, err error) {
+				n += len(part)
+				if first && len(part) > 0 {
+					first = false
+					r.PauseBody()
+					paused <- r
+				}
+				if end {
+					r.Respond(StatusOK, fmt.Appendf(nil, "%d %v", n, err))
+				}
+			})
+		}), 0))
+		body := &countingReader{}
+		body.n.Store(8 << 20)
+		done := make(chan string, 1)
+		go func() {
+			resp, err := h2Client(nil).Post("http://"+s.Addr().String()+"/up", "application/octet-stream", body)
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			done <- string(got)
+		}()
+		var r *Responder
+		select {
+		case r = <-paused:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no body part")
+		}
+		require.Never(t, func() bool { return body.read.Load() > 512<<10 }, 300*time.Millisecond, 5*time.Millisecond,
+			"the client sent past the withheld window")
+		require.NoError(t, r.Loop().Post(r.ResumeBody))
+		select {
+		case got := <-done:
+			require.Equal(t, fmt.Sprintf("%d <nil>", 8<<20), got)
+		case <-time.After(20 * time.Second):
+			t.Fatal("the body did not complete after ResumeBody")
+		}
 	})
 }

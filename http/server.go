@@ -56,7 +56,10 @@ type Server struct {
 	std *stdHandler // the root handler when it comes from FromStd
 	// streamer is the root handler when it comes from StreamBody.
 	streamer *bodyStreamer
-	opts     serverOptions
+	// onHead is set when the root handler takes a request on its head
+	// (std or streamer): one test on the collected path for both.
+	onHead bool
+	opts   serverOptions
 	// limits are the connections' parser limits: opts.limits, with the
 	// FromStd body limit when the root handler streams bodies.
 	limits Limits
@@ -112,6 +115,7 @@ func NewServer(h Handler, opts ...Option) (*Server, error) {
 	if s.streamer != nil {
 		s.limits.MaxBodyBytes = s.streamer.max
 	}
+	s.onHead = s.std != nil || s.streamer != nil
 	s.stdSrv = &nethttp.Server{
 		ReadHeaderTimeout: max(s.opts.readHeaderTimeout, 0),
 		IdleTimeout:       max(s.opts.idleTimeout, 0),

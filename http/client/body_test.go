@@ -43,12 +43,11 @@ func slowHasher(w http.ResponseWriter, r *http.Request) {
 // WhenBodyWritable while more than 256 KiB is buffered, and records the
 // most it saw buffered.
 type producer struct {
-	call    *Call
-	body    []byte
-	off     int
-	most    atomic.Int64
-	onWake  func(error)
-	writeFn func()
+	call   *Call
+	body   []byte
+	off    int
+	most   atomic.Int64
+	onWake func(error)
 }
 
 func (p *producer) run() {

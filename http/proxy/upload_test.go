@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	vhttp "github.com/veloq/veloq/http"
+	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -167,21 +169,24 @@ func TestStreamedUpload(t *testing.T) {
 }
 
 // TestStreamedChunkedUpload: a body of unknown length (chunked from the
-// client, chunked to the upstream) arrives intact.
+// client) arrives intact at an HTTP/1.1 upstream (chunked) and at an
+// h2c one (DATA frames within its windows).
 func TestStreamedChunkedUpload(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		up := stdUpstream(t, slowReader(nil, nil))
-		p := newProxy(t, WithUpstreams(up))
-		addr := serve(t, b, streaming(p))
-		body := newGenBody(24<<20, 2)
-		req, err := nethttp.NewRequest("PUT", "http://"+addr+"/upload", io.MultiReader(body))
-		require.NoError(t, err)
-		req.ContentLength = -1
-		resp, err := httpClient().Do(req)
-		require.NoError(t, err)
-		got, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.Equal(t, fmt.Sprintf("%d %s", 24<<20, body.sum()), string(got))
+		h2up, _ := h2cStdUpstream(t, slowReader(nil, nil))
+		for _, up := range []string{stdUpstream(t, slowReader(nil, nil)), "h2c://" + h2up} {
+			p := newProxy(t, WithUpstreams(up))
+			addr := serve(t, b, streaming(p))
+			body := newGenBody(24<<20, 2)
+			req, err := nethttp.NewRequest("PUT", "http://"+addr+"/upload", io.MultiReader(body))
+			require.NoError(t, err)
+			req.ContentLength = -1
+			resp, err := httpClient().Do(req)
+			require.NoError(t, err)
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, fmt.Sprintf("%d %s", 24<<20, body.sum()), string(got), up)
+		}
 	})
 }
 
@@ -253,4 +258,48 @@ func dialRaw(t *testing.T, addr string) net.Conn {
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// TestStreamedUploadNotRetried: an upstream that fails after taking part
+// of a streamed body (an idempotent PUT, on a connection it closes) is
+// not retried on another upstream, which could only get the body's
+// rest: the client gets 502 and the other upstream sees nothing.
+func TestStreamedUploadNotRetried(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		breaker := backendtest.ServeTCP(t, func(c net.Conn, _ int) {
+			br := bufio.NewReader(c)
+			r, err := nethttp.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.CopyN(io.Discard, r.Body, 1<<20)
+			c.Close()
+		})
+		var other atomic.Int32
+		good := stdUpstream(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			other.Add(1)
+			_, _ = io.Copy(io.Discard, r.Body)
+		})
+		p := newProxy(t, WithUpstreams(breaker, good), WithPolicy(RoundRobin), WithRetries(1, 1, 10))
+		addr := serve(t, b, streaming(p))
+		// Round robin from the first upstream: try until the breaker got
+		// one (at most a few requests).
+		for i := 0; i < 4; i++ {
+			body := newGenBody(8<<20, 4)
+			req, err := nethttp.NewRequest("PUT", "http://"+addr+"/up", body)
+			require.NoError(t, err)
+			req.ContentLength = 8 << 20
+			before := other.Load()
+			resp, err := httpClient().Do(req)
+			if err != nil {
+				continue // the proxy may close the client's connection mid-body
+			}
+			resp.Body.Close()
+			if resp.StatusCode == vhttp.StatusBadGateway {
+				require.Equal(t, before, other.Load(), "the request was retried")
+				return
+			}
+		}
+		t.Fatal("no request reached the failing upstream")
+	})
 }

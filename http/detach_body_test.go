@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/veloq/veloq/http/internal/h2"
+
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -277,6 +279,40 @@ func TestStreamBodyHTTP2Window(t *testing.T) {
 			require.Equal(t, fmt.Sprintf("%d <nil>", 8<<20), got)
 		case <-time.After(20 * time.Second):
 			t.Fatal("the body did not complete after ResumeBody")
+		}
+	})
+}
+
+// TestStreamBodyAnsweredEarlyHTTP2: an answer that ends before its
+// reader took the body (OnBody never called) gives back the stream
+// window that the unread bytes held, so that a client whose window they
+// filled can go on and end its stream, as it must (RFC 9113 §8.1).
+func TestStreamBodyAnsweredEarlyHTTP2(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := startServer(t, b, StreamBody(HandlerFunc(func(w *ResponseWriter, req *Request) {
+			r, _ := w.Detach()
+			r.Loop().AfterFunc(20*time.Millisecond, func() { r.Respond(StatusForbidden, []byte("no")) })
+		}), 0))
+		c := dialH2(t, s.Addr().String())
+		require.NoError(t, c.write(h2.AppendHeaders(nil, 1, false, c.block("POST", "/up"), h2.MinMaxFrameSize)))
+		part := make([]byte, 16384)
+		for sent := 0; sent < 65535; sent += len(part) {
+			require.NoError(t, c.write(h2.AppendData(nil, 1, false, part[:min(len(part), 65535-sent)])))
+		}
+		require.Equal(t, StatusForbidden, c.status(1))
+		for {
+			h, p, ok := c.next() // fails the test on a stall
+			require.True(t, ok, "connection closed")
+			if h.Stream != 1 {
+				continue
+			}
+			if h.Type == h2.TypeWindowUpdate {
+				inc, err := h2.ParseWindowUpdate(h, p)
+				require.NoError(t, err)
+				require.Greater(t, inc, uint32(0))
+				return
+			}
+			require.NotEqual(t, h2.TypeRSTStream, h.Type, "reset with the window still held")
 		}
 	})
 }

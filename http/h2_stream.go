@@ -548,6 +548,12 @@ func (st *h2Stream) end(reusable bool) bool {
 		st.fail(StatusInternalServerError)
 		return false
 	}
+	if st.streams && !st.remoteDone {
+		// A streamed body's reader is gone with the answer: the window
+		// its unread bytes held goes back, so that the client can end
+		// the stream (the rest is dropped, as for a fast handler).
+		st.giveBack()
+	}
 	st.endQueued = true
 	st.flush()
 	st.maybeClosed()

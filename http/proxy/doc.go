@@ -42,7 +42,8 @@
 // refused connect sent nothing; otherwise only idempotent methods), at
 // most WithRetries times and within a retry budget (retries in flight
 // below a share of the requests in flight). A request whose streamed
-// body has begun to go out is never retried: what went is gone. A failed upstream or a
+// body has begun to be taken from the client is never retried, not even
+// after a refused connect: the parts taken are gone. A failed upstream or a
 // malformed answer gives 502 (the client's parser closes the upstream
 // connection, so nothing past a bad answer is ever read as the next
 // one), an attempt past WithTimeout 504; an answer that fails after its

@@ -22,6 +22,7 @@ const (
 	phaseHead                  // part of a request head has arrived
 	phaseBody                  // head complete, body arriving into conn.body
 	phaseStdBody               // a FromStd handler runs; its body streams to it
+	phaseDetBody               // a detached answer runs; its body streams to OnBody
 	phaseBusy                  // a handler runs off the loop; input waits
 	phaseDraining              // closing after an answer; input is discarded
 	phaseHijacked              // handed to another handler by Hijack
@@ -79,6 +80,12 @@ type conn struct {
 
 	stdx *stdExchange // the FromStd request in progress
 	stdc *stdConn     // FromStd state, made for the first FromStd request
+	// dbody is the detached answer whose request body streams to it, in
+	// phaseDetBody; keepAsked is whether its client asked to keep the
+	// connection (serveStreamed).
+	dbody     *detached
+	keepAsked bool
+	feedFn    func() // cs.feedLater
 
 	rec exchangeRecord // for the completion hook (completion.go)
 }
@@ -163,7 +170,7 @@ func (cs *conn) onTimer() {
 				deadline = cs.phaseStart + int64(o.idleTimeout)
 			}
 		}
-	case phaseBody, phaseStdBody:
+	case phaseBody, phaseStdBody, phaseDetBody:
 		if cs.waitingForBody() {
 			deadline = cs.bodyDeadline()
 			if deadline != 0 && now >= deadline {
@@ -223,6 +230,9 @@ func (cs *conn) onData() {
 		return // the input waits for the response in progress
 	case phaseStdBody:
 		cs.feedStd()
+		return
+	case phaseDetBody:
+		cs.feedDetached()
 		return
 	case phaseBody:
 		if !cs.readBody() {
@@ -305,10 +315,20 @@ func (cs *conn) serveLoop() {
 			cs.rec.begin(req, int64(n), cs.now())
 			cs.pattern = ""
 		}
-		if cs.srv.std != nil {
-			c.Discard(n)
-			cs.startStd(cs.srv.std, req, nil)
-			return
+		if s := cs.srv; s.onHead {
+			// One test for both root handlers that take a request on its
+			// head: the collected path pays no more than before.
+			if s.std != nil {
+				c.Discard(n)
+				cs.startStd(s.std, req, nil)
+				return
+			}
+			if req.HasBody() {
+				c.Discard(n)
+				cs.rec.in = int64(n)
+				cs.serveStreamed(req)
+				return
+			}
 		}
 		total := n
 		switch {
@@ -448,6 +468,15 @@ func (cs *conn) serve(req *Request, consume int) bool {
 		cs.c.Discard(consume)
 		cs.endBody()
 		cs.phase = phaseBusy
+		if det.body.streamed {
+			// endBody forgot the framing serveStreamed set.
+			cs.chunked, cs.remaining = req.Chunked, max(req.ContentLength, 0)
+			cs.phase, cs.dbody = phaseDetBody, det
+			// Its answer closes the connection unless the body is read
+			// to its end (detached.bodyComplete).
+			det.head.close = !cs.keepAsked
+			cs.startBodyClock()
+		}
 		return det.run()
 	case stepOffload:
 		cs.c.Discard(consume)
@@ -604,6 +633,9 @@ func (cs *conn) waitingForBody() bool {
 	case phaseStdBody:
 		x := cs.stdx
 		return x != nil && !x.readPaused && (!x.expect100 || x.continued)
+	case phaseDetBody:
+		b := &cs.dbody.body
+		return b.state == bodyReading && !b.readPaused && !b.paused
 	}
 	return false
 }
@@ -630,7 +662,7 @@ func (cs *conn) startBodyClock() {
 // waiting (for a FromStd handler to read, or to ask for the body of an
 // Expect: 100-continue request) and now waits for the client.
 func (cs *conn) restartBodyClock() {
-	if cs.phase == phaseStdBody {
+	if cs.phase == phaseStdBody || cs.phase == phaseDetBody {
 		cs.startBodyClock()
 		return
 	}
@@ -678,6 +710,11 @@ func (cs *conn) bodyTimeout() {
 		x.pipe.closeWrite(ErrBodyReadTimeout)
 		cs.timer.Reset(longPoll)
 		cs.timerAt = cs.now() + int64(longPoll)
+		return
+	}
+	if cs.phase == phaseDetBody {
+		cs.phase = phaseBusy
+		cs.dbody.closeWrite(ErrBodyReadTimeout)
 		return
 	}
 	cs.endBody()
@@ -876,9 +913,10 @@ func (cs *conn) onEOF() {
 		// The answers in progress still go out; then the connection
 		// closes. Streams still waiting for the client end (peerClosed).
 		cs.h2.peerClosed()
-	case phaseBusy, phaseStdBody:
+	case phaseBusy, phaseStdBody, phaseDetBody:
 		// The response in progress still goes out; then the connection
-		// closes. A FromStd request sees its context canceled.
+		// closes. A FromStd request sees its context canceled, a
+		// detached answer OnGone (and an unfinished body ErrBodyAborted).
 		if cs.stdx != nil {
 			cs.stdx.peerGone()
 		}

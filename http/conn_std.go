@@ -58,46 +58,63 @@ func (cs *conn) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 	}
 }
 
-// feedStd moves request body bytes from the input into the pipe.
-func (cs *conn) feedStd() {
-	x := cs.stdx
+// bodyWriter takes a request body streamed from the loop: FromStd's
+// pipe, or a detached answer's reader (OnBody). write reports whether the
+// reader is behind, so that the connection stops reading.
+type bodyWriter interface {
+	write(p []byte) (full bool)
+	closeWrite(err error)
+}
+
+// takeBody moves the request body bytes in the input to w, up to the
+// body's end. It reports whether the body ended, whether w is full, and a
+// malformed chunked body's error (the bytes before it were moved).
+func (cs *conn) takeBody(w bodyWriter) (done, full bool, err error) {
 	c := cs.c
 	buf, _ := c.Peek(0)
-	full := false
-	if cs.chunked {
-		off := 0
-		for !x.bodyDone {
-			k, data, done, err := cs.dec.Next(buf[off:])
-			off += k
-			if len(data) > 0 {
-				full = x.pipe.write(data) || full
-			}
-			if done {
-				x.bodyDone = true
-			} else if err == h1.ErrNeedMore {
-				break
-			} else if err != nil {
-				err = coreError(err) // the handler's Body.Read returns it
-				c.Discard(off)
-				x.pipe.closeWrite(err)
-				cs.ls.st.protoErrors.Add(1)
-				x.protocolError(ErrorStatus(err))
-				return
-			}
-		}
-		cs.bodyArrived(off)
-		c.Discard(off)
-	} else {
+	if !cs.chunked {
 		k := min(int64(len(buf)), cs.remaining)
 		if k > 0 {
-			full = x.pipe.write(buf[:k])
+			full = w.write(buf[:k])
 		}
 		cs.bodyArrived(int(k))
 		c.Discard(int(k))
 		cs.remaining -= k
-		x.bodyDone = cs.remaining == 0
+		return cs.remaining == 0, full, nil
 	}
-	if x.bodyDone {
+	off := 0
+	for !done {
+		k, data, end, e := cs.dec.Next(buf[off:])
+		off += k
+		if len(data) > 0 {
+			full = w.write(data) || full
+		}
+		if end {
+			done = true
+		} else if e == h1.ErrNeedMore {
+			break
+		} else if e != nil {
+			err = coreError(e)
+			break
+		}
+	}
+	cs.bodyArrived(off)
+	c.Discard(off)
+	return done, full, err
+}
+
+// feedStd moves request body bytes from the input into the pipe.
+func (cs *conn) feedStd() {
+	x := cs.stdx
+	done, full, err := cs.takeBody(x.pipe)
+	if err != nil {
+		x.pipe.closeWrite(err) // the handler's Body.Read returns it
+		cs.ls.st.protoErrors.Add(1)
+		x.protocolError(ErrorStatus(err))
+		return
+	}
+	if done {
+		x.bodyDone = true
 		x.pipe.closeWrite(io.EOF)
 		if cs.phase == phaseStdBody {
 			cs.phase = phaseBusy
@@ -106,7 +123,65 @@ func (cs *conn) feedStd() {
 	}
 	if full {
 		x.readPaused = true
-		c.PauseRead() // a no-op if already paused
+		cs.c.PauseRead() // a no-op if already paused
+	}
+}
+
+// serveStreamed runs a StreamBody handler on a request whose body
+// follows its head (already consumed): the body streams to the handler's
+// Responder (OnBody) as it arrives, in phaseDetBody.
+func (cs *conn) serveStreamed(req *Request) {
+	cs.dec.Reset()
+	// An answer given other than by Detach leaves the body unread, in
+	// the way of the next request: it goes with "Connection: close".
+	cs.keepAsked = !req.Close
+	req.Close, req.bodyStreams = true, true
+	cs.serve(req, 0)
+	req.bodyStreams = false
+}
+
+// feedLater presents the kept input again, once the callback that kept
+// it has returned (the loop keeps unconsumed input only then).
+func (cs *conn) feedLater() {
+	if cs.phase == phaseDetBody && !cs.c.Closed() {
+		cs.c.Redeliver()
+	}
+}
+
+// feedDetached moves request body bytes from the input to the detached
+// answer reading them, once it asked (OnBody); while its reader is
+// behind, the connection stops reading, so the input holds at most what
+// one read brought.
+func (cs *conn) feedDetached() {
+	d := cs.dbody
+	if d.body.state == bodyUnread {
+		// Not asked for yet: the input waits, and no more is read, until
+		// OnBody (bodyDrained).
+		d.body.readPaused = true
+		cs.c.PauseRead()
+		return
+	}
+	if d.body.state != bodyReading || d.body.readPaused {
+		return // the input waits for ResumeBody
+	}
+	done, full, err := cs.takeBody(d)
+	if cs.phase != phaseDetBody {
+		return // the reader ended the answer meanwhile
+	}
+	if err != nil {
+		cs.ls.st.protoErrors.Add(1)
+		cs.phase = phaseBusy // bodyComplete is false: the connection closes
+		d.closeWrite(err)
+		return
+	}
+	if done {
+		cs.phase = phaseBusy
+		d.closeWrite(io.EOF)
+		return
+	}
+	if full && cs.phase == phaseDetBody && d.body.state == bodyReading {
+		d.body.readPaused = true
+		cs.c.PauseRead()
 	}
 }
 
@@ -129,7 +204,21 @@ func (cs *conn) writeContinue() {
 // whether feedStd paused it: nothing else pauses a FromStd connection,
 // and ResumeRead is a no-op if not paused.
 func (cs *conn) bodyDrained() {
-	if x := cs.stdx; x.readPaused {
+	if cs.phase == phaseDetBody {
+		// A detached answer's reader asked for the body, or caught up:
+		// the input that waited is presented again, from a deferred task:
+		// inside this connection's OnData (the handler's run) the loop
+		// has not kept it yet, so Redeliver would find nothing.
+		cs.dbody.body.readPaused = false
+		cs.restartBodyClock()
+		cs.c.ResumeRead()
+		if cs.feedFn == nil {
+			cs.feedFn = cs.feedLater // made once, for connections that stream
+		}
+		cs.c.Loop().Defer(cs.feedFn)
+		return
+	}
+	if x := cs.stdx; x != nil && x.readPaused {
 		x.readPaused = false
 		cs.restartBodyClock()
 	}

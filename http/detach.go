@@ -73,6 +73,9 @@ func (w *ResponseWriter) DetachTo(r *Responder) error {
 	_, d.head.method = internMethod(w.req.Method)
 	d.head.major, d.head.minor = uint8(max(w.req.ProtoMajor, 1)), uint8(w.req.ProtoMinor)
 	d.head.close = w.req.Close
+	if w.req.bodyStreams {
+		d.body.state, d.body.streamed, d.body.expect100 = bodyUnread, true, w.req.Expect100
+	}
 	d.activeAt = d.loop.Clock()
 	d.resp.SetStatus(w.resp.status)
 	h := &w.resp.header
@@ -134,6 +137,9 @@ type detached struct {
 	// timer cuts an answer that sends nothing for the next-request
 	// timeout (onStall); made for the first answer, reset for each.
 	timer *vnet.Timer
+
+	body      bodyStream // the request body, streamed (detach_body.go)
+	deliverFn func()     // d.deliver, made once
 }
 
 // Requests left for run.
@@ -155,7 +161,7 @@ func (ls *loopState) newDetached(l *vnet.Loop) *detached {
 	d := &detached{ls: ls, loop: l, cl: -1}
 	d.resp.Reset(nil)
 	// Method values allocate: made once, not for each answer.
-	d.wake, d.goneFn = d.onWritable, d.gone
+	d.wake, d.goneFn, d.deliverFn = d.onWritable, d.gone, d.deliver
 	return d
 }
 
@@ -173,6 +179,7 @@ func (d *detached) finish(keep bool) {
 	d.headSent, d.bodyless, d.inHandler = false, false, false
 	d.pending, d.failWith, d.hijackTo = pendNone, 0, nil
 	d.cl, d.sent = -1, 0
+	d.body.reset()
 	ls := d.ls
 	if !keep || len(ls.detFree) >= maxFreeDetached {
 		return
@@ -206,6 +213,9 @@ func (d *detached) run() bool {
 		return false
 	}
 	d.ex.cancelOnGone(d.goneFn)
+	if d.body.streamed && d.body.state == bodyReading {
+		d.ex.bodyDrained() // OnBody was called in the handler: read now
+	}
 	if wait := d.ls.srv.opts.idleTimeout; wait > 0 {
 		d.activeAt = d.loop.Clock()
 		if d.timer == nil {
@@ -231,7 +241,9 @@ func (d *detached) onStall() {
 		return
 	}
 	wait := d.ls.srv.opts.idleTimeout
-	if d.writable != nil {
+	if d.writable != nil || d.body.state == bodyReading && !d.body.ended {
+		// Waiting for the client, or reading its body: the write and
+		// read-body timeouts judge that.
 		d.activeAt = d.loop.Clock()
 	}
 	if left := d.activeAt + int64(wait) - d.loop.Clock(); left > 0 {
@@ -240,6 +252,9 @@ func (d *detached) onStall() {
 	}
 	d.ls.st.timeouts.Add(1)
 	d.ls.srv.opts.logger.Debug("http: detached answer timed out", "remote", d.ex.transport().RemoteAddr())
+	if d.bodyGone(); d.ex == nil {
+		return // the reader ended the answer
+	}
 	ex, f, w := d.ex, d.onGone, d.writable
 	if d.fail(StatusServiceUnavailable) {
 		ex.resume()
@@ -255,6 +270,9 @@ func (d *detached) onStall() {
 // gone runs when the protocol reports that the client went away (closed,
 // half-closed, reset the stream) or the connection closed.
 func (d *detached) gone() {
+	if d.bodyGone(); d.ex == nil {
+		return // the reader ended the answer
+	}
 	ex, f, w := d.ex, d.onGone, d.writable
 	ex.cancelOnGone(nil)
 	d.finish(true)
@@ -474,7 +492,8 @@ func (d *detached) end() bool {
 		ex.writeTrailers(&d.trailer)
 	}
 	// A bodyless answer announced its length without sending it.
-	reusable := d.bodyless || d.cl < 0 || d.sent == d.cl
+	// So must the request's body have been read to its end.
+	reusable := (d.bodyless || d.cl < 0 || d.sent == d.cl) && d.bodyComplete()
 	ex.cancelOnGone(nil)
 	d.writable = nil // ending may report the stream closed: not to f
 	more := ex.end(reusable)
@@ -526,7 +545,7 @@ func (d *detached) fail(status int) bool {
 	resp.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = resp.WriteString(StatusText(status) + "\n")
 	ex.writeResponse(resp, d.head.request(d.ls))
-	more := ex.end(true)
+	more := ex.end(d.bodyComplete())
 	d.finish(true)
 	return more
 }

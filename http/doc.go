@@ -13,7 +13,10 @@
 // [ResponseWriter.Detach] lets an inline handler return before its answer
 // is ready and complete it later on the same loop through a [Responder]
 // (a proxy answering from its upstream's callbacks, streamed with
-// backpressure, no goroutine), and [ResponseWriter.Hijack] hands the
+// backpressure, no goroutine); under [StreamBody] such a handler reads
+// the request body too as it arrives ([Responder.OnBody], paced by
+// PauseBody and ResumeBody), so bodies stream both ways, of any size.
+// [ResponseWriter.Hijack] hands the
 // connection to a TCP handler after the response (protocol upgrades).
 // A [Router] matches
 // Go 1.22 ServeMux patterns ("GET /users/{id}", "/files/{path...}") with
@@ -54,7 +57,11 @@
 // per connection, none while its handler waits on a stalled client.
 // [Limits] bound the head (16 KiB, 100 fields, an 8 KiB target) and
 // collected bodies (4 MiB); a streamed body has its own, optional limit
-// ([WithStdMaxBodyBytes]).
+// ([WithStdMaxBodyBytes], or StreamBody's). A body streamed to
+// [Responder.OnBody] is held no more than one read (HTTP/1: the server
+// stops reading the connection while the reader is paused) or one
+// stream window (HTTP/2: the window goes back as the reader takes the
+// bytes).
 //
 // # HTTP/2
 //

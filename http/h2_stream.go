@@ -50,6 +50,11 @@ type h2Stream struct {
 	writable  func(error)
 	cancel    func()
 	stdx      *stdExchange
+	// streams is set when the body streams to a StreamBody handler,
+	// which runs on the head; dbody is then its detached answer, once
+	// it detached (reader).
+	streams bool
+	dbody   *detached
 
 	rec exchangeRecord // for the completion hook (completion.go)
 }
@@ -68,6 +73,11 @@ func (st *h2Stream) start() {
 		st.startStd(sh, &st.req, nil)
 		return
 	}
+	if st.hc.srv.streamer != nil && !st.remoteDone {
+		st.streams = true
+		st.serve()
+		return
+	}
 	if st.remoteDone {
 		st.serve()
 	}
@@ -78,7 +88,7 @@ func (st *h2Stream) start() {
 func (st *h2Stream) serve() {
 	st.started = true
 	hc := st.hc
-	if hc.pendingOut > h2MaxPending {
+	if hc.pendingOut > h2MaxPending && !st.streams {
 		hc.ready = append(hc.ready, st)
 		return
 	}
@@ -88,6 +98,7 @@ func (st *h2Stream) serve() {
 	if len(st.body) == 0 {
 		req.Body = nil
 	}
+	req.bodyStreams = st.streams
 	w := &ls.w
 	w.reset(st, ls.body)
 	hc.cs.callHandler(w, req)
@@ -100,6 +111,9 @@ func (st *h2Stream) serve() {
 	det := w.takeDetached(next.step)
 	switch next.step {
 	case stepDetach:
+		if det.body.streamed {
+			st.dbody = det
+		}
 		det.run()
 	case stepOffload:
 		offload(st, next.job)
@@ -212,6 +226,21 @@ func (st *h2Stream) bodyData(data []byte) error {
 	if st.declared >= 0 && st.got > st.declared {
 		return errMalformed(st.id, "body longer than content-length")
 	}
+	if d := st.reader(); d != nil {
+		if st.got > st.hc.srv.limits.MaxBodyBytes {
+			d.closeWrite(errBodyTooLarge) // its window stays spent
+			return nil
+		}
+		full := len(data) > 0 && d.write(data)
+		st.unacked += len(data) + st.padding
+		st.padding = 0
+		if full {
+			d.body.readPaused = true // the window is given back as it reads
+			return nil
+		}
+		st.giveBack()
+		return nil
+	}
 	if x := st.stdx; x != nil {
 		full := len(data) > 0 && x.pipe.write(data)
 		st.unacked += len(data) + st.padding
@@ -286,6 +315,8 @@ func (st *h2Stream) bodyEnded() error {
 	if x := st.stdx; x != nil {
 		x.bodyDone = true
 		x.pipe.closeWrite(io.EOF)
+	} else if d := st.reader(); d != nil {
+		d.closeWrite(io.EOF)
 	} else if !st.started {
 		st.serve()
 	}
@@ -525,6 +556,12 @@ func (st *h2Stream) end(reusable bool) bool {
 		st.fail(StatusInternalServerError)
 		return false
 	}
+	if st.streams && !st.remoteDone {
+		// A streamed body's reader is gone with the answer: the window
+		// its unread bytes held goes back, so that the client can end
+		// the stream (the rest is dropped, as for a fast handler).
+		st.giveBack()
+	}
 	st.endQueued = true
 	st.flush()
 	st.maybeClosed()
@@ -637,8 +674,28 @@ func (st *h2Stream) askBody(send100 bool) {
 	st.rec.out += int64(len(hc.ls.scratch))
 }
 
-// bodyDrained gives the window back that a full pipe held.
+// reader is the detached answer st's body streams to, while it is live.
+func (st *h2Stream) reader() *detached {
+	if d := st.dbody; d != nil && d.ex == exchange(st) {
+		return d
+	}
+	return nil
+}
+
+// bodyDrained gives the window back that a full pipe held; a detached
+// reader gets what waited for it first (deliver calls back here).
 func (st *h2Stream) bodyDrained() {
+	if d := st.reader(); d != nil {
+		if len(d.body.held) > 0 || d.body.ended {
+			d.deliverLater()
+			return
+		}
+		if d.body.readPaused {
+			d.body.readPaused = false
+			st.giveBack()
+		}
+		return
+	}
 	if x := st.stdx; x != nil && x.readPaused {
 		x.readPaused = false
 		st.giveBack()

@@ -349,7 +349,7 @@ func (p *parser) fill(b []byte, req *Request) error {
 	req.Path, req.Query, req.Host, req.Upgrade, req.Body = nil, nil, nil, nil, nil
 	req.ProtoMajor, req.ProtoMinor = 1, int(b[p.targetEnd+8]-'0')
 	req.ContentLength = -1
-	req.Chunked, req.Close, req.Expect100, req.streamed = false, false, false, false
+	req.Chunked, req.Close, req.Expect100, req.streamed, req.bodyStreams = false, false, false, false, false
 	req.nparams, req.pattern = 0, ""
 	if err := req.splitTarget(); err != nil {
 		return err

@@ -66,6 +66,9 @@ type Request struct {
 	// streamed is set for an HTTP/2 request whose body follows in DATA
 	// frames, whatever its length.
 	streamed bool
+	// bodyStreams is set while a StreamBody handler runs on a request
+	// whose body follows: it reaches the handler's Responder (OnBody).
+	bodyStreams bool
 
 	// Body is the whole request body, set by [Server] before a [Handler]
 	// runs (Content-Length or decoded chunked); nil when there is none.

@@ -52,9 +52,14 @@ var ErrHijackUnavailable = errors.New("http: Hijack is only available to handler
 // shutdown. Malformed requests are answered with the status of their
 // [ProtocolError] and the connection is closed.
 type Server struct {
-	h    Handler
-	std  *stdHandler // the root handler when it comes from FromStd
-	opts serverOptions
+	h   Handler
+	std *stdHandler // the root handler when it comes from FromStd
+	// streamer is the root handler when it comes from StreamBody.
+	streamer *bodyStreamer
+	// onHead is set when the root handler takes a request on its head
+	// (std or streamer): one test on the collected path for both.
+	onHead bool
+	opts   serverOptions
 	// limits are the connections' parser limits: opts.limits, with the
 	// FromStd body limit when the root handler streams bodies.
 	limits Limits
@@ -105,7 +110,12 @@ func NewServer(h Handler, opts ...Option) (*Server, error) {
 	}
 	s.h = h
 	s.std, _ = h.(*stdHandler)
+	s.streamer, _ = h.(*bodyStreamer)
 	s.limits = s.opts.limits
+	if s.streamer != nil {
+		s.limits.MaxBodyBytes = s.streamer.max
+	}
+	s.onHead = s.std != nil || s.streamer != nil
 	s.stdSrv = &nethttp.Server{
 		ReadHeaderTimeout: max(s.opts.readHeaderTimeout, 0),
 		IdleTimeout:       max(s.opts.idleTimeout, 0),

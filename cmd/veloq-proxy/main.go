@@ -96,6 +96,7 @@ func run(args []string) error {
 	host := fs.String("host", "", "send this Host upstream instead of the client's")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	recvBuf := fs.Int("recv-buffer", proxyRecvBuffer, "io_uring: bytes per receive buffer, 128 per loop (0: the loop's default, 256 of 16 KiB)")
+	maxBody := fs.Int64("max-body", 0, "largest request body forwarded, in bytes (0: no limit); bodies stream, never buffered whole")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage of veloq-proxy:")
 		fs.PrintDefaults()
@@ -175,7 +176,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := vhttp.NewServer(p, sopts...)
+	// Request bodies stream to the upstream as they arrive, with
+	// backpressure both ways, whatever their size.
+	s, err := vhttp.NewServer(vhttp.StreamBody(p, *maxBody), sopts...)
 	if err != nil {
 		return err
 	}

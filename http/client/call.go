@@ -19,6 +19,14 @@ type Request struct {
 	Target string  // request-target, origin-form "/p?q"
 	Header []Field // other fields, sent as given (the caller removes hop-by-hop ones); Host, Content-Length and Transfer-Encoding are set by the client and skipped here
 	Body   []byte  // whole body, or nil
+	// StreamBody says the body is not in Body but produced in parts:
+	// written with Call.WriteBody after Send, ended with Call.EndBody,
+	// paced with Call.BodyBuffered and Call.WhenBodyWritable.
+	// ContentLength announces its length; -1 means unknown (chunked on
+	// HTTP/1.1, DATA frames until EndBody on HTTP/2). A call whose body
+	// has begun to go out is never retried.
+	StreamBody    bool
+	ContentLength int64
 	// Proto is the protocol to speak to Addr: ProtoHTTP1 (the zero
 	// value) or ProtoHTTP2 (h2c with prior knowledge without TLS; with
 	// TLS, "h2" offered by ALPN, HTTP/1.1 when the server does not pick
@@ -136,6 +144,8 @@ type Call struct {
 	trailer   []Field
 
 	hs h2stream // the call's stream when it goes over HTTP/2
+
+	body bodyOut // a body produced in parts (body.go)
 }
 
 // Send sends req to req.Addr on loop l, on one of l's pooled connections
@@ -254,7 +264,16 @@ func (call *Call) serialize(req *Request) error {
 		b = append(b, f.Value...)
 		b = append(b, "\r\n"...)
 	}
-	if req.Body != nil || bodyExpected(req.Method) {
+	switch {
+	case req.StreamBody && req.ContentLength < 0:
+		b = append(b, "Transfer-Encoding: chunked\r\n"...)
+		call.body = bodyOut{on: true, left: -1, chunked: true}
+	case req.StreamBody:
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, req.ContentLength, 10)
+		b = append(b, "\r\n"...)
+		call.body = bodyOut{on: true, left: req.ContentLength}
+	case req.Body != nil || bodyExpected(req.Method):
 		b = append(b, "Content-Length: "...)
 		b = strconv.AppendInt(b, int64(len(req.Body)), 10)
 		b = append(b, "\r\n"...)

@@ -10,7 +10,16 @@
 // as its FIN or reset arrives, so no request is written into a connection
 // the loop knows is dead. A request that fails on a reused connection
 // before any response byte came back is retried once on a new connection
-// when that is safe (an idempotent method, or no body).
+// when that is safe (an idempotent method, or no body), and never once a
+// part of a streamed body went out.
+//
+// A request body may be produced in parts (Request.StreamBody): written
+// with Call.WriteBody as the caller has it, ended with EndBody, paced with
+// BodyBuffered and WhenBodyWritable (the connection's output, or for
+// HTTP/2 the part the peer's flow-control windows hold back), with
+// Content-Length or, when the length is unknown, chunked (HTTP/1.1) or
+// DATA frames until EndBody (HTTP/2). A proxy forwards uploads of any
+// size this way, holding a bounded amount.
 //
 // Responses are parsed strictly (RFC 9112): the framing by Content-Length,
 // chunked or close; no body for HEAD, 204 and 304; interim 1xx answers

@@ -57,6 +57,7 @@ type h2stream struct {
 	unacked  int       // delivered bytes not yet given back by WINDOW_UPDATE
 	sent     int       // body bytes sent
 	blocked  bool      // in hc.blocked: waiting for send window
+	eosSent  bool      // END_STREAM went out (HEADERS or DATA)
 	gotHead  bool
 	eos      bool   // END_STREAM arrived
 	held     []byte // DATA received while paused, delivered on Resume
@@ -244,8 +245,10 @@ func (hc *h2conn) open(call *Call) {
 		return
 	}
 	body := call.buf[call.bodyAt:]
-	hc.out = h2.AppendHeaders(hc.out, s.id, len(body) == 0, block, hc.peer.MaxFrameSize)
-	if len(body) > 0 {
+	eos := len(body) == 0 && !call.bodySending()
+	s.eosSent = eos
+	hc.out = h2.AppendHeaders(hc.out, s.id, eos, block, hc.peer.MaxFrameSize)
+	if !eos {
 		hc.sendBody(call)
 	}
 }
@@ -255,6 +258,10 @@ func (hc *h2conn) open(call *Call) {
 func (hc *h2conn) armHead(call *Call) {
 	l := hc.up.ls.loop
 	d := hc.up.ls.cl.o.headTimeout
+	if call.bodySending() {
+		call.hs.deadline = noDeadline // armed again at EndBody
+		return
+	}
 	call.hs.deadline = l.Clock() + int64(d)
 	if hc.headOn {
 		return
@@ -279,7 +286,7 @@ func (hc *h2conn) onHeadTimer() {
 	next := int64(-1)
 	for _, call := range hc.streams {
 		switch {
-		case call.hs.gotHead:
+		case call.hs.gotHead, call.hs.deadline == noDeadline:
 		case call.hs.deadline <= now:
 			late = append(late, call)
 		case next < 0 || call.hs.deadline < next:
@@ -405,6 +412,7 @@ func h2Dropped(f h1.Field) bool {
 func (hc *h2conn) sendBody(call *Call) {
 	s := &call.hs
 	body := call.buf[call.bodyAt:]
+	open := call.bodySending()
 	for s.sent < len(body) {
 		n := min(len(body)-s.sent, s.sendWin.Avail(), hc.sendWin.Avail(), int(hc.peer.MaxFrameSize))
 		if n == 0 {
@@ -412,13 +420,29 @@ func (hc *h2conn) sendBody(call *Call) {
 				s.blocked = true
 				hc.blocked = append(hc.blocked, call)
 			}
-			return
+			break
 		}
-		end := s.sent+n == len(body)
+		end := s.sent+n == len(body) && !open
 		hc.out = h2.AppendData(hc.out, s.id, end, body[s.sent:s.sent+n])
+		s.eosSent = end
 		s.sent += n
 		s.sendWin -= h2.Window(n)
 		hc.sendWin -= h2.Window(n)
+	}
+	if !call.body.on {
+		return
+	}
+	if !open && !s.eosSent && s.sent == len(body) {
+		hc.out = h2.AppendData(hc.out, s.id, true, nil) // EndBody after the last part went
+		s.eosSent = true
+	}
+	// A streamed body is not kept for a retry (none is made once a part
+	// went): what was sent leaves the call, so it holds at most what the
+	// windows hold back.
+	if s.sent > 0 {
+		k := copy(body, body[s.sent:])
+		call.buf = call.buf[:call.bodyAt+k]
+		s.sent = 0
 	}
 }
 
@@ -433,6 +457,7 @@ func (hc *h2conn) unblock() {
 		}
 		call.hs.blocked = false
 		hc.sendBody(call)
+		call.checkBody()
 	}
 }
 
@@ -469,6 +494,7 @@ func (hc *h2conn) fallback(c *vnet.Conn) {
 	for _, call := range pending {
 		call.hs = h2stream{}
 		call.up = u1
+		call.reframe()
 	}
 	if len(pending) == 0 {
 		c.Close()
@@ -1041,7 +1067,7 @@ const maxUnprocessed = 3
 func (hc *h2conn) failCall(call *Call, err error, retry bool) {
 	hc.endStream(call)
 	call.hs = h2stream{}
-	if retry && call.unproc < maxUnprocessed {
+	if retry && call.unproc < maxUnprocessed && (!call.body.on || call.retryable) {
 		call.unproc++
 		call.up.st.retries.Add(1)
 		call.up.acquireH2(call)

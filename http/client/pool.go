@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"time"
 
 	"github.com/veloq/veloq/http/internal/h1"
@@ -86,6 +87,10 @@ func (call *Call) end(trailer []Field, err error) {
 	}
 	ls := call.ls
 	defer ls.recycle(call) // even if the handler panics
+	if f := call.body.wait; f != nil {
+		call.body.wait = nil
+		f(net.ErrClosed)
+	}
 	call.h.OnResponseEnd(call, trailer, err)
 }
 
@@ -304,6 +309,11 @@ func (pc *pconn) start(call *Call) {
 	}
 	if call.paused {
 		pc.c.PauseRead()
+	}
+	if call.bodySending() {
+		// The head timeout starts when the body has gone (EndBody).
+		call.checkBody()
+		return
 	}
 	pc.arm(pc.up.ls.cl.o.headTimeout)
 }
@@ -621,7 +631,9 @@ func (call *Call) parseTrailer(block []byte) ([]Field, error) {
 func (call *Call) complete(pc *pconn, c *vnet.Conn, trailer []Field) {
 	pc.call = nil
 	call.pc = nil
-	if call.ph2.keepAlive && c.Buffered() == 0 && !c.Closed() {
+	// A response that came before the request's body ended leaves the
+	// rest of the body unsent: the connection cannot carry another.
+	if call.ph2.keepAlive && c.Buffered() == 0 && !c.Closed() && !call.bodySending() {
 		if call.paused {
 			c.ResumeRead() // an idle connection must see the FIN
 		}

@@ -17,8 +17,10 @@
 //     Proxy-Connection, TE except "trailers", Transfer-Encoding, Upgrade
 //     outside an upgrade),
 //     X-Forwarded-For appended to, X-Forwarded-Proto and -Host set, and
-//     optionally an RFC 7239 Forwarded element and Via; the body the
-//     server has read (within its limits);
+//     optionally an RFC 7239 Forwarded element and Via; the body, streamed
+//     when the proxy is served under [vhttp.StreamBody] (as
+//     cmd/veloq-proxy serves it), else the body the server collected
+//     (within its limits);
 //   - detaches the response and sends the request; the answer's head
 //     (hop-by-hop fields removed), body parts and trailers are forwarded
 //     as they arrive (an HTTP/1 body, on io_uring, from the upstream's
@@ -27,6 +29,15 @@
 //     WithMaxBuffered bytes behind, the upstream is paused (its TCP
 //     window closes), so memory per client stays bounded whatever the
 //     body size. A client that goes away cancels the upstream request.
+//   - under StreamBody, forwards the request body in parts as the client
+//     sends it (Content-Length kept, chunked when unknown, DATA frames to
+//     an HTTP/2 upstream): bodies stream both ways. While the upstream
+//     is more than WithMaxBuffered bytes behind, the client's body is
+//     paused (the server stops reading its connection or withholds its
+//     HTTP/2 window; Stats.BodyPaused counts it), so a 1 GiB upload
+//     holds about that much per pair. A client that cuts its body
+//     cancels the upstream request, which sees it cut short (its
+//     connection or stream reset), never complete.
 //
 // On io_uring, serve the proxy on loops with receive buffers of 64 KiB
 // (vnet.WithLoopConfig(vnet.Config{RecvBufferSize: 64 << 10,
@@ -39,7 +50,9 @@
 // response byte is retried on another upstream when that is safe (a
 // refused connect sent nothing; otherwise only idempotent methods), at
 // most WithRetries times and within a retry budget (retries in flight
-// below a share of the requests in flight). A failed upstream or a
+// below a share of the requests in flight). A request whose streamed
+// body has begun to be taken from the client is never retried, not even
+// after a refused connect: the parts taken are gone. A failed upstream or a
 // malformed answer gives 502 (the client's parser closes the upstream
 // connection, so nothing past a bad answer is ever read as the next
 // one), an attempt past WithTimeout 504; an answer that fails after its
@@ -65,10 +78,9 @@
 // Server.Shutdown does not wait for it (as net/http does not), and
 // Server.Close cuts it, both sides.
 //
-// Not yet: request bodies are buffered by the server (within its limits)
-// rather than streamed. Upstreams speak HTTP/1.1 (plaintext, or TLS with
-// an https:// address) or HTTP/2 (h2c:// with prior knowledge, h2:// over
-// TLS), trailers passed through.
+// Upstreams speak HTTP/1.1 (plaintext, or TLS with an https:// address) or
+// HTTP/2 (h2c:// with prior knowledge, h2:// over TLS), trailers passed
+// through. Request trailers of a streamed body are not forwarded.
 //
 // This package is experimental in v0.1.0: it is new, and its API may
 // change in a minor release without a deprecation period (see the

@@ -35,6 +35,7 @@ type Proxy struct {
 	noUpstream  atomic.Uint64 // 503s: nothing available
 	retryDenied atomic.Uint64 // retries the budget refused
 	paused      atomic.Uint64 // upstreams paused for a slow client
+	bodyPaused  atomic.Uint64 // request bodies paused for a slow upstream
 	upgrades    atomic.Uint64 // tunnels opened after a 101
 	tunnels     atomic.Int64  // tunnels open
 	tunnelPeak  atomic.Int64  // most output a tunnel queued toward one side
@@ -158,6 +159,9 @@ func (p *Proxy) ServeHTTP(w *vhttp.ResponseWriter, r *vhttp.Request) {
 	p.live.Add(1)
 	rsp.OnGone(ex.onGone)
 	ex.send(l, up)
+	if ex.streamed {
+		rsp.OnBody(ex.onBody)
+	}
 }
 
 // exchange is one forwarded request, from ServeHTTP to the end of the
@@ -183,6 +187,8 @@ type exchange struct {
 	onTimeout  func()
 	onGone     func()
 	onWritable func(error)
+	onBody     func(part []byte, end bool, err error)
+	onBodyRoom func(error)
 
 	sent      int64 // when the attempt was sent (since epoch)
 	clockOff  int64 // since(offLoop.Now()) - offLoop.Clock(): see now
@@ -201,6 +207,12 @@ type exchange struct {
 	upgrade   bool // the request asks for an Upgrade (upgrade.go)
 	retried   bool // counted in liveRetries
 	settled   bool // no longer counted as live
+	// The request body streamed from the client to the upstream
+	// (ServeHTTP under vhttp.StreamBody): bodyTaken counts its bytes
+	// taken from the client so far, which a retry could not send again.
+	streamed   bool
+	bodyPaused bool // the client's body waits for the upstream to take more
+	bodyTaken  int64
 }
 
 // now returns since(l.Now()), the loop's cached time on the proxy's
@@ -220,6 +232,8 @@ func newExchange(p *Proxy) *exchange {
 	ex.onTimeout = ex.timeout
 	ex.onGone = ex.clientGone
 	ex.onWritable = ex.writable
+	ex.onBody = ex.bodyPart
+	ex.onBodyRoom = ex.bodyRoom
 	return ex
 }
 
@@ -351,6 +365,11 @@ func (ex *exchange) begin(r *vhttp.Request, c *vnet.Conn, rsp *vhttp.Responder) 
 	if len(r.Body) > 0 {
 		ex.req.Body = put(r.Body)
 	}
+	// Under vhttp.StreamBody a request's body follows its head: it is
+	// forwarded in parts as the client sends them (bodyPart).
+	ex.streamed = r.HasBody() && r.Body == nil
+	ex.req.StreamBody, ex.req.ContentLength = ex.streamed, r.ContentLength
+	ex.bodyPaused, ex.bodyTaken = false, 0
 	ex.req.Header = f
 	ex.fields = f
 	ex.arena = a
@@ -740,6 +759,11 @@ func (ex *exchange) retry(err error, now int64) bool {
 	if ex.timedOut || ex.gone || ex.badSwitch || ex.attempt > p.cfg.retries || responseStarted(err) {
 		return false
 	}
+	if ex.streamed && ex.bodyTaken > 0 {
+		// Part of the body went to the failed call and is gone: the
+		// request cannot be sent whole again.
+		return false
+	}
 	dial := connectFailed(err)
 	if !dial && !(ex.idem && errors.Is(err, client.ErrUpstreamClosed)) {
 		return false
@@ -863,4 +887,51 @@ func (p *Proxy) penalize(u *upstream, now, sent int64) {
 	if p.cfg.policy == PeakEWMA {
 		u.observe(now, max(float64(now-sent), p.cfg.penalty), p.cfg.ewmaTau)
 	}
+}
+
+// bodyPart forwards a part of a streamed request body to the upstream
+// call, pausing the client's body while the call holds more than the
+// buffer limit (the upstream reads slower than the client sends), so
+// that a pair holds a bounded amount whatever the body's size. A client
+// that cuts its body cancels the call: the upstream sees the request
+// cut short (its connection reset, or its stream), never complete.
+func (ex *exchange) bodyPart(part []byte, end bool, err error) {
+	call := ex.call
+	if !ex.callLive || call == nil {
+		return // the attempt ended (an early answer, a failure): dropped
+	}
+	ex.active = ex.loop.Clock()
+	if err != nil {
+		call.Cancel()
+		return
+	}
+	ex.bodyTaken += int64(len(part))
+	if len(part) > 0 && call.WriteBody(part) != nil {
+		call.Cancel()
+		return
+	}
+	if end {
+		_ = call.EndBody()
+		return
+	}
+	if ex.rsp != nil && !ex.bodyPaused && call.BodyBuffered() > ex.p.cfg.maxBuffer {
+		ex.bodyPaused = true
+		ex.p.bodyPaused.Add(1)
+		ex.rsp.PauseBody()
+		call.WhenBodyWritable(ex.onBodyRoom)
+	}
+}
+
+// bodyRoom: the upstream took the body down to the client's low-water
+// mark; the client's body flows again.
+func (ex *exchange) bodyRoom(err error) {
+	if !ex.bodyPaused {
+		return
+	}
+	ex.bodyPaused = false
+	if err != nil || ex.rsp == nil {
+		return // the call ended: OnResponseEnd says how
+	}
+	ex.active = ex.loop.Clock()
+	ex.rsp.ResumeBody()
 }

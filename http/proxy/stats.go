@@ -19,6 +19,9 @@ type Stats struct {
 	// Paused counts the times an upstream was paused because its client
 	// was more than the buffer limit behind (backpressure).
 	Paused uint64
+	// BodyPaused counts the times a client's streamed request body was
+	// paused because its upstream was more than the buffer limit behind.
+	BodyPaused uint64
 	// Upgrades counts the tunnels opened after an upstream's 101
 	// (WebSocket and other Upgrade requests); Tunnels is how many are
 	// open now.
@@ -64,6 +67,7 @@ func (p *Proxy) Stats() Stats {
 		NoUpstream:    p.noUpstream.Load(),
 		RetriesDenied: p.retryDenied.Load(),
 		Paused:        p.paused.Load(),
+		BodyPaused:    p.bodyPaused.Load(),
 		Upgrades:      p.upgrades.Load(),
 		Tunnels:       p.tunnels.Load(),
 		Client:        p.client.Stats(),

@@ -345,7 +345,9 @@ var ErrBodyTooLong = errors.New("http: body longer than announced")
 // ResponseWriter) and an unknown length. Bytes past the length WriteHead
 // announced are not sent: Write returns [ErrBodyTooLong]. Write does not wait for the client:
 // pace a large body with Buffered and WhenWritable. It returns
-// net.ErrClosed once the answer ended or the client went away.
+// net.ErrClosed once the answer ended or the client went away; the
+// connection may be closing still, and OnGone runs when it has closed
+// (OnGone(nil) first if what it would reach is reused meanwhile).
 func (r *Responder) Write(p []byte) (int, error) {
 	d := r.live()
 	if d == nil || d.ex.transport().Closed() {
@@ -608,7 +610,8 @@ func (d *detached) hijack(h vnet.Handler) {
 // OnGone makes f run on the loop if the client goes away (closes the
 // connection, half-closes it, resets the HTTP/2 stream) or the server
 // cuts the connection (a timeout, Shutdown's deadline) before the answer
-// ended: the place to stop producing it. A second call replaces f.
+// ended: the place to stop producing it. A second call replaces f; nil
+// forgets it.
 func (r *Responder) OnGone(f func()) {
 	if d := r.live(); d != nil {
 		d.onGone = f

@@ -506,6 +506,15 @@ func (ex *exchange) clientGone() {
 		return
 	}
 	ex.gone = true
+	if ex.rsp != nil {
+		// Reached from a failed Write: the connection is closing, but
+		// its Responder keeps this OnGone until the connection's
+		// OnClose, by when this exchange may be back in the pool and
+		// serving another client, whose request it would cancel
+		// (TestFailedWriteDoesNotCancelTheNextClient). From the
+		// Responder's own OnGone the answer is over already: no-op.
+		ex.rsp.OnGone(nil)
+	}
 	ex.rsp = nil
 	if ex.callLive && ex.call != nil {
 		ex.call.Cancel()

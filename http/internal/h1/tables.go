@@ -184,6 +184,77 @@ func TargetLen(b []byte) int {
 	return i + classLen(b[i:], ClassTarget)
 }
 
+// FieldLine reads the field line at the start of b when it is complete
+// and plain: a token, a colon, at most one SP, a value with no whitespace
+// to skip or trim, then CRLF. It returns where the name ends (the colon),
+// where the value starts and ends, and the line's length with its CRLF;
+// n is 0 for any other line (incomplete, unusual or malformed, or with an
+// HTAB the word scan stops at), which the caller's byte-at-a-time state
+// machine then judges. A line FieldLine takes is one that machine
+// accepts, with the same name and value, so the outcome does not depend
+// on which of the two read it, nor on where the input was split.
+//
+// Its loops are the whole cost of a plain line: a table load a byte in
+// the name, a word at a time in the value (callgrind: 145 instructions a
+// line of state machine overhead before it).
+func FieldLine(b []byte) (ne, vs, ve, n int) {
+	// Four name bytes a step, one test for all (as the Host check): 8
+	// instructions a byte in a byte loop, about 4 here.
+	t, name := &CharClass, b
+	for len(name) >= 4 && t[name[0]]&t[name[1]]&t[name[2]]&t[name[3]]&ClassToken != 0 {
+		name = name[4:]
+	}
+	for len(name) > 0 && t[name[0]]&ClassToken != 0 {
+		name = name[1:]
+	}
+	ne = len(b) - len(name)
+	if ne == 0 || len(name) < 2 || name[0] != ':' {
+		return 0, 0, 0, 0
+	}
+	v := name[1:]
+	if v[0] == ' ' {
+		v = v[1:]
+	}
+	vs = len(b) - len(v)
+	for {
+		if len(v) < 8 {
+			v = v[classLen(v, ClassValue):]
+			break
+		}
+		if m := specialValue(binary.LittleEndian.Uint64(v)); m != 0 {
+			// The lowest flagged lane is exact: the CR, or a byte the
+			// exact scan must judge (HTAB included).
+			v = v[bits.TrailingZeros64(m)>>3:]
+			break
+		}
+		v = v[8:]
+	}
+	// v starts at the byte that ended the value.
+	if len(v) < 2 || v[0] != '\r' || v[1] != '\n' {
+		return 0, 0, 0, 0
+	}
+	ve = len(b) - len(v)
+	if ve > vs && (b[vs] == ' ' || b[vs] == '\t' || b[ve-1] == ' ' || b[ve-1] == '\t') {
+		return 0, 0, 0, 0 // OWS to skip or trim
+	}
+	return ne, vs, ve, ve + 2
+}
+
+// PlainVersion reports whether b starts with "HTTP/1.", a digit and
+// CRLF, the end of nearly every request-line, in two word compares (the
+// byte compares it replaces cost 41 instructions, callgrind).
+func PlainVersion(b []byte) bool {
+	const (
+		prefix = 'H' | 'T'<<8 | 'T'<<16 | 'P'<<24 | '/'<<32 | '1'<<40 | '.'<<48 // "HTTP/1."
+		crlf   = '\r' | '\n'<<8
+	)
+	if len(b) < 10 {
+		return false
+	}
+	return binary.LittleEndian.Uint64(b)&(1<<56-1) == prefix && b[7]-'0' <= 9 &&
+		binary.LittleEndian.Uint16(b[8:]) == crlf
+}
+
 // TokenLen returns the length of the prefix of b made of tchars.
 func TokenLen(b []byte) int { return classLen(b, ClassToken) }
 

@@ -246,7 +246,7 @@ func (p *parser) scanHead(b []byte, req *Request) (int, error) {
 			// below reads the first line that is not, and the limit on
 			// field lines is left to it.
 			spans := req.spans
-			for maxFields := p.Limits.Headers(); len(spans) < maxFields; {
+			for maxFields := p.Limits.Headers(); len(spans) < maxFields && i < len(b) && b[i] != '\r'; {
 				ne, vs, ve, n := h1.FieldLine(b[i:])
 				if n == 0 {
 					break
@@ -353,8 +353,8 @@ func (p *parser) scanHead(b []byte, req *Request) (int, error) {
 // fill completes req from the head in b, its fields from their spans,
 // and applies the semantic checks that need the whole header section.
 func (p *parser) fill(b []byte, req *Request) error {
-	if need := max(len(req.spans), p.Limits.Headers()); cap(req.Headers) < need {
-		req.Headers = make([]HeaderField, 0, need)
+	if cap(req.Headers) < len(req.spans) || req.Headers == nil {
+		req.Headers = make([]HeaderField, 0, max(len(req.spans), p.Limits.Headers()))
 	}
 	// Field by field rather than a composite literal: that would clear the
 	// router's parameter array as well, a third of the struct, on every
@@ -455,30 +455,32 @@ func (r *Request) interpret(b []byte, spans []fieldSpan, l *h1.Limits) error {
 	for i, s := range spans {
 		h := &hdrs[i]
 		h.Name, h.Value = b[s.ns:s.ne:s.ne], b[s.vs:s.ve:s.ve]
+		// The first byte is compared before TokenEqualFold is called:
+		// most fields of these lengths are others (Accept, User-Agent).
 		var err error
 		switch name := h.Name; len(name) {
 		case 4:
-			if h1.TokenEqualFold(name, "host") {
+			if h1.IsHost(name) {
 				err = r.host(&f, h.Value)
 			}
 		case 6:
-			if h1.TokenEqualFold(name, "expect") {
+			if name[0]|0x20 == 'e' && h1.TokenEqualFold(name, "expect") {
 				f.expect(h.Value)
 			}
 		case 7:
-			if h1.TokenEqualFold(name, "upgrade") {
+			if name[0]|0x20 == 'u' && h1.TokenEqualFold(name, "upgrade") {
 				f.upgrade = h.Value
 			}
 		case 10:
-			if h1.TokenEqualFold(name, "connection") {
+			if name[0]|0x20 == 'c' && h1.TokenEqualFold(name, "connection") {
 				f.connection(h.Value)
 			}
 		case 14:
-			if h1.TokenEqualFold(name, "content-length") {
+			if name[0]|0x20 == 'c' && h1.TokenEqualFold(name, "content-length") {
 				err = r.contentLength(&f, h.Value)
 			}
 		case 17:
-			if h1.TokenEqualFold(name, "transfer-encoding") {
+			if name[0]|0x20 == 't' && h1.TokenEqualFold(name, "transfer-encoding") {
 				err = f.transferEncoding(h.Value)
 			}
 		}
@@ -523,17 +525,20 @@ func (f *headFacts) expect(value []byte) {
 	}
 }
 
+// connection reads the options of a Connection field. The elements of a
+// field value hold no CR, so TokenEqualFold is exact for them too.
+//
 //go:noinline
 func (f *headFacts) connection(value []byte) {
 	for list := value; len(list) > 0; {
 		var o []byte
 		o, list = h1.NextListElem(list)
 		switch {
-		case h1.EqualFold(o, "close"):
+		case h1.TokenEqualFold(o, "close"):
 			f.connClose = true
-		case h1.EqualFold(o, "keep-alive"):
+		case h1.TokenEqualFold(o, "keep-alive"):
 			f.connKeepAlive = true
-		case h1.EqualFold(o, "upgrade"):
+		case h1.TokenEqualFold(o, "upgrade"):
 			f.connUpgrade = true
 		}
 	}

@@ -56,19 +56,37 @@ func TestScanHelpers(t *testing.T) {
 	}
 }
 
-// TestTokenEqualFold: for every token byte and every byte of the names
-// the parser looks for, TokenEqualFold agrees with EqualFold.
+// TestTokenEqualFold: for every token byte (every field-value byte for
+// the Connection options) and every byte of the names the parser looks
+// for, TokenEqualFold agrees with EqualFold.
 func TestTokenEqualFold(t *testing.T) {
-	for _, name := range []string{"host", "expect", "upgrade", "connection", "content-length", "transfer-encoding"} {
+	for _, name := range []string{"host", "expect", "upgrade", "connection", "content-length", "transfer-encoding",
+		"close", "keep-alive", "a", "ab", "abc", "abcdefgh", "abcdefghi"} {
+		class := uint8(ClassToken)
+		switch name {
+		case "close", "keep-alive", "upgrade":
+			class = ClassValue
+		}
 		for i := range len(name) {
 			for c := range 256 {
-				if !IsToken(byte(c)) {
+				if CharClass[c]&class == 0 {
 					continue
 				}
 				b := []byte(name)
 				b[i] = byte(c)
 				if got, want := TokenEqualFold(b, name), EqualFold(b, name); got != want {
 					t.Fatalf("%q vs %q: %v, EqualFold says %v", b, name, got, want)
+				}
+			}
+		}
+		if name == "host" {
+			for i := range 4 {
+				for c := range 256 {
+					b := []byte(name)
+					b[i] = byte(c)
+					if IsToken(byte(c)) && IsHost(b) != EqualFold(b, name) {
+						t.Fatalf("IsHost(%q) = %v", b, IsHost(b))
+					}
 				}
 			}
 		}

@@ -56,13 +56,20 @@ func TestScanHelpers(t *testing.T) {
 	}
 }
 
-// TestTokenEqualFold: for every token byte and every byte of the names
-// the parser looks for, TokenEqualFold agrees with EqualFold.
+// TestTokenEqualFold: for every token byte (every field-value byte for
+// the Connection options) and every byte of the names the parser looks
+// for, TokenEqualFold agrees with EqualFold.
 func TestTokenEqualFold(t *testing.T) {
-	for _, name := range []string{"host", "expect", "upgrade", "connection", "content-length", "transfer-encoding"} {
+	for _, name := range []string{"host", "expect", "upgrade", "connection", "content-length", "transfer-encoding",
+		"close", "keep-alive", "a", "ab", "abc", "abcdefgh", "abcdefghi"} {
+		class := uint8(ClassToken)
+		switch name {
+		case "close", "keep-alive", "upgrade":
+			class = ClassValue
+		}
 		for i := range len(name) {
 			for c := range 256 {
-				if !IsToken(byte(c)) {
+				if CharClass[c]&class == 0 {
 					continue
 				}
 				b := []byte(name)
@@ -72,8 +79,101 @@ func TestTokenEqualFold(t *testing.T) {
 				}
 			}
 		}
+		if name == "host" {
+			for i := range 4 {
+				for c := range 256 {
+					b := []byte(name)
+					b[i] = byte(c)
+					if IsToken(byte(c)) && IsHost(b) != EqualFold(b, name) {
+						t.Fatalf("IsHost(%q) = %v", b, IsHost(b))
+					}
+				}
+			}
+		}
 		if TokenEqualFold([]byte(name[1:]), name) {
 			t.Fatalf("shorter name matched %q", name)
+		}
+	}
+}
+
+// naiveField is the field-line rule of package http's state machine, a
+// byte at a time: ok is false for a line it rejects or has not seen whole.
+func naiveField(b []byte) (ne, vs, ve, n int, ok bool) {
+	ne = naiveLen(b, ClassToken)
+	if ne == 0 || ne >= len(b) || b[ne] != ':' {
+		return 0, 0, 0, 0, false
+	}
+	vs = ne + 1
+	for vs < len(b) && (b[vs] == ' ' || b[vs] == '\t') {
+		vs++
+	}
+	i := vs + naiveLen(b[vs:], ClassValue)
+	if i+1 >= len(b) || b[i] != '\r' || b[i+1] != '\n' {
+		return 0, 0, 0, 0, false
+	}
+	ve = i
+	for ve > vs && (b[ve-1] == ' ' || b[ve-1] == '\t') {
+		ve--
+	}
+	return ne, vs, ve, i + 2, true
+}
+
+// TestFieldLine: a line FieldLine takes is one the byte-at-a-time rule
+// accepts, with the same name and value; plain lines are taken.
+func TestFieldLine(t *testing.T) {
+	check := func(b []byte) bool {
+		ne, vs, ve, n := FieldLine(b)
+		if n == 0 {
+			return false
+		}
+		wne, wvs, wve, wn, ok := naiveField(b)
+		if !ok || ne != wne || vs != wvs || ve != wve || n != wn {
+			t.Fatalf("FieldLine(%q) = %d %d %d %d; byte rule %d %d %d %d %v", b, ne, vs, ve, n, wne, wvs, wve, wn, ok)
+		}
+		return true
+	}
+	for _, line := range []string{
+		"Host: localhost\r\n", "Host:localhost\r\n", "X:\r\n", "X: \r\n", "Accept: */*\r\n\r\n",
+		"User-Agent: Mozilla/5.0 (X11; Linux x86_64) \xff\r\nA",
+	} {
+		if !check([]byte(line)) {
+			t.Errorf("plain line %q not taken", line)
+		}
+	}
+	base := []byte("Content-Type: text/plain; charset=utf-8\r\nNext: x\r\n")
+	buf := make([]byte, len(base))
+	for c := 0; c < 256; c++ {
+		for pos := range base {
+			copy(buf, base)
+			buf[pos] = byte(c)
+			for k := 0; k <= len(buf); k++ {
+				check(buf[:k])
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabet := []byte("aZ-:: \t\r\n\x7f\x00\xff~,")
+	for range 200000 {
+		buf := make([]byte, r.IntN(30))
+		for i := range buf {
+			buf[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		check(buf)
+	}
+}
+
+func TestPlainVersion(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{"HTTP/1.1\r\n", true}, {"HTTP/1.0\r\nHost", true}, {"HTTP/1.9\r\n", true},
+		{"HTTP/1.1\r", false}, {"HTTP/1.1\n\n", false}, {"HTTP/2.0\r\n", false}, {"HTTP/1.a\r\n", false},
+		{"HTTP/1./\r\n", false}, {"HTTP/1.:\r\n", false}, {"http/1.1\r\n", false}, {"HTTP/1,1\r\n", false},
+		{"HTTP/1.1\r\r", false}, {"", false},
+	} {
+		if got := PlainVersion([]byte(tc.in)); got != tc.want {
+			t.Errorf("PlainVersion(%q) = %v", tc.in, got)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -169,52 +168,13 @@ func untoken(t uint64) (op uint64, slot, gen uint32) {
 	return t >> 56, uint32(t), uint32(t>>32) & 0xffffff
 }
 
-// uringProbe caches the io_uring probe: the answer does not change while the
-// process runs, and "auto" must log its fallback reason only once.
-var uringProbe struct {
-	once sync.Once
-	err  error
-}
-
-// ProbeUring is part of the engine (a Server probes by itself): it
-// reports whether this process can run the io_uring backend,
-// and if not, why (the error names the cause: old kernel, seccomp, memlock).
-func ProbeUring() error {
-	uringProbe.once.Do(func() { uringProbe.err = probeUring() })
-	return uringProbe.err
-}
-
 func newBackend(l *Loop) (backend, Backend, error) {
-	switch l.cfg.Backend {
-	case BackendUring:
-		b, err := newUringBackend(&l.cfg, l, l.log)
-		if err != nil {
-			return nil, "", fmt.Errorf("veloq: loop %d: io_uring backend: %w", l.id, err)
-		}
-		return b, BackendUring, nil
-	case BackendEpoll:
-		b, err := newEpollBackend(&l.cfg, l)
-		if err != nil {
-			return nil, "", fmt.Errorf("veloq: loop %d: epoll backend: %w", l.id, err)
-		}
-		return b, BackendEpoll, nil
-	case BackendPortable:
+	if l.cfg.Backend == BackendPortable {
 		b, err := newPortableBackend(&l.cfg, l)
 		if err != nil {
 			return nil, "", fmt.Errorf("veloq: loop %d: portable backend: %w", l.id, err)
 		}
 		return b, BackendPortable, nil
 	}
-	if err := ProbeUring(); err == nil {
-		if b, err := newUringBackend(&l.cfg, l, l.log); err == nil {
-			return b, BackendUring, nil
-		} else {
-			l.log.Warn("veloq: io_uring setup failed; using epoll", "reason", err)
-		}
-	}
-	b, err := newEpollBackend(&l.cfg, l)
-	if err != nil {
-		return nil, "", fmt.Errorf("veloq: loop %d: epoll backend: %w", l.id, err)
-	}
-	return b, BackendEpoll, nil
+	return newNativeBackend(l) // backend_linux.go, backend_other.go
 }

@@ -74,7 +74,8 @@ func WithGOMAXPROCS(adjust bool) Option { return func(o *options) { o.procs = ad
 // Config.BatchWait). Default 20µs; negative turns batching off.
 func WithBatchWait(d time.Duration) Option { return func(o *options) { o.cfg.BatchWait = d } }
 
-// WithPin pins loop i to the i-th CPU the process may run on.
+// WithPin pins loop i to the i-th CPU the process may run on. Linux
+// only: elsewhere it does nothing (macOS cannot bind a thread to a CPU).
 func WithPin(on bool) Option { return func(o *options) { o.pin = on } }
 
 // WithNoDelay sets TCP_NODELAY on connections. Default true; false leaves

@@ -80,13 +80,8 @@ func NewServer(h Handler, opts ...Option) (*Server, error) {
 		o.cfg.Pool = bufpool.NewPool()
 	}
 	if o.cfg.Backend == BackendAuto {
-		// Probe once here so the reason is logged once, not per loop.
-		if err := ProbeUring(); err != nil {
-			o.cfg.Logger.Info("veloq: io_uring unavailable; using epoll", "reason", err.Error())
-			o.cfg.Backend = BackendEpoll
-		} else {
-			o.cfg.Backend = BackendUring
-		}
+		// Decide once here so a fallback's reason is logged once, not per loop.
+		o.cfg.Backend = autoBackend(o.cfg.Logger)
 	}
 	if o.procs && runtime.GOMAXPROCS(0) <= o.loops {
 		o.cfg.Logger.Debug("veloq: raising GOMAXPROCS above the loop count", "from", runtime.GOMAXPROCS(0), "to", o.loops+1)

@@ -1,0 +1,31 @@
+//go:build !linux
+
+package net
+
+import (
+	"fmt"
+	"log/slog"
+)
+
+// Outside Linux there is neither io_uring nor epoll: auto runs the
+// portable backend, and asking for either of the others by name is an
+// error that wraps ErrLinuxOnly.
+
+// ProbeUring reports that io_uring is Linux only.
+func ProbeUring() error { return fmt.Errorf("veloq: io_uring: %w", ErrLinuxOnly) }
+
+func newNativeBackend(l *Loop) (backend, Backend, error) {
+	if b := l.cfg.Backend; b == BackendUring || b == BackendEpoll {
+		return nil, "", fmt.Errorf("veloq: loop %d: %s backend: %w", l.id, b, ErrLinuxOnly)
+	}
+	b, err := newPortableBackend(&l.cfg, l)
+	if err != nil {
+		return nil, "", fmt.Errorf("veloq: loop %d: portable backend: %w", l.id, err)
+	}
+	return b, BackendPortable, nil
+}
+
+// autoBackend is what BackendAuto runs on: the portable backend.
+func autoBackend(*slog.Logger) Backend { return BackendPortable }
+
+func epollAvailable() error { return fmt.Errorf("veloq: epoll: %w", ErrLinuxOnly) }

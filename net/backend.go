@@ -3,12 +3,9 @@ package net
 import (
 	"fmt"
 	"net"
-	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/veloq/veloq/internal/sock"
 )
 
 // The boundary between a loop and its I/O backend runs one way at a time:
@@ -115,34 +112,6 @@ type sink interface {
 // flood of them does not hold the loop: the rest are taken on the next
 // poll.
 const maxAccepts = 64
-
-// acceptBatch accepts (accept4) and reports up to maxAccepts connections
-// waiting on listener idx. fd returns the listener's socket, or -1 once
-// it stopped accepting, which a report may do (a handler closes the
-// server). It returns whether it stopped at the limit with connections
-// possibly left (the backend must come back without a new readiness edge)
-// and whether the loop asked to back off after an error (the backend
-// stops accepting until listen).
-func acceptBatch(ev sink, idx uint32, fd func() int) (more, backOff bool) {
-	for range maxAccepts {
-		lfd := fd()
-		if lfd < 0 {
-			return false, false
-		}
-		c, peer, err := sock.Accept(lfd)
-		if err != nil {
-			if err == unix.EAGAIN {
-				return false, false
-			}
-			if ev.acceptFailed(idx, os.NewSyscallError("accept4", err)) {
-				return false, true
-			}
-			continue
-		}
-		ev.accepted(idx, c, peer)
-	}
-	return true, false
-}
 
 // Completion user_data / epoll token layout: op in the top 8 bits, a
 // generation in the next 24, the slot in the low 32. No pointer is ever

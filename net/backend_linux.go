@@ -3,7 +3,11 @@ package net
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
+
+	"github.com/veloq/veloq/internal/sock"
+	"golang.org/x/sys/unix"
 )
 
 // uringProbe caches the io_uring probe: the answer does not change while the
@@ -64,3 +68,31 @@ func autoBackend(log *slog.Logger) Backend {
 
 // epollAvailable: epoll always runs on Linux.
 func epollAvailable() error { return nil }
+
+// acceptBatch accepts (accept4) and reports up to maxAccepts connections
+// waiting on listener idx. fd returns the listener's socket, or -1 once
+// it stopped accepting, which a report may do (a handler closes the
+// server). It returns whether it stopped at the limit with connections
+// possibly left (the backend must come back without a new readiness edge)
+// and whether the loop asked to back off after an error (the backend
+// stops accepting until listen).
+func acceptBatch(ev sink, idx uint32, fd func() int) (more, backOff bool) {
+	for range maxAccepts {
+		lfd := fd()
+		if lfd < 0 {
+			return false, false
+		}
+		c, peer, err := sock.Accept(lfd)
+		if err != nil {
+			if err == unix.EAGAIN {
+				return false, false
+			}
+			if ev.acceptFailed(idx, os.NewSyscallError("accept4", err)) {
+				return false, true
+			}
+			continue
+		}
+		ev.accepted(idx, c, peer)
+	}
+	return true, false
+}

@@ -66,6 +66,10 @@ func autoBackend(log *slog.Logger) Backend {
 	return BackendUring
 }
 
+// reusePortSpreads: Linux spreads a port's connections and datagrams over
+// the SO_REUSEPORT sockets bound to it, by hash.
+const reusePortSpreads = true
+
 // epollAvailable: epoll always runs on Linux.
 func epollAvailable() error { return nil }
 

@@ -25,6 +25,13 @@ func newNativeBackend(l *Loop) (backend, Backend, error) {
 	return b, BackendPortable, nil
 }
 
+// reusePortSpreads: macOS and the BSDs let several sockets bind a port
+// with SO_REUSEPORT but give its connections to one of them (FreeBSD
+// balances only with SO_REUSEPORT_LB), so BalanceReusePort there falls
+// back to one acceptor that hands connections to the least loaded loop,
+// and a datagram port is one socket on loop 0.
+const reusePortSpreads = false
+
 // autoBackend is what BackendAuto runs on: the portable backend.
 func autoBackend(*slog.Logger) Backend { return BackendPortable }
 

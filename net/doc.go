@@ -175,6 +175,8 @@
 //	SendFile                   sendfile(2)            copies, 64 KiB at a time
 //	UDP GSO/GRO offload        yes                    no: a datagram per call
 //	WithPin (CPU affinity)     pins each loop         does nothing
+//	BalanceReusePort           a socket per loop,     loop 0 accepts and
+//	                           the kernel spreads     hands off (least conns)
 //	ListenFiles, activation,   yes                    yes
 //	upgrade (fd passing)
 //	unixgram client replies    autobind (abstract)    unbound: no replies

@@ -13,7 +13,10 @@ type Balance int
 
 const (
 	// BalanceReusePort gives every loop its own SO_REUSEPORT listener; the
-	// kernel spreads connections by hashing. The default.
+	// kernel spreads connections by hashing. The default. Linux only:
+	// elsewhere the kernel does not spread them, so loop 0 accepts and
+	// hands each connection to the loop with the fewest (as
+	// BalanceLeastConns).
 	BalanceReusePort Balance = iota
 	// BalanceRoundRobin has loop 0 accept and hand connections to loops in
 	// turn.

@@ -166,8 +166,8 @@ func (s *Server) ListenAndServe(ctx context.Context, network, address string, gr
 }
 
 // Listen adds a listening address. With BalanceReusePort (the default,
-// TCP only) every loop gets its own SO_REUSEPORT socket; otherwise loop 0
-// accepts and hands connections to the loops. It returns the bound address
+// TCP only, Linux only) every loop gets its own SO_REUSEPORT socket;
+// otherwise loop 0 accepts and hands connections to the loops. It returns the bound address
 // (useful with port 0).
 func (s *Server) Listen(network, address string) (net.Addr, error) {
 	s.mu.Lock()
@@ -182,7 +182,7 @@ func (s *Server) Listen(network, address string) (net.Addr, error) {
 	if err != nil {
 		return nil, err
 	}
-	perLoop := s.opts.balance == BalanceReusePort && network != "unix" && len(s.loops) > 1
+	perLoop := s.opts.balance == BalanceReusePort && reusePortSpreads && network != "unix" && len(s.loops) > 1
 	if perLoop && !s.opts.sharePort {
 		// SO_REUSEPORT would let this server bind a port another server
 		// already listens on and take half of its connections, silently.

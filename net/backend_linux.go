@@ -6,8 +6,9 @@ import (
 	"os"
 	"sync"
 
-	"github.com/veloq/veloq/internal/sock"
 	"golang.org/x/sys/unix"
+
+	"github.com/veloq/veloq/internal/sock"
 )
 
 // uringProbe caches the io_uring probe: the answer does not change while the

@@ -159,14 +159,14 @@
 //
 // # Platforms
 //
-// veloq builds wherever Go runs on unix (checked: Linux, macOS, FreeBSD,
-// on amd64 and arm64). On Linux, BackendAuto runs io_uring (Linux 6.1)
+// veloq builds on Linux, macOS, FreeBSD, NetBSD and DragonFly (amd64 and
+// arm64; CI checks macOS and FreeBSD). Not yet on OpenBSD, which has no
+// per-socket keep-alive options, nor on Windows. On Linux, BackendAuto runs io_uring (Linux 6.1)
 // or epoll; elsewhere it runs [BackendPortable], on Go's own net package
 // (the runtime's poller: kqueue on macOS and the BSDs) with goroutines
 // doing the blocking reads, writes and accepts, and asking for
 // BackendUring or BackendEpoll there fails with an error wrapping
-// [ErrLinuxOnly]. Windows is not supported yet. What depends on the
-// platform:
+// [ErrLinuxOnly]. What depends on the platform:
 //
 //	feature                    Linux                  macOS, BSDs
 //	backends                   io_uring, epoll,       portable
@@ -188,7 +188,7 @@
 //
 // # Not supported yet
 //
-// Windows. This package serves TCP and Unix stream sockets
+// Windows and OpenBSD. This package serves TCP and Unix stream sockets
 // (Listen) and datagrams (ListenPacket: UDP and unixgram). TLS is
 // crypto/tls on the loop; kernel TLS (kTLS) is not used, and there is no
 // DTLS or QUIC. Package http serves HTTP/1.1 and HTTP/2, not HTTP/3.

@@ -12,11 +12,11 @@ import (
 // error that wraps ErrLinuxOnly.
 
 // ProbeUring reports that io_uring is Linux only.
-func ProbeUring() error { return fmt.Errorf("veloq: io_uring: %w", ErrLinuxOnly) }
+func ProbeUring() error { return fmt.Errorf("%w: io_uring", ErrLinuxOnly) }
 
 func newNativeBackend(l *Loop) (backend, Backend, error) {
 	if b := l.cfg.Backend; b == BackendUring || b == BackendEpoll {
-		return nil, "", fmt.Errorf("veloq: loop %d: %s backend: %w", l.id, b, ErrLinuxOnly)
+		return nil, "", fmt.Errorf("%w: loop %d: the %s backend (auto runs the portable one here)", ErrLinuxOnly, l.id, b)
 	}
 	b, err := newPortableBackend(&l.cfg, l)
 	if err != nil {
@@ -35,4 +35,4 @@ const reusePortSpreads = false
 // autoBackend is what BackendAuto runs on: the portable backend.
 func autoBackend(*slog.Logger) Backend { return BackendPortable }
 
-func epollAvailable() error { return fmt.Errorf("veloq: epoll: %w", ErrLinuxOnly) }
+func epollAvailable() error { return fmt.Errorf("%w: epoll", ErrLinuxOnly) }

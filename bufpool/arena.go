@@ -1,13 +1,10 @@
-//go:build unix
-
 package bufpool
 
 import (
 	"errors"
 	"fmt"
 	"math"
-
-	"golang.org/x/sys/unix"
+	"os"
 )
 
 // ErrInvalidSize is returned by [NewArena] for non-positive or overflowing
@@ -18,7 +15,9 @@ var ErrInvalidSize = errors.New("bufpool: invalid arena size")
 // from one anonymous private memory mapping. The memory is not owned by the
 // Go heap: the garbage collector neither moves nor frees it, which makes it
 // safe to hand to the kernel (io_uring provided-buffer rings) for as long as
-// the Arena is open.
+// the Arena is open. Outside unix (Windows) the memory is an ordinary Go
+// allocation, which serves there: only io_uring, which is Linux only, hands
+// arena memory to the kernel beyond a call.
 //
 // Buf may be called concurrently; Close must not run concurrently with any
 // other method. Slices returned by Buf must not be used after Close: the
@@ -38,12 +37,12 @@ func NewArena(bufSize, count int) (*Arena, error) {
 	if bufSize <= 0 || count <= 0 {
 		return nil, fmt.Errorf("bufpool: arena of %d buffers of %d bytes: %w", count, bufSize, ErrInvalidSize)
 	}
-	page := unix.Getpagesize()
+	page := os.Getpagesize()
 	if count > (math.MaxInt-page)/bufSize {
 		return nil, fmt.Errorf("bufpool: arena of %d buffers of %d bytes overflows: %w", count, bufSize, ErrInvalidSize)
 	}
 	total := (bufSize*count + page - 1) / page * page
-	mem, err := unix.Mmap(-1, 0, total, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	mem, err := mapArena(total)
 	if err != nil {
 		return nil, fmt.Errorf("bufpool: mmap %d bytes for arena: %w", total, err)
 	}
@@ -81,7 +80,7 @@ func (a *Arena) Close() error {
 	}
 	mem := a.mem
 	a.mem = nil
-	if err := unix.Munmap(mem); err != nil {
+	if err := unmapArena(mem); err != nil {
 		return fmt.Errorf("bufpool: munmap arena: %w", err)
 	}
 	return nil

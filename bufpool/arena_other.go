@@ -2,7 +2,9 @@
 
 package bufpool
 
-// Arena needs mmap. Outside unix, importing linuxonly stops the build with
-// one message, "veloq requires Linux", instead of an error for every unix
-// name arena.go uses.
-import _ "github.com/veloq/veloq/internal/linuxonly"
+// mapArena allocates n zeroed bytes from the Go heap: without mmap, and
+// without io_uring (the one user that needs memory the collector never
+// moves), an ordinary allocation does.
+func mapArena(n int) ([]byte, error) { return make([]byte, n), nil }
+
+func unmapArena([]byte) error { return nil }

@@ -1,4 +1,5 @@
 // Package epoll is a small, allocation-free wrapper around Linux epoll(7)
+// (Linux only: on other systems the package is empty)
 // with a built-in eventfd(2) for cross-goroutine wakeups. It is the fallback
 // readiness backend of a veloq reactor where io_uring is unavailable.
 //

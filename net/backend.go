@@ -3,13 +3,9 @@ package net
 import (
 	"fmt"
 	"net"
-	"os"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/veloq/veloq/internal/sock"
 )
 
 // The boundary between a loop and its I/O backend runs one way at a time:
@@ -117,34 +113,6 @@ type sink interface {
 // poll.
 const maxAccepts = 64
 
-// acceptBatch accepts (accept4) and reports up to maxAccepts connections
-// waiting on listener idx. fd returns the listener's socket, or -1 once
-// it stopped accepting, which a report may do (a handler closes the
-// server). It returns whether it stopped at the limit with connections
-// possibly left (the backend must come back without a new readiness edge)
-// and whether the loop asked to back off after an error (the backend
-// stops accepting until listen).
-func acceptBatch(ev sink, idx uint32, fd func() int) (more, backOff bool) {
-	for range maxAccepts {
-		lfd := fd()
-		if lfd < 0 {
-			return false, false
-		}
-		c, peer, err := sock.Accept(lfd)
-		if err != nil {
-			if err == unix.EAGAIN {
-				return false, false
-			}
-			if ev.acceptFailed(idx, os.NewSyscallError("accept4", err)) {
-				return false, true
-			}
-			continue
-		}
-		ev.accepted(idx, c, peer)
-	}
-	return true, false
-}
-
 // Completion user_data / epoll token layout: op in the top 8 bits, a
 // generation in the next 24, the slot in the low 32. No pointer is ever
 // stored, so the kernel never holds a Go pointer.
@@ -169,52 +137,13 @@ func untoken(t uint64) (op uint64, slot, gen uint32) {
 	return t >> 56, uint32(t), uint32(t>>32) & 0xffffff
 }
 
-// uringProbe caches the io_uring probe: the answer does not change while the
-// process runs, and "auto" must log its fallback reason only once.
-var uringProbe struct {
-	once sync.Once
-	err  error
-}
-
-// ProbeUring is part of the engine (a Server probes by itself): it
-// reports whether this process can run the io_uring backend,
-// and if not, why (the error names the cause: old kernel, seccomp, memlock).
-func ProbeUring() error {
-	uringProbe.once.Do(func() { uringProbe.err = probeUring() })
-	return uringProbe.err
-}
-
 func newBackend(l *Loop) (backend, Backend, error) {
-	switch l.cfg.Backend {
-	case BackendUring:
-		b, err := newUringBackend(&l.cfg, l, l.log)
-		if err != nil {
-			return nil, "", fmt.Errorf("veloq: loop %d: io_uring backend: %w", l.id, err)
-		}
-		return b, BackendUring, nil
-	case BackendEpoll:
-		b, err := newEpollBackend(&l.cfg, l)
-		if err != nil {
-			return nil, "", fmt.Errorf("veloq: loop %d: epoll backend: %w", l.id, err)
-		}
-		return b, BackendEpoll, nil
-	case BackendPortable:
+	if l.cfg.Backend == BackendPortable {
 		b, err := newPortableBackend(&l.cfg, l)
 		if err != nil {
 			return nil, "", fmt.Errorf("veloq: loop %d: portable backend: %w", l.id, err)
 		}
 		return b, BackendPortable, nil
 	}
-	if err := ProbeUring(); err == nil {
-		if b, err := newUringBackend(&l.cfg, l, l.log); err == nil {
-			return b, BackendUring, nil
-		} else {
-			l.log.Warn("veloq: io_uring setup failed; using epoll", "reason", err)
-		}
-	}
-	b, err := newEpollBackend(&l.cfg, l)
-	if err != nil {
-		return nil, "", fmt.Errorf("veloq: loop %d: epoll backend: %w", l.id, err)
-	}
-	return b, BackendEpoll, nil
+	return newNativeBackend(l) // backend_linux.go, backend_other.go
 }

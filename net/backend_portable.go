@@ -243,7 +243,7 @@ type sockOpts struct {
 
 var keepOpts = [...]struct{ level, opt int }{
 	{unix.IPPROTO_TCP, unix.TCP_NODELAY}, {unix.SOL_SOCKET, unix.SO_KEEPALIVE},
-	{unix.IPPROTO_TCP, unix.TCP_KEEPIDLE}, {unix.IPPROTO_TCP, unix.TCP_KEEPINTVL},
+	{unix.IPPROTO_TCP, sock.KeepIdle}, {unix.IPPROTO_TCP, unix.TCP_KEEPINTVL},
 	{unix.IPPROTO_TCP, unix.TCP_KEEPCNT},
 }
 

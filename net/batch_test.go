@@ -1,3 +1,7 @@
+//go:build linux
+
+// Linux only: tests the epoll backend's batching.
+
 package net
 
 import (

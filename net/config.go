@@ -14,7 +14,7 @@ import (
 type Backend string
 
 // The backends. BackendAuto uses io_uring when the kernel offers what veloq
-// needs and epoll otherwise. BackendPortable runs on Go's own net package
+// needs and epoll otherwise; outside Linux it uses BackendPortable. BackendPortable runs on Go's own net package
 // (the runtime's poller) with goroutines doing the blocking reads, writes
 // and accepts: it is for development and portability, not speed, and has
 // no SpliceTo and no in-kernel SendFile (see ARCHITECTURE.md, "The
@@ -26,14 +26,22 @@ const (
 	BackendPortable Backend = "portable"
 )
 
+// ErrLinuxOnly is wrapped by the errors of what only Linux has: the
+// io_uring and epoll backends asked for by name elsewhere (BackendAuto
+// runs the portable backend there), and SpliceTo. The table in the
+// package documentation lists what each platform lacks.
+var ErrLinuxOnly = errors.New("veloq: only available on Linux")
+
 // Available returns nil when b can run on this machine, or the reason it
 // cannot: io_uring needs Linux 6.1 and a process that may use it (see
-// ProbeUring); epoll and portable always run, and auto runs whatever is
-// available.
+// ProbeUring); epoll needs Linux (elsewhere the error wraps ErrLinuxOnly);
+// portable always runs, and auto runs whatever is available.
 func (b Backend) Available() error {
 	switch b {
-	case BackendAuto, BackendEpoll, BackendPortable:
+	case BackendAuto, BackendPortable:
 		return nil
+	case BackendEpoll:
+		return epollAvailable()
 	case BackendUring:
 		return ProbeUring()
 	}

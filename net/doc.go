@@ -157,16 +157,38 @@
 // loaded. [Server.ListenerFiles] and [PacketListener.Files] hand a
 // server's sockets out in turn.
 //
+// # Platforms
+//
+// veloq builds on Linux, macOS, FreeBSD, NetBSD and DragonFly (amd64 and
+// arm64; CI checks macOS and FreeBSD). Not yet on OpenBSD, which has no
+// per-socket keep-alive options, nor on Windows. On Linux, BackendAuto runs io_uring (Linux 6.1)
+// or epoll; elsewhere it runs [BackendPortable], on Go's own net package
+// (the runtime's poller: kqueue on macOS and the BSDs) with goroutines
+// doing the blocking reads, writes and accepts, and asking for
+// BackendUring or BackendEpoll there fails with an error wrapping
+// [ErrLinuxOnly]. What depends on the platform:
+//
+//	feature                    Linux                  macOS, BSDs
+//	backends                   io_uring, epoll,       portable
+//	                           portable
+//	SpliceTo                   yes (not portable)     ErrCannotSplice
+//	SendFile                   sendfile(2)            copies, 64 KiB at a time
+//	UDP GSO/GRO offload        yes                    no: a datagram per call
+//	WithPin (CPU affinity)     pins each loop         does nothing
+//	BalanceReusePort           a socket per loop,     loop 0 accepts and
+//	                           the kernel spreads     hands off (least conns)
+//	ListenFiles, activation,   yes                    yes
+//	upgrade (fd passing)
+//	unixgram client replies    autobind (abstract)    unbound: no replies
+//	packet drop counter        SO_MEMINFO             none
+//
+// On the portable backend (any platform) Config.BatchWait does nothing;
+// everything else (TLS, UDP, timers, water marks, Dial) behaves as on the
+// other backends.
+//
 // # Not supported yet
 //
-// veloq runs on Linux only (io_uring from Linux 6.1, epoll otherwise; no
-// Windows, macOS or BSD yet). A third backend, [BackendPortable], runs on
-// Go's own net package (the runtime's poller) with goroutines doing the
-// blocking reads, writes and accepts; it is chosen by name, never by
-// auto, and is the first step to other platforms. On it, SpliceTo
-// refuses (ErrCannotSplice) and SendFile copies instead of sendfile(2);
-// Config.BatchWait does nothing; everything else (TLS, UDP, timers,
-// water marks, Dial) behaves as on the other backends. This package serves TCP and Unix stream sockets
+// Windows and OpenBSD. This package serves TCP and Unix stream sockets
 // (Listen) and datagrams (ListenPacket: UDP and unixgram). TLS is
 // crypto/tls on the loop; kernel TLS (kTLS) is not used, and there is no
 // DTLS or QUIC. Package http serves HTTP/1.1 and HTTP/2, not HTTP/3.

@@ -1,3 +1,7 @@
+//go:build linux
+
+// Linux only: compares the io_uring and epoll backends directly.
+
 package net
 
 import (

@@ -1,3 +1,7 @@
+//go:build linux
+
+// Linux only: the example makes its listening socket with socket(2) flags only Linux has.
+
 package net_test
 
 import (

@@ -108,7 +108,7 @@ func (s *Server) ListenPacketFiles(h PacketHandler, files ...*os.File) (*PacketL
 	}
 	pl := &PacketListener{srv: s}
 	for i, fd := range fds {
-		family, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+		family, _ := sock.Family(fd)
 		var local netip.AddrPort
 		if family != unix.AF_UNIX {
 			if local, err = sock.SockAddrPort(fd, false); err != nil {
@@ -174,9 +174,9 @@ func checkSocket(f *os.File, typ int) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("veloq: %s: %w", where, os.NewSyscallError("getsockopt SO_TYPE", err))
 	}
-	family, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	family, err := sock.Family(fd)
 	if err != nil {
-		return "", fmt.Errorf("veloq: %s: %w", where, os.NewSyscallError("getsockopt SO_DOMAIN", err))
+		return "", fmt.Errorf("veloq: %s: %w", where, err)
 	}
 	want := map[int]string{unix.SOCK_STREAM: "stream", unix.SOCK_DGRAM: "datagram"}
 	if got != typ {

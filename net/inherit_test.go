@@ -1,3 +1,7 @@
+//go:build linux
+
+// Linux only: creates sockets with Linux's SOCK_CLOEXEC/SOCK_NONBLOCK flags and counts descriptors in /proc.
+
 package net
 
 import (

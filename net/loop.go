@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/veloq/veloq/bufpool"
 	"github.com/veloq/veloq/internal/affinity"
 	"github.com/veloq/veloq/internal/mpsc"
@@ -215,7 +213,7 @@ func (l *Loop) Done() <-chan struct{} { return l.stopped }
 // goroutine is locked to one OS thread for its whole life and no other
 // goroutine runs on a locked thread, so comparing thread ids is exact. It
 // costs a system call: use it in assertions, not on hot paths.
-func (l *Loop) InLoop() bool { return unix.Gettid() == l.tid }
+func (l *Loop) InLoop() bool { return threadID() == l.tid }
 
 // Logger returns the loop's logger.
 func (l *Loop) Logger() *slog.Logger { return l.log }
@@ -235,7 +233,7 @@ func (l *Loop) run(ready chan<- error) {
 	// The thread stays locked until the goroutine exits, so it is destroyed
 	// with the loop instead of returning pinned to the scheduler's pool.
 	runtime.LockOSThread()
-	l.tid = unix.Gettid()
+	l.tid = threadID()
 	if l.cfg.CPU >= 0 {
 		if err := affinity.Pin(l.cfg.CPU); err != nil {
 			ready <- fmt.Errorf("veloq: loop %d: %w", l.id, err)
@@ -489,7 +487,7 @@ func (l *Loop) onLoop() bool {
 	if l.userSeq.Load()&1 == 0 {
 		return false
 	}
-	return !raceBuild || unix.Gettid() == l.tid
+	return !raceBuild || threadID() == l.tid
 }
 
 // watch is the blocked-loop watchdog: it samples userSeq every interval d

@@ -13,7 +13,10 @@ type Balance int
 
 const (
 	// BalanceReusePort gives every loop its own SO_REUSEPORT listener; the
-	// kernel spreads connections by hashing. The default.
+	// kernel spreads connections by hashing. The default. Linux only:
+	// elsewhere the kernel does not spread them, so loop 0 accepts and
+	// hands each connection to the loop with the fewest (as
+	// BalanceLeastConns).
 	BalanceReusePort Balance = iota
 	// BalanceRoundRobin has loop 0 accept and hand connections to loops in
 	// turn.
@@ -74,7 +77,8 @@ func WithGOMAXPROCS(adjust bool) Option { return func(o *options) { o.procs = ad
 // Config.BatchWait). Default 20µs; negative turns batching off.
 func WithBatchWait(d time.Duration) Option { return func(o *options) { o.cfg.BatchWait = d } }
 
-// WithPin pins loop i to the i-th CPU the process may run on.
+// WithPin pins loop i to the i-th CPU the process may run on. Linux
+// only: elsewhere it does nothing (macOS cannot bind a thread to a CPU).
 func WithPin(on bool) Option { return func(o *options) { o.pin = on } }
 
 // WithNoDelay sets TCP_NODELAY on connections. Default true; false leaves

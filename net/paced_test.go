@@ -1,3 +1,7 @@
+//go:build linux
+
+// Linux only: reads queued input with SIOCINQ.
+
 package net
 
 import (

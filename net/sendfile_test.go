@@ -1,3 +1,7 @@
+//go:build linux
+
+// Linux only: drops the page cache with fadvise and checks sendfile(2) and cachestat(2) paths.
+
 package net
 
 import (

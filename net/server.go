@@ -80,13 +80,8 @@ func NewServer(h Handler, opts ...Option) (*Server, error) {
 		o.cfg.Pool = bufpool.NewPool()
 	}
 	if o.cfg.Backend == BackendAuto {
-		// Probe once here so the reason is logged once, not per loop.
-		if err := ProbeUring(); err != nil {
-			o.cfg.Logger.Info("veloq: io_uring unavailable; using epoll", "reason", err.Error())
-			o.cfg.Backend = BackendEpoll
-		} else {
-			o.cfg.Backend = BackendUring
-		}
+		// Decide once here so a fallback's reason is logged once, not per loop.
+		o.cfg.Backend = autoBackend(o.cfg.Logger)
 	}
 	if o.procs && runtime.GOMAXPROCS(0) <= o.loops {
 		o.cfg.Logger.Debug("veloq: raising GOMAXPROCS above the loop count", "from", runtime.GOMAXPROCS(0), "to", o.loops+1)
@@ -171,8 +166,8 @@ func (s *Server) ListenAndServe(ctx context.Context, network, address string, gr
 }
 
 // Listen adds a listening address. With BalanceReusePort (the default,
-// TCP only) every loop gets its own SO_REUSEPORT socket; otherwise loop 0
-// accepts and hands connections to the loops. It returns the bound address
+// TCP only, Linux only) every loop gets its own SO_REUSEPORT socket;
+// otherwise loop 0 accepts and hands connections to the loops. It returns the bound address
 // (useful with port 0).
 func (s *Server) Listen(network, address string) (net.Addr, error) {
 	s.mu.Lock()
@@ -187,7 +182,7 @@ func (s *Server) Listen(network, address string) (net.Addr, error) {
 	if err != nil {
 		return nil, err
 	}
-	perLoop := s.opts.balance == BalanceReusePort && network != "unix" && len(s.loops) > 1
+	perLoop := s.opts.balance == BalanceReusePort && reusePortSpreads && network != "unix" && len(s.loops) > 1
 	if perLoop && !s.opts.sharePort {
 		// SO_REUSEPORT would let this server bind a port another server
 		// already listens on and take half of its connections, silently.

@@ -1,3 +1,7 @@
+//go:build linux
+
+// Linux only: tests the io_uring and epoll backends' internals.
+
 package net
 
 import (

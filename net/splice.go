@@ -252,7 +252,7 @@ func (l *Loop) pump(s *splice) {
 				s.waitDrain = true // afterWrite calls back at zero
 				return
 			}
-			n, err := unix.Splice(s.pipe.r, nil, dst.fd, nil, s.queued, unix.SPLICE_F_NONBLOCK)
+			n, err := spliceNB(s.pipe.r, dst.fd, s.queued)
 			switch {
 			case err == unix.EINTR:
 				continue
@@ -279,7 +279,7 @@ func (l *Loop) pump(s *splice) {
 			return
 		}
 		round++
-		n, err := unix.Splice(src.fd, nil, s.pipe.w, nil, s.pipe.size, unix.SPLICE_F_NONBLOCK)
+		n, err := spliceNB(src.fd, s.pipe.w, s.pipe.size)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -345,7 +345,7 @@ func (l *Loop) getPipe() (spipe, error) {
 		return p, nil
 	}
 	var fds [2]int
-	if err := unix.Pipe2(fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+	if err := pipe2(&fds); err != nil {
 		return spipe{}, os.NewSyscallError("pipe2", err)
 	}
 	p := spipe{r: fds[0], w: fds[1]}
@@ -353,10 +353,7 @@ func (l *Loop) getPipe() (spipe, error) {
 		closePipe(p)
 		return spipe{}, fmt.Errorf("pipe2: descriptor %d is in the upper half of RLIMIT_NOFILE (%d), which is kept for sockets", p.w, limit)
 	}
-	size, err := unix.FcntlInt(uintptr(p.w), unix.F_SETPIPE_SZ, splicePipeSize)
-	if err != nil {
-		size, err = unix.FcntlInt(uintptr(p.w), unix.F_GETPIPE_SZ, 0)
-	}
+	size, err := setPipeSize(p.w, splicePipeSize)
 	if err != nil {
 		closePipe(p)
 		return spipe{}, os.NewSyscallError("fcntl", err)
@@ -396,7 +393,7 @@ func softFDLimit() uint64 {
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
 		return 0
 	}
-	return lim.Cur
+	return uint64(lim.Cur) // int64 on FreeBSD
 }
 
 // trimPipes closes the pipes that have been in the pool for pipeIdle and

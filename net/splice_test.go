@@ -554,12 +554,16 @@ func listFDs() string {
 // below the limit for a new descriptor to take. The limit and the table
 // are the whole process's: no test of this package runs in parallel (none
 // calls t.Parallel), so no other test is starved by it.
+// lower sets *cur to at most n: rlimit fields are uint64 on Linux and
+// int64 on FreeBSD.
+func lower[T int64 | uint64](cur *T, n uint64) { *cur = T(min(uint64(*cur), n)) }
+
 func starveFDs(t *testing.T) (release func()) {
 	t.Helper()
 	var old syscall.Rlimit
 	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old))
 	low := old
-	low.Cur = min(old.Cur, uint64(backendtest.CountFDs(t)+16))
+	lower(&low.Cur, uint64(backendtest.CountFDs(t)+16))
 	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
 	var fillers []int
 	release = func() {
@@ -598,7 +602,7 @@ func halfFillFDs(t *testing.T) (release func()) {
 	var old syscall.Rlimit
 	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old))
 	half := old
-	half.Cur = min(old.Cur, 2*uint64(max(probe[0], probe[1])))
+	lower(&half.Cur, 2*uint64(max(probe[0], probe[1])))
 	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &half))
 	release = func() { syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old) }
 	t.Cleanup(release)
@@ -792,12 +796,13 @@ func setFDLimit(t *testing.T, n uint64) {
 	t.Helper()
 	var old syscall.Rlimit
 	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old))
-	if old.Max < n {
+	if uint64(old.Max) < n {
 		t.Skipf("needs a descriptor limit of %d; the hard limit is %d", n, old.Max)
 	}
 	require.Less(t, backendtest.CountFDs(t), int(n)/4, "too many descriptors open for the test's limit")
 	lim := old
-	lim.Cur = n
+	lim.Cur = old.Max
+	lower(&lim.Cur, n) // to n: the hard limit is above it
 	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim))
 	t.Cleanup(func() { syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old) })
 }

@@ -61,8 +61,8 @@ func (packetOnly) OnData(*Conn)               {}
 func (packetOnly) OnClose(c *Conn, err error) {}
 
 // ListenPacket serves h on a datagram network ("udp", "udp4" or "udp6")
-// and address: with BalanceReusePort (the default) every loop gets its own
-// socket on the port, otherwise loop 0 has the only one. On "unixgram"
+// and address: with BalanceReusePort (the default) on Linux every loop
+// gets its own socket on the port, otherwise loop 0 has the only one. On "unixgram"
 // (a path, or "@name" for an abstract one) loop 0 has the only socket;
 // OnPacket's from is then the zero AddrPort, and Reply answers a sender.
 // The socket file is removed when the listener is closed. It returns once
@@ -72,7 +72,7 @@ func (s *Server) ListenPacket(network, address string, h PacketHandler) (*Packet
 	if err != nil {
 		return nil, err
 	}
-	perLoop := s.opts.balance == BalanceReusePort && len(s.loops) > 1 && a.Family != unix.AF_UNIX
+	perLoop := s.opts.balance == BalanceReusePort && reusePortSpreads && len(s.loops) > 1 && a.Family != unix.AF_UNIX
 	if perLoop && !s.opts.sharePort {
 		// As for TCP: do not silently share a port another socket holds.
 		if err := sock.ProbeBindPacket(a); err != nil {

@@ -27,7 +27,7 @@ type udpLoop struct {
 // datagram before the next receive, so every socket of the loop shares it.
 type rxBatch struct {
 	size  int // bytes per buffer
-	hdrs  []unix.Mmsghdr
+	hdrs  []mmsghdr
 	iovs  []unix.Iovec
 	bufs  []byte
 	names []byte
@@ -37,7 +37,7 @@ type rxBatch struct {
 func newRxBatch(n, size int) *rxBatch {
 	r := &rxBatch{
 		size:  size,
-		hdrs:  make([]unix.Mmsghdr, n),
+		hdrs:  make([]mmsghdr, n),
 		iovs:  make([]unix.Iovec, n),
 		bufs:  make([]byte, n*size),
 		names: make([]byte, n*sockaddrLen),

@@ -25,7 +25,7 @@ const (
 // a UDP_SEGMENT message each. count[i] is how many queued datagrams
 // header i carries.
 type txBatch struct {
-	hdrs  [maxSendBatch]unix.Mmsghdr
+	hdrs  [maxSendBatch]mmsghdr
 	iovs  [maxSendBatch]unix.Iovec
 	ctl   []byte
 	count [maxSendBatch]int

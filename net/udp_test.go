@@ -1,3 +1,7 @@
+//go:build linux
+
+// Linux only: exercises recvmmsg, GSO/GRO and the io_uring and epoll datagram paths.
+
 package net
 
 import (

@@ -1,3 +1,7 @@
+//go:build linux
+
+// Linux only: io_uring is a Linux interface.
+
 package uring
 
 import (

@@ -1,4 +1,5 @@
-// Package uring is a small pure-Go binding to Linux io_uring, shaped like
+// Package uring is a small pure-Go binding to Linux io_uring (Linux only:
+// on other systems the package is empty), shaped like
 // liburing: Setup maps the submission queue (SQ), completion queue (CQ) and
 // SQE array; GetSQE hands out an SQE; one Prep* method per opcode fills it;
 // Submit/SubmitAndWait/SubmitAndWaitTimeout publish it; PeekCQE,

@@ -1,3 +1,7 @@
+//go:build linux
+
+// Linux only: reads the kernel's TCP state (TCP_INFO).
+
 package websocket
 
 import (

@@ -1,3 +1,7 @@
+//go:build linux
+
+// Linux only: creates raw sockets with Linux's SOCK_CLOEXEC.
+
 package websocket
 
 import (

@@ -1,3 +1,7 @@
+//go:build linux
+
+// Linux only: the upgrade runs under a child subreaper (PR_SET_CHILD_SUBREAPER).
+
 package main
 
 import (

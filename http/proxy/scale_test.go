@@ -129,7 +129,7 @@ func raiseNoFile(t *testing.T) uint64 {
 		lim.Cur = lim.Max
 		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim))
 	}
-	return lim.Cur
+	return uint64(lim.Cur) // int64 on FreeBSD
 }
 
 // serveLoops is serve with n loops.

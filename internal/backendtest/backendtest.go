@@ -1,5 +1,3 @@
-//go:build linux
-
 // Package backendtest runs a test once per reactor backend, so every
 // behaviour test of net/ and http/ covers io_uring and epoll from one
 // table. The io_uring run skips, with the reason, where the kernel or a

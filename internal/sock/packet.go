@@ -1,4 +1,4 @@
-//go:build linux
+//go:build unix
 
 package sock
 
@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"strings"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -87,8 +86,8 @@ func DialPacket(a Addr, rcvBuf, sndBuf int) (int, netip.AddrPort, error) {
 		return -1, netip.AddrPort{}, err
 	}
 	if a.Family == unix.AF_UNIX {
-		// An empty name is autobind: a unique abstract address.
-		if err := unix.Bind(fd, &unix.SockaddrUnix{}); err != nil {
+		// Linux: an empty name is autobind, a unique abstract address.
+		if err := autobind(fd); err != nil {
 			unix.Close(fd)
 			return -1, netip.AddrPort{}, os.NewSyscallError("bind", err)
 		}
@@ -112,7 +111,7 @@ func DialPacket(a Addr, rcvBuf, sndBuf int) (int, netip.AddrPort, error) {
 
 func packetSocket(family, rcvBuf, sndBuf int) (int, error) {
 	// SOCK_DGRAM is a datagram socket in every family (UDP for the IP ones).
-	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	fd, err := socket(family, unix.SOCK_DGRAM, true)
 	if err != nil {
 		return -1, os.NewSyscallError("socket", err)
 	}
@@ -164,7 +163,7 @@ func ProbeBindPacket(a Addr) error {
 	default:
 		return nil // a path: bind refuses a taken one (and a probe would create the file)
 	}
-	fd, err := unix.Socket(a.Family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	fd, err := socket(a.Family, unix.SOCK_DGRAM, false)
 	if err != nil {
 		return os.NewSyscallError("socket", err)
 	}
@@ -181,28 +180,3 @@ func ProbeBindPacket(a Addr) error {
 // ErrNoDropCounter: the kernel does not report a socket's drop counter
 // (no SO_MEMINFO before Linux 4.12, or one without SK_MEMINFO_DROPS).
 var ErrNoDropCounter = errors.New("sock: the kernel reports no socket drop counter")
-
-// Drops returns the kernel's count of packets dropped on arrival at
-// socket fd (sk_drops: its receive buffer was full, a checksum was bad, a
-// socket filter refused it), read with getsockopt(SO_MEMINFO). The kernel
-// keeps it in 32 bits: it wraps. One system call and no per-packet cost,
-// which is why it is preferred to SO_RXQ_OVFL (a control message on every
-// received datagram, parsed on the loop, and only as fresh as the last
-// datagram that arrived).
-func Drops(fd int) (uint32, error) {
-	var mem [unix.SK_MEMINFO_VARS]uint32
-	n := uint32(unsafe.Sizeof(mem))
-	// Sound: the kernel writes at most n bytes (mem's size) into mem and
-	// sets n to what it wrote; both pointers are converted in the call
-	// expression, so mem and n stay referenced for the whole call. Raw:
-	// getsockopt on a socket never sleeps.
-	_, _, e := unix.RawSyscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_MEMINFO,
-		uintptr(unsafe.Pointer(&mem)), uintptr(unsafe.Pointer(&n)), 0)
-	if e != 0 {
-		return 0, os.NewSyscallError("getsockopt SO_MEMINFO", e)
-	}
-	if n < 4*(unix.SK_MEMINFO_DROPS+1) {
-		return 0, ErrNoDropCounter
-	}
-	return mem[unix.SK_MEMINFO_DROPS], nil
-}

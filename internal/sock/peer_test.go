@@ -1,3 +1,6 @@
+// Linux: SO_PEERNAME and the abstract namespace, which other systems lack.
+//go:build linux
+
 package sock
 
 import (

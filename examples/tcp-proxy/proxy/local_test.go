@@ -1,3 +1,7 @@
+//go:build linux
+
+// Linux only: fills the descriptor table with Linux's SOCK_CLOEXEC sockets.
+
 package proxy_test
 
 import (

@@ -203,12 +203,10 @@ func raiseFDLimit(t *testing.T, need uint64) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		t.Fatal(err)
 	}
-	if lim.Cur >= need {
-		return
-	}
-	lim.Cur = min(need, lim.Max)
-	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
-	if lim.Cur < need {
+	// Nothing to raise: the os package raises the soft limit to the hard
+	// one when the process starts (Go 1.19). The conversion is for
+	// FreeBSD, whose limits are signed.
+	if uint64(lim.Cur) < need {
 		t.Skipf("needs %d descriptors; RLIMIT_NOFILE allows %d", need, lim.Cur)
 	}
 }

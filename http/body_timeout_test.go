@@ -44,11 +44,15 @@ func TestServerBodyTimeoutRestartsOnProgress(t *testing.T) {
 		for _, h := range []Handler{HandlerFunc(testHandler), FromStd(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 			io.Copy(w, r.Body)
 		}))} {
-			s := startServer(t, b, h, WithReadBodyTimeout(300*time.Millisecond))
+			// Each gap is a quarter of the timeout (room for a loaded
+			// machine's late wake-ups: at 100 ms of 300 ms a run with
+			// the load average at 16 saw its timeout fire), the whole
+			// body 2.5 times it.
+			s := startServer(t, b, h, WithReadBodyTimeout(600*time.Millisecond))
 			c, br := rawConn(t, s)
 			io.WriteString(c, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
 			for i := range 10 {
-				time.Sleep(100 * time.Millisecond) // the client's pace, 1 s in all
+				time.Sleep(150 * time.Millisecond) // the client's pace, 1.5 s in all
 				fmt.Fprint(c, i)
 			}
 			resp, body := readResponse(t, br, "POST")

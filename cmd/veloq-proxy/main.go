@@ -84,6 +84,8 @@ func run(args []string) error {
 	forwarded := fs.Bool("forwarded", false, "add an RFC 7239 Forwarded element")
 	host := fs.String("host", "", "send this Host upstream instead of the client's")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	memprofile := fs.String("memprofile", "", "when asked to stop, write a heap profile to this file (after a GC, before any connection closes: what the open connections hold)")
+	memprofilerate := fs.Int("memprofilerate", 0, "with -memprofile, sample an allocation every this many bytes on average (runtime.MemProfileRate; 0: Go's default, 512 KiB; 1: every one)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage of veloq-proxy:")
 		fs.PrintDefaults()
@@ -146,6 +148,9 @@ func run(args []string) error {
 		}
 		sopts = append(sopts, vhttp.WithTLS(&tls.Config{Certificates: []tls.Certificate{pair}}))
 	}
+	if *memprofile != "" && *memprofilerate > 0 {
+		runtime.MemProfileRate = *memprofilerate // before the first allocation it should see
+	}
 	stopProfile, err := profile.StartCPU(*cpuprofile)
 	if err != nil {
 		return err
@@ -177,6 +182,9 @@ func run(args []string) error {
 	ctx = upg.UpgradeOn(ctx, func(err error) {
 		fmt.Fprintln(os.Stderr, "veloq-proxy: upgrade failed, serving on:", err)
 	}, syscall.SIGUSR2)
+	if *memprofile != "" {
+		ctx = profile.HeapAtStop(ctx, *memprofile, "veloq-proxy", os.Stderr)
+	}
 	<-ctx.Done()
 	fmt.Println("veloq-proxy: shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

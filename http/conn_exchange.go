@@ -93,7 +93,13 @@ func (cs *conn) abort(err error) {
 	cs.linger()
 }
 
-func (cs *conn) cancelOnGone(cancel func()) { cs.offCancel = cancel }
+func (cs *conn) cancelOnGone(cancel func()) {
+	if cs.reqState == nil && cancel == nil {
+		return // the request ended and its state went back to the loop
+	}
+	cs.begin()
+	cs.offCancel = cancel
+}
 
 func (cs *conn) canHijack() bool { return true }
 

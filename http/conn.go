@@ -106,9 +106,14 @@ const maxFreeReqStates = 1024
 
 // begin gives cs a request state if it has none.
 func (cs *conn) begin() {
-	if cs.reqState != nil {
-		return
+	if cs.reqState == nil {
+		cs.takeState()
 	}
+}
+
+// takeState gives cs a request state from the loop's free list, or a
+// new one.
+func (cs *conn) takeState() {
 	ls := cs.ls
 	if n := len(ls.reqFree); n > 0 {
 		cs.reqState = ls.reqFree[n-1]
@@ -122,32 +127,34 @@ func (cs *conn) begin() {
 	cs.reqState = rs
 }
 
-// release gives cs's request state back to the loop. Only a state that
-// nothing else may still reach comes here: no request in progress (no
-// offloaded job, detached answer, file or FromStd body being sent), so
-// nothing outside the connection holds a reference into it.
+// release gives cs's request state back to the loop once its request
+// ended (enterIdle): end, endBody and report left it clean. Only a state
+// that nothing else may still reach comes here: no request in progress
+// (no offloaded job, detached answer, file or FromStd body being sent),
+// so nothing outside the connection holds a reference into it.
 func (cs *conn) release() {
+	rs := cs.reqState
+	cs.reqState = nil
+	rs.offCancel = nil // cleared by the offload or detached answer that set it
+	if ls := cs.ls; len(ls.reqFree) < maxFreeReqStates {
+		ls.reqFree = append(ls.reqFree, rs)
+	}
+}
+
+// dropState cleans and releases the request state, if any, of a
+// connection that leaves HTTP/1 between or during requests (a close, a
+// hijack, HTTP/2): its body and head may be part way, its answer
+// unfinished.
+func (cs *conn) dropState() {
 	rs := cs.reqState
 	if rs == nil {
 		return
 	}
-	cs.reqState = nil
-	if rs.bodyHeld > 0 {
-		cs.srv.bodyBytes.Add(-rs.bodyHeld)
-		rs.bodyHeld = 0
-	}
-	rs.parser.Reset() // a head a close cut short
-	rs.remaining, rs.sent100 = 0, false
+	cs.endBody() // the body budget's share, the buffers past their size
+	rs.parser.Reset()
 	rs.outStarted, rs.outChunked, rs.outClose, rs.outTrailers = false, false, false, nil
-	rs.offCancel = nil
-	rs.rec.pending = false // reported already, unless the connection closed
-	if len(rs.body) > 0 || cap(rs.body) > bodyMinAlloc {
-		rs.body = nil // see endBody
-	}
-	ls := cs.ls
-	if len(ls.reqFree) < maxFreeReqStates {
-		ls.reqFree = append(ls.reqFree, rs)
-	}
+	rs.rec.pending = false // reported already, by the close if not before
+	cs.release()
 }
 
 // now is the loop clock in nanoseconds; deadlines are kept on it.
@@ -574,7 +581,7 @@ func (cs *conn) handOver(h vnet.Handler) {
 	c := cs.c
 	c.SetValue(nil)
 	c.SetHandler(h)
-	cs.release()
+	cs.dropState()
 	ls.recycle(cs) // nothing refers to cs any more; not to be used below
 	h.OnOpen(c)
 	if !c.Closed() && c.Buffered() > 0 {
@@ -826,9 +833,6 @@ var crlf = []byte("\r\n") // read only: the CRLF that ends a chunk
 
 // enterIdle waits for the next request, under the idle timeout.
 func (cs *conn) enterIdle() {
-	if cs.c.Buffered() == 0 {
-		cs.release() // begin takes one again with the next request's first byte
-	}
 	cs.phase = phaseIdle
 	cs.phaseStart = cs.now()
 	if it := cs.srv.opts.idleTimeout; it > 0 {
@@ -862,13 +866,21 @@ func (cs *conn) write(p []byte) {
 // report tells the completion hook about the request in progress, if it
 // was begun (only with a hook) and not reported yet.
 func (cs *conn) report(completed bool) {
-	if cs.rec.pending {
-		// The pattern of the handler called for this request: none
-		// other runs on the connection until it ends, and begin
-		// cleared it for a request no fast handler saw.
-		cs.rec.route = cs.pattern
-		cs.srv.complete(cs.ls, &cs.rec, cs.c, completed)
+	if cs.rec.pending { // only with a hook: the test stays inlined
+		cs.reportNow(completed)
 	}
+}
+
+// reportNow is report's call of the hook, kept out of line so that
+// report's test inlines into the request path.
+//
+//go:noinline
+func (cs *conn) reportNow(completed bool) {
+	// The pattern of the handler called for this request: none other
+	// runs on the connection until it ends, and begin cleared it for a
+	// request no fast handler saw.
+	cs.rec.route = cs.pattern
+	cs.srv.complete(cs.ls, &cs.rec, cs.c, completed)
 }
 
 // protoError answers a malformed request with the status of err and
@@ -988,6 +1000,6 @@ func (cs *conn) onClose(err error) {
 		// finds the connection closed): it stays with the connection
 		// and goes with it to the garbage collector, never reused.
 	default:
-		cs.release()
+		cs.dropState()
 	}
 }

@@ -75,6 +75,9 @@ func (cs *conn) end(reusable bool) bool {
 		return false
 	}
 	cs.enterIdle()
+	if cs.c.Buffered() == 0 {
+		cs.release() // begin takes one again with the next request's first byte
+	}
 	return true
 }
 

@@ -2,8 +2,11 @@ package http
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"net"
 	"runtime"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -84,5 +87,76 @@ func TestIdleKeepAliveHeap(t *testing.T) {
 		t.Logf("%s: %.0f bytes of heap per idle keep-alive connection", b, perConn)
 		require.Less(t, perConn, limit)
 		require.EqualValues(t, n+50, s.Stats().Conns, "every connection still open")
+	})
+}
+
+// TestReqStateNotShared: request states go from connection to connection
+// through the loop's free list, and none is shared. A detached answer
+// whose client left keeps its connection's state out of the list (its
+// Responder, called later, writes nowhere); meanwhile other clients on
+// the same loop send bodies that arrive in pieces (collected in the
+// state's buffer), pipelined requests and chunked bodies, one after the
+// other and interleaved, and each gets its own body back.
+func TestReqStateNotShared(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		held := make(chan *Responder, 1)
+		gone := make(chan struct{})
+		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, req *Request) {
+			if string(req.Path) == "/hold" {
+				r, err := w.Detach()
+				if err != nil {
+					panic(err)
+				}
+				r.OnGone(func() { close(gone) })
+				held <- r
+				return
+			}
+			w.Write(req.Body)
+		}), WithNetOptions(vnet.WithLoops(1)))
+
+		a, _ := rawConn(t, s)
+		io.WriteString(a, "POST /hold HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nAAAAA")
+		r := <-held
+		a.Close()
+		<-gone
+
+		post := func(c net.Conn, body string, chunked bool) {
+			if chunked {
+				fmt.Fprintf(c, "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(body), body)
+				io.WriteString(c, "0\r\n\r\n")
+				return
+			}
+			fmt.Fprintf(c, "POST /l HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", len(body))
+			io.WriteString(c, body[:len(body)/2]) // the rest in a second write
+			io.WriteString(c, body[len(body)/2:])
+		}
+		c1, br1 := rawConn(t, s)
+		c2, br2 := rawConn(t, s)
+		for i := range 20 {
+			b1 := strings.Repeat(string(rune('a'+i%26)), 100+i)
+			b2 := strings.Repeat(string(rune('A'+i%26)), 3000+i)
+			post(c1, b1, i%2 == 0)
+			post(c2, b2, i%3 == 0)
+			if i%5 == 0 { // pipelined: two requests before reading
+				post(c1, b1, false)
+				_, got := readResponse(t, br1, "POST")
+				require.Equal(t, b1, got, "request %d", i)
+			}
+			_, got := readResponse(t, br1, "POST")
+			require.Equal(t, b1, got, "request %d", i)
+			_, got = readResponse(t, br2, "POST")
+			require.Equal(t, b2, got, "request %d", i)
+		}
+		// The held answer's Responder is dead: its writes go nowhere.
+		done := make(chan error, 1)
+		require.NoError(t, r.Loop().Post(func() {
+			_, err := r.Write([]byte("late"))
+			r.End()
+			done <- err
+		}))
+		require.ErrorIs(t, <-done, net.ErrClosed)
+		post(c2, "after", false)
+		_, got := readResponse(t, br2, "POST")
+		require.Equal(t, "after", got)
 	})
 }

@@ -371,17 +371,25 @@ if [ "$MODE" = idle ]; then
 		echo "process, one thread/loop/worker) to nginx (CPU 1), then idle for $HOLD. KiB per idle client ="
 		echo "(proxy VmRSS at the end of the hold − before the first connect) / N, the upstream connections"
 		echo "the proxy pooled for them included; \"upstream conns\" = connections open to the upstream while"
-		echo "the clients are held (stub_status). $ROUNDS interleaved rounds, medians and ranges."
+		echo "the clients are held (stub_status). $ROUNDS interleaved rounds, medians and ranges. \"marginal\" ="
+		echo "the growth from the previous N to this one / the clients added, from the medians: the cost of one"
+		echo "more client without what a proxy pays once (code and runtime pages touched, io_uring's buffer"
+		echo "ring, pools and tables), which the per-client figure spreads over N."
 		echo
-		echo "| proxy | idle clients | KiB per idle client | range | vs nginx | RSS before MiB | upstream conns |"
-		echo "|---|--:|--:|--:|--:|--:|--:|"
+		echo "| proxy | idle clients | KiB per idle client | range | vs nginx | marginal KiB | RSS before MiB | upstream conns |"
+		echo "|---|--:|--:|--:|--:|--:|--:|--:|"
+		prev=""
 		for n in $IDLE; do
 			base=$(median ${KIB[nginx/$n]:-n/a})
 			for name in $PROXIES; do
 				k="$name/$n"
 				m=$(median ${KIB[$k]:-n/a})
-				echo "| $name | $n | $m | $(range ${KIB[$k]:-n/a}) | $(ratio "$m" "$base") | $(median ${RSS0[$k]:-n/a}) | $(median ${UPC[$k]:-n/a}) |"
+				marg=n/a
+				[ -z "$prev" ] || marg=$(awk -v a="$(median ${KIB[$name/$prev]:-n/a})" -v b="$m" -v p="$prev" -v n="$n" \
+					'BEGIN { if (a == "n/a" || b == "n/a" || n == p) print "n/a"; else printf "%.2f", (b * n - a * p) / (n - p) }')
+				echo "| $name | $n | $m | $(range ${KIB[$k]:-n/a}) | $(ratio "$m" "$base") | $marg | $(median ${RSS0[$k]:-n/a}) | $(median ${UPC[$k]:-n/a}) |"
 			done
+			prev=$n
 		done
 		echo
 		for k in "${!IERR[@]}"; do echo "- tcpload reported for $k: ${IERR[$k]}"; done

@@ -35,15 +35,20 @@ const longPoll = time.Minute
 
 // conn is the server's state for one connection. It lives on the
 // connection's loop; only the FromStd exchange crosses goroutines.
+//
+// What only a request in progress needs (the parser, the body being
+// collected, the answer's framing, the completion record) is a reqState,
+// embedded by pointer: taken from the loop's free list when a request's
+// first byte arrives and given back when the connection goes idle with
+// nothing buffered, as nginx frees its request buffers on keep-alive. An
+// idle keep-alive connection so holds a 144-byte conn instead of a
+// 576-byte one (bench/httpproxy.sh MODE=idle).
 type conn struct {
 	srv        *Server
 	ls         *loopState
 	c          *vnet.Conn
 	prev, next *conn
 
-	parser     parser
-	dec        h1.ChunkedDecoder
-	phase      phase
 	pattern    string // the Router pattern of the last request handled
 	phaseStart int64  // loop clock (Loop.Clock) when the phase began
 
@@ -51,6 +56,29 @@ type conn struct {
 	timerAt     int64
 	lastPending int
 	progressAt  int64
+
+	h2   *h2Conn      // set in phaseH2
+	stdx *stdExchange // the FromStd request in progress
+	stdc *stdConn     // FromStd state, made for the first FromStd request
+	// feedFn is cs.feedLater, made once for a connection that streams a
+	// request body (a method value allocates); it outlives its requests,
+	// so it is the connection's, not the request state's.
+	feedFn func()
+
+	// The request in progress, nil while none is: its fields are read
+	// through the embedding only where a request is in progress.
+	*reqState
+
+	phase    phase
+	eof      bool
+	answered bool // a response was completed (protoError: no preface any more)
+}
+
+// reqState is a connection's state while a request is in progress (see
+// conn). Only its loop's connections use it, one at a time.
+type reqState struct {
+	parser parser
+	dec    h1.ChunkedDecoder
 
 	// A body that did not arrive with its head is collected here; the
 	// head is copied to head meanwhile and parsed again at the end.
@@ -63,10 +91,6 @@ type conn struct {
 	remaining int64 // Content-Length bytes still to come
 	chunked   bool
 	sent100   bool
-	eof       bool
-	answered  bool // a response was completed (protoError: no preface any more)
-
-	offCancel func() // cancels the offloaded request's context
 
 	// The answer in progress, as the exchange's writeResponse or
 	// writeHead left it, for end.
@@ -76,18 +100,72 @@ type conn struct {
 	outClose    bool            // the connection closes after it
 	outTrailers *ResponseHeader // sent in the last chunk
 
-	h2 *h2Conn // set in phaseH2
-
-	stdx *stdExchange // the FromStd request in progress
-	stdc *stdConn     // FromStd state, made for the first FromStd request
+	offCancel func() // cancels the offloaded request's context
 	// dbody is the detached answer whose request body streams to it, in
 	// phaseDetBody; keepAsked is whether its client asked to keep the
 	// connection (serveStreamed).
 	dbody     *detached
 	keepAsked bool
-	feedFn    func() // cs.feedLater
 
 	rec exchangeRecord // for the completion hook (completion.go)
+}
+
+// maxFreeReqStates bounds the request states a loop keeps for reuse: as
+// many as its connections had requests in progress at once, up to this.
+const maxFreeReqStates = 1024
+
+// begin gives cs a request state if it has none.
+func (cs *conn) begin() {
+	if cs.reqState == nil {
+		cs.takeState()
+	}
+}
+
+// takeState gives cs a request state from the loop's free list, or a
+// new one.
+func (cs *conn) takeState() {
+	ls := cs.ls
+	if n := len(ls.reqFree); n > 0 {
+		cs.reqState = ls.reqFree[n-1]
+		ls.reqFree[n-1] = nil
+		ls.reqFree = ls.reqFree[:n-1]
+		return
+	}
+	rs := new(reqState)
+	rs.parser.Limits = h1.Limits(cs.srv.limits)
+	rs.dec.Limits = h1.Limits(cs.srv.limits)
+	cs.reqState = rs
+}
+
+// release gives cs's request state back to the loop once its request
+// ended (enterIdle): end, endBody and report left it clean. Only a state
+// that nothing else may still reach comes here: no request in progress
+// (no offloaded job, detached answer, file or FromStd body being sent),
+// so nothing outside the connection holds a reference into it.
+func (cs *conn) release() {
+	rs := cs.reqState
+	cs.reqState = nil
+	rs.offCancel = nil // cleared by the offload or detached answer that set it
+	rs.dbody, rs.keepAsked = nil, false
+	if ls := cs.ls; len(ls.reqFree) < maxFreeReqStates {
+		ls.reqFree = append(ls.reqFree, rs)
+	}
+}
+
+// dropState cleans and releases the request state, if any, of a
+// connection that leaves HTTP/1 between or during requests (a close, a
+// hijack, HTTP/2): its body and head may be part way, its answer
+// unfinished.
+func (cs *conn) dropState() {
+	rs := cs.reqState
+	if rs == nil {
+		return
+	}
+	cs.endBody() // the body budget's share, the buffers past their size
+	rs.parser.Reset()
+	rs.outStarted, rs.outChunked, rs.outClose, rs.outTrailers = false, false, false, nil
+	rs.rec.pending = false // reported already, by the close if not before
+	cs.release()
 }
 
 // now is the loop clock in nanoseconds; deadlines are kept on it.
@@ -285,6 +363,7 @@ func (cs *conn) serveLoop() {
 			}
 			cs.phase = phaseHead // the head timeout runs from the accept
 		}
+		cs.begin()
 		req := &ls.req
 		n, err := cs.parser.Parse(buf, req)
 		if err != nil {
@@ -535,6 +614,7 @@ func (cs *conn) handOver(h vnet.Handler) {
 	c := cs.c
 	c.SetValue(nil)
 	c.SetHandler(h)
+	cs.dropState()
 	ls.recycle(cs) // nothing refers to cs any more; not to be used below
 	h.OnOpen(c)
 	if !c.Closed() && c.Buffered() > 0 {
@@ -804,6 +884,7 @@ func (cs *conn) enterIdle() {
 // fail answers with an error status and closes the connection; once a
 // streamed answer started, it only closes it.
 func (cs *conn) fail(status int) {
+	cs.begin() // a connection refused before its first request has none
 	if cs.outStarted {
 		cs.report(false)
 		cs.linger()
@@ -826,13 +907,21 @@ func (cs *conn) write(p []byte) {
 // report tells the completion hook about the request in progress, if it
 // was begun (only with a hook) and not reported yet.
 func (cs *conn) report(completed bool) {
-	if cs.rec.pending {
-		// The pattern of the handler called for this request: none
-		// other runs on the connection until it ends, and begin
-		// cleared it for a request no fast handler saw.
-		cs.rec.route = cs.pattern
-		cs.srv.complete(cs.ls, &cs.rec, cs.c, completed)
+	if cs.rec.pending { // only with a hook: the test stays inlined
+		cs.reportNow(completed)
 	}
+}
+
+// reportNow is report's call of the hook, kept out of line so that
+// report's test inlines into the request path.
+//
+//go:noinline
+func (cs *conn) reportNow(completed bool) {
+	// The pattern of the handler called for this request: none other
+	// runs on the connection until it ends, and begin cleared it for a
+	// request no fast handler saw.
+	cs.rec.route = cs.pattern
+	cs.srv.complete(cs.ls, &cs.rec, cs.c, completed)
 }
 
 // protoError answers a malformed request with the status of err and
@@ -929,13 +1018,15 @@ func (cs *conn) onEOF() {
 }
 
 func (cs *conn) onClose(err error) {
-	cs.report(false) // a request cut short by the close
-	if cs.offCancel != nil {
-		cs.offCancel()
-	}
-	if cs.bodyHeld > 0 {
-		cs.srv.bodyBytes.Add(-cs.bodyHeld)
-		cs.bodyHeld = 0
+	if cs.reqState != nil {
+		cs.report(false) // a request cut short by the close
+		if cs.offCancel != nil {
+			cs.offCancel()
+		}
+		if cs.bodyHeld > 0 {
+			cs.srv.bodyBytes.Add(-cs.bodyHeld)
+			cs.bodyHeld = 0
+		}
 	}
 	if cs.stdx != nil {
 		cs.stdx.connClosed(err)
@@ -943,5 +1034,14 @@ func (cs *conn) onClose(err error) {
 	}
 	if cs.h2 != nil {
 		cs.h2.closeAll()
+	}
+	switch cs.phase {
+	case phaseBusy, phaseStdBody:
+		// An offloaded job, a detached answer, a file or a FromStd
+		// handler may still reach the state from a later callback (it
+		// finds the connection closed): it stays with the connection
+		// and goes with it to the garbage collector, never reused.
+	default:
+		cs.dropState()
 	}
 }

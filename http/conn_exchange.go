@@ -93,6 +93,9 @@ func (cs *conn) end(reusable bool) bool {
 		return false
 	}
 	cs.enterIdle()
+	if cs.c.Buffered() == 0 {
+		cs.release() // begin takes one again with the next request's first byte
+	}
 	return true
 }
 
@@ -111,7 +114,13 @@ func (cs *conn) abort(err error) {
 	cs.linger()
 }
 
-func (cs *conn) cancelOnGone(cancel func()) { cs.offCancel = cancel }
+func (cs *conn) cancelOnGone(cancel func()) {
+	if cs.reqState == nil && cancel == nil {
+		return // the request ended and its state went back to the loop
+	}
+	cs.begin()
+	cs.offCancel = cancel
+}
 
 func (cs *conn) canHijack() bool { return true }
 

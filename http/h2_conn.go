@@ -127,6 +127,7 @@ const (
 // startH2 makes cs an HTTP/2 connection and sends the server preface. The
 // client preface is read next (OnData).
 func (cs *conn) startH2() {
+	cs.dropState() // HTTP/1's request state: an h2c upgrade's request was the last
 	ls := cs.ls
 	hc := &h2Conn{cs: cs, srv: cs.srv, ls: ls, peer: h2.DefaultSettings}
 	hc.maxListSize = uint32(cs.srv.limits.maxHeaderBytes())

@@ -446,10 +446,11 @@ type loopState struct {
 	// one atomic add per request.
 	served  uint64
 	publish func()
-	spare   []*conn    // records of hijacked connections, for reuse
-	h2      *h2Shared  // HTTP/2 decoding and encoding state, from the first HTTP/2 connection
-	std     stdWorkers // goroutines that run this loop's FromStd handlers
-	stdReq  Request    // a FromStd request's head fields, as writeHead takes them
+	spare   []*conn     // records of hijacked connections, for reuse
+	reqFree []*reqState // request states of connections gone idle, for reuse (conn.begin)
+	h2      *h2Shared   // HTTP/2 decoding and encoding state, from the first HTTP/2 connection
+	std     stdWorkers  // goroutines that run this loop's FromStd handlers
+	stdReq  Request     // a FromStd request's head fields, as writeHead takes them
 	st      loopStats
 	done    Completion // the completion hook's argument, reused
 	_       [64]byte   // keep the next loop's counters off this cache line
@@ -564,13 +565,15 @@ func (h netHandler) OnOpen(c *vnet.Conn) {
 	n := s.active.Add(1)
 	cs := ls.newConn()
 	cs.srv, cs.ls, cs.c = s, ls, c
-	cs.parser.Limits = h1.Limits(s.limits)
-	cs.dec.Limits = h1.Limits(s.limits)
 	c.SetValue(cs)
 	ls.conns.add(cs)
 	cs.phase = phaseNew
 	cs.phaseStart = cs.now()
-	cs.timer = c.AfterFunc(cs.srv.firstTimeout(), cs.onTimer)
+	// The loop's timer, not Conn.AfterFunc: onTimer checks for a closed
+	// connection itself and OnClose stops the timer, so the closure
+	// Conn.AfterFunc wraps around it (24 bytes per connection) is not
+	// needed.
+	cs.timer = c.Loop().AfterFunc(cs.srv.firstTimeout(), cs.onTimer)
 	cs.timerAt = cs.phaseStart + int64(cs.srv.firstTimeout())
 	switch {
 	case s.opts.maxConns > 0 && n > int64(s.opts.maxConns):

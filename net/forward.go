@@ -76,7 +76,7 @@ func (c *Conn) ForwardTo(dst *Conn, n int) (int, error) {
 		return n, nil
 	}
 	if n == len(c.view) && l.canHold(c, dst, n) {
-		dst.out.hold(c.view, uint16(l.chunk.bid))
+		dst.out.hold(l, c.view, uint16(l.chunk.bid))
 		l.chunk.kept = true
 		l.stats.heldBufs.Add(1)
 		l.stats.inPlace.Add(uint64(n))

@@ -38,7 +38,8 @@ type Loop struct {
 	posting atomic.Int32 // posters between their closed check and their push
 
 	deferred, deferredSpare []func()
-	outSpare                []byte // the segment Conn.AvailableBuffer lends (outq.go)
+	outSpare                []byte     // the segment Conn.AvailableBuffer lends (outq.go)
+	segFree                 [][]outSeg // output queues' segment lists, free for reuse (outQueue.push)
 	timers                  timerHeap
 	epoch                   time.Time
 	now                     int64 // loop clock at the top of the iteration

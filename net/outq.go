@@ -1,10 +1,6 @@
 package net
 
-import (
-	"golang.org/x/sys/unix"
-
-	"github.com/veloq/veloq/bufpool"
-)
+import "golang.org/x/sys/unix"
 
 // outQueue is a connection's pending output: a FIFO of segments, each a
 // pooled buffer the connection's writes were copied into, or a receive
@@ -56,7 +52,7 @@ const minAvail = 512
 // else as a copy.
 func (q *outQueue) write(l *Loop, p []byte) {
 	if !q.adopt(l, p) {
-		appendOut(q, l.cache, p)
+		appendOut(q, l, p)
 	}
 }
 
@@ -96,7 +92,7 @@ func (q *outQueue) adopt(l *Loop, p []byte) bool {
 		}
 	}
 	if len(p) <= cap(l.outSpare) && &l.outSpare[:1][0] == &p[0] {
-		q.segs = append(q.segs, outSeg{b: l.outSpare[:len(p)], bid: -1})
+		q.push(l, outSeg{b: l.outSpare[:len(p)], bid: -1})
 		l.outSpare = nil
 		q.bytes += len(p)
 		return true
@@ -118,13 +114,13 @@ func (q *outQueue) reserve(l *Loop, n int) {
 			return
 		}
 	}
-	q.segs = append(q.segs, outSeg{b: l.cache.Get(max(n, minSeg))[:0], bid: -1})
+	q.push(l, outSeg{b: l.cache.Get(max(n, minSeg))[:0], bid: -1})
 }
 
 // writeString is write for a string, without converting it.
-func (q *outQueue) writeString(l *Loop, s string) { appendOut(q, l.cache, s) }
+func (q *outQueue) writeString(l *Loop, s string) { appendOut(q, l, s) }
 
-func appendOut[T string | []byte](q *outQueue, cache *bufpool.Cache, p T) {
+func appendOut[T string | []byte](q *outQueue, l *Loop, p T) {
 	q.bytes += len(p)
 	if n := len(q.segs); n > q.head {
 		t := &q.segs[n-1]
@@ -135,20 +131,51 @@ func appendOut[T string | []byte](q *outQueue, cache *bufpool.Cache, p T) {
 		}
 	}
 	for len(p) > 0 {
-		b := cache.Get(min(max(len(p), minSeg), maxSeg))[:0]
+		b := l.cache.Get(min(max(len(p), minSeg), maxSeg))[:0]
 		k := min(len(p), cap(b))
 		b = append(b, p[:k]...)
 		p = p[k:]
-		q.segs = append(q.segs, outSeg{b: b, bid: -1})
+		q.push(l, outSeg{b: b, bid: -1})
 	}
 }
 
 // hold appends receive buffer bid, whose bytes b are sent from where they
 // are. Later writes go behind it.
-func (q *outQueue) hold(b []byte, bid uint16) {
+func (q *outQueue) hold(l *Loop, b []byte, bid uint16) {
 	q.bytes += len(b)
 	q.held++
-	q.segs = append(q.segs, outSeg{b: b, bid: int32(bid)})
+	q.push(l, outSeg{b: b, bid: int32(bid)})
+}
+
+// push appends s, taking a segment list from the loop's free ones when
+// the queue has none: an empty queue gives its list back (ack, reset), so
+// an idle connection holds none (48 bytes each).
+func (q *outQueue) push(l *Loop, s outSeg) {
+	if q.segs == nil {
+		if n := len(l.segFree); n > 0 {
+			q.segs = l.segFree[n-1]
+			l.segFree[n-1] = nil
+			l.segFree = l.segFree[:n-1]
+		}
+	}
+	q.segs = append(q.segs, s)
+}
+
+// maxFreeSegLists bounds the segment lists a loop keeps for reuse (as
+// many as its connections had output pending at once, up to this), and
+// maxFreeSegList the length of one it keeps (a longer one was grown by a
+// connection with much output pending, and goes).
+const (
+	maxFreeSegLists = 1024
+	maxFreeSegList  = 4
+)
+
+// giveSegs gives the queue's segment list, empty, back to the loop.
+func (q *outQueue) giveSegs(l *Loop) {
+	if c := cap(q.segs); c > 0 && c <= maxFreeSegList && len(l.segFree) < maxFreeSegLists {
+		l.segFree = append(l.segFree, q.segs[:0])
+	}
+	q.segs = nil
 }
 
 // peek returns the bytes to send next: the rest of the oldest segment
@@ -208,7 +235,7 @@ func (q *outQueue) ack(l *Loop, n int) {
 	// only if nothing else is queued; otherwise the slice is compacted
 	// when empty.
 	if q.head == len(q.segs) {
-		q.segs = q.segs[:0]
+		q.giveSegs(l)
 		q.head = 0
 	} else if q.head > 32 && q.head*2 > len(q.segs) {
 		k := copy(q.segs, q.segs[q.head:])
@@ -233,6 +260,6 @@ func (q *outQueue) reset(l *Loop) {
 	for i := q.head; i < len(q.segs); i++ {
 		q.release(l, &q.segs[i])
 	}
-	q.segs = nil
+	q.giveSegs(l)
 	q.head, q.bytes = 0, 0
 }

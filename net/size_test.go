@@ -5,7 +5,10 @@
 package net
 
 import (
+	"io"
+	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
@@ -18,4 +21,43 @@ func TestIdleFootprint(t *testing.T) {
 	require.LessOrEqual(t, unsafe.Sizeof(Conn{}), uintptr(288), "Conn")
 	require.LessOrEqual(t, unsafe.Sizeof(uconn{}), uintptr(48), "uconn")
 	require.LessOrEqual(t, unsafe.Sizeof(econn{}), uintptr(32), "econn")
+}
+
+// TestIdleOutputQueueEmpty: a connection whose output was all sent gives
+// its output queue's segment list back to the loop, so an idle
+// keep-alive connection holds none (it kept a 48-byte one before), and
+// the next write takes one again.
+func TestIdleOutputQueueEmpty(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		var srv atomic.Pointer[Conn]
+		h := &HandlerFuncs{Data: func(c *Conn) {
+			srv.Store(c)
+			in, _ := c.Next(-1)
+			c.Write(in)
+		}}
+		s := startServer(t, b, h, WithLoops(1))
+		conn := dial(t, s)
+		// held reports the capacity of the server connection's segment
+		// list, read on its loop.
+		held := func() (n int) {
+			c := srv.Load()
+			done := make(chan struct{})
+			require.NoError(t, c.Loop().Post(func() {
+				n = cap(c.out.segs)
+				close(done)
+			}))
+			<-done
+			return n
+		}
+		for i := range 3 {
+			_, err := conn.Write([]byte("ping"))
+			require.NoError(t, err)
+			buf := make([]byte, 4)
+			_, err = io.ReadFull(conn, buf)
+			require.NoError(t, err)
+			require.Equal(t, "ping", string(buf), "round %d", i)
+			require.Eventually(t, func() bool { return held() == 0 },
+				5*time.Second, time.Millisecond, "round %d: the list went back to the loop", i)
+		}
+	})
 }

@@ -40,12 +40,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -130,7 +128,7 @@ func run(args []string) error {
 		if *memprofilerate > 0 {
 			runtime.MemProfileRate = *memprofilerate
 		}
-		ctx = heapProfileAtStop(ctx, *memprofile, os.Stderr)
+		ctx = profile.HeapAtStop(ctx, *memprofile, "echo-server", os.Stderr)
 	}
 	b, err := vnet.ParseBackend(*backend)
 	if err != nil {
@@ -231,31 +229,6 @@ func run(args []string) error {
 		pool.Shutdown(sctx)
 	}
 	return err
-}
-
-// heapProfileAtStop returns a context done once ctx is done and a heap
-// profile of the live heap, taken after a GC, is written to path: every
-// mode shuts down when its context is done, so the profile shows what the
-// open connections hold, not the garbage of their handshakes. A failure
-// to write it is reported to errs; the server stops either way.
-func heapProfileAtStop(ctx context.Context, path string, errs io.Writer) context.Context {
-	after, cancel := context.WithCancel(context.Background())
-	go func() {
-		defer cancel()
-		<-ctx.Done()
-		runtime.GC()
-		f, err := os.Create(path)
-		if err == nil {
-			err = pprof.WriteHeapProfile(f)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
-			fmt.Fprintln(errs, "echo-server: -memprofile:", err)
-		}
-	}()
-	return after
 }
 
 func onOff(b bool) string {

@@ -2,16 +2,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -83,51 +79,6 @@ func TestEchoServerBinary(t *testing.T) {
 			cmd.Process.Kill()
 			t.Fatalf("%q: no exit after SIGTERM", extra)
 		}
-	}
-}
-
-// -memprofile: once the server is asked to stop, a heap profile (gzipped,
-// as pprof writes it) is on disk before the context every mode waits on
-// is done; a path that cannot be written is reported, and the server
-// stops all the same.
-func TestHeapProfileAtStop(t *testing.T) {
-	dir := t.TempDir()
-	for _, tc := range []struct {
-		name, path string
-		ok         bool
-	}{
-		{"written", filepath.Join(dir, "heap.prof"), true},
-		{"unwritable", filepath.Join(dir, "no", "such", "dir", "heap.prof"), false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			stop, cancel := context.WithCancel(context.Background())
-			var errs bytes.Buffer
-			ctx := heapProfileAtStop(stop, tc.path, &errs)
-			select {
-			case <-ctx.Done():
-				t.Fatal("done before the stop")
-			case <-time.After(10 * time.Millisecond):
-			}
-			cancel()
-			select {
-			case <-ctx.Done():
-			case <-time.After(10 * time.Second):
-				t.Fatal("not done after the stop")
-			}
-			b, err := os.ReadFile(tc.path)
-			if !tc.ok {
-				if err == nil || !strings.Contains(errs.String(), "-memprofile") {
-					t.Fatalf("file %v, report %q", err, errs.String())
-				}
-				return
-			}
-			if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
-				t.Fatalf("profile %d bytes, %v", len(b), err)
-			}
-			if errs.Len() > 0 {
-				t.Fatalf("reported %q", errs.String())
-			}
-		})
 	}
 }
 

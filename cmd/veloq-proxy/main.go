@@ -97,6 +97,8 @@ func run(args []string) error {
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	recvBuf := fs.Int("recv-buffer", proxyRecvBuffer, "io_uring: bytes per receive buffer, 128 per loop (0: the loop's default, 256 of 16 KiB)")
 	maxBody := fs.Int64("max-body", 0, "largest request body forwarded, in bytes (0: no limit); bodies stream, never buffered whole")
+	memprofile := fs.String("memprofile", "", "when asked to stop, write a heap profile to this file (after a GC, before any connection closes: what the open connections hold)")
+	memprofilerate := fs.Int("memprofilerate", 0, "with -memprofile, sample an allocation every this many bytes on average (runtime.MemProfileRate; 0: Go's default, 512 KiB; 1: every one)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage of veloq-proxy:")
 		fs.PrintDefaults()
@@ -162,6 +164,9 @@ func run(args []string) error {
 		}
 		sopts = append(sopts, vhttp.WithTLS(&tls.Config{Certificates: []tls.Certificate{pair}}))
 	}
+	if *memprofile != "" && *memprofilerate > 0 {
+		runtime.MemProfileRate = *memprofilerate // before the first allocation it should see
+	}
 	stopProfile, err := profile.StartCPU(*cpuprofile)
 	if err != nil {
 		return err
@@ -195,6 +200,9 @@ func run(args []string) error {
 	ctx = upg.UpgradeOn(ctx, func(err error) {
 		fmt.Fprintln(os.Stderr, "veloq-proxy: upgrade failed, serving on:", err)
 	}, syscall.SIGUSR2)
+	if *memprofile != "" {
+		ctx = profile.HeapAtStop(ctx, *memprofile, "veloq-proxy", os.Stderr)
+	}
 	<-ctx.Done()
 	fmt.Println("veloq-proxy: shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -250,22 +250,6 @@ func (p *parser) scanHead(b []byte, req *Request) (int, error) {
 			fallthrough
 
 		case stFieldStart:
-			// Plain complete lines are taken whole; the byte machine
-			// below reads the first line that is not, and the limit on
-			// field lines is left to it.
-			spans := req.spans
-			for maxFields := p.Limits.Headers(); len(spans) < maxFields && i < len(b) && b[i] != '\r'; {
-				ne, vs, ve, n := h1.FieldLine(b[i:])
-				if n == 0 {
-					break
-				}
-				if spans == nil {
-					spans = make([]fieldSpan, 0, min(maxFields, 32))
-				}
-				spans = append(spans, fieldSpan{int32(i), int32(i + ne), int32(i + vs), int32(i + ve)})
-				i += n
-			}
-			req.spans = spans
 			if i >= len(b) {
 				p.scan, p.state = i, st
 				return 0, h1.ErrNeedMore
@@ -361,16 +345,21 @@ func (p *parser) scanHead(b []byte, req *Request) (int, error) {
 // parseWhole parses the head at the start of b, which is cut at the head
 // limit, when it is there whole and plain: no empty line before it, a
 // token method and a target followed by single spaces, "HTTP/1." and a
-// digit, and field lines h1.FieldLine takes, no more than the limit. It
-// fills req as Parse does, its Headers directly rather than through
-// spans, and applies the same checks. For any other input, incomplete
-// included, it reports ok false having decided nothing: the machine then
-// reads the head from its start, and judges it (FuzzParse compares the
-// two ways).
+// digit, and plain field lines (a token, a colon, at most one SP, a value
+// with no whitespace to skip or trim and no HTAB, CRLF), no more than the
+// limit. It fills req as Parse does, its Headers directly rather than
+// through spans, and applies the same checks. For any other input,
+// incomplete included, it reports ok false having decided nothing: the
+// machine then reads the head from its start, and judges it (FuzzParse
+// compares the two ways).
 //
-// Skipping the machine's layers and the second pass making Headers from
-// spans took the parser from 1,446 to 1,297 instructions a request
-// (callgrind, BenchmarkServerFastPath/epoll/depth=16).
+// The field loop makes no call (the scanners are inlined, and work on
+// indexes into b: subslices kept more values live than there are
+// registers). Skipping the machine's layers and the second pass making
+// Headers from spans took the parser from 1,446 to 1,265 instructions a
+// request (callgrind, BenchmarkServerFastPath/epoll/depth=16); the same
+// pass calling h1.FieldLine per line and field per field cost 1,297 and
+// 1,335.
 func (p *parser) parseWhole(b []byte, req *Request) (n int, err error, ok bool) {
 	// The request-line.
 	var me int
@@ -397,21 +386,36 @@ func (p *parser) parseWhole(b []byte, req *Request) (n int, err error, ok bool) 
 		req.Headers = hdrs[:0] // kept should the machine read this head
 	}
 	maxFields := min(p.Limits.Headers(), len(hdrs))
+	// Each field is looked at as it is stored. The machine would judge
+	// the request-line and every field line before any field, so the
+	// first error is kept until the head has been read.
+	req.setLine(b, 0, me, te)
 	k := 0
-	for ; i < len(b) && b[i] != '\r'; k++ {
-		ne, vs, ve, n := h1.FieldLine(b[i:])
-		if n == 0 || k == maxFields {
+	for i < len(b) && b[i] != '\r' {
+		// A plain line: a token, a colon, at most one SP, a value with
+		// no whitespace to skip or trim (nor HTAB: only SP is looked for
+		// around it), CRLF.
+		ne := h1.NameEnd(b, i)
+		if ne == i || ne+1 >= len(b) || b[ne] != ':' || k == maxFields {
+			return 0, nil, false
+		}
+		vs := ne + 1
+		if b[vs] == ' ' {
+			vs++
+		}
+		ve := h1.PlainValueEnd(b, vs)
+		if ve+1 >= len(b) || b[ve] != '\r' || b[ve+1] != '\n' || ve > vs && (b[vs] == ' ' || b[ve-1] == ' ') {
 			return 0, nil, false
 		}
 		h := &hdrs[k]
-		h.Name, h.Value = b[i:i+ne:i+ne], b[i+vs:i+ve:i+ve]
-		i += n
+		h.Name, h.Value = b[i:ne:ne], b[vs:ve:ve]
+		k++
+		i = ve + 2
 	}
 	if i+1 >= len(b) || b[i+1] != '\n' {
 		return 0, nil, false
 	}
 	req.Headers = hdrs[:k]
-	req.setLine(b, 0, me, te)
 	if err := req.splitTarget(); err != nil {
 		return 0, err, true
 	}
@@ -537,53 +541,70 @@ type headFacts struct {
 	upgrade                  []byte
 }
 
-// interpret sets r.Headers from the field spans into the head b, extracts
-// the fields the server needs for framing and connection management and
-// rejects the combinations RFC 9112 forbids. The fields are made and
-// looked at in one pass: a second loop over them cost about 40
-// instructions a field (callgrind, BenchmarkParse/pipelined-16). The loop
-// itself keeps only what every field needs in registers, and the fields
-// that are not Host are looked at in functions of their own: with all
-// their state in the loop, spills cost 68 instructions a field and 154 a
-// request (callgrind, BenchmarkServerFastPath/epoll/depth=16).
+// interpret extracts from r.Headers the fields the server needs for
+// framing and connection management and rejects the combinations RFC
+// 9112 forbids.
 func (r *Request) interpret(l *h1.Limits) error {
 	var f headFacts
 	for i := range r.Headers {
 		h := &r.Headers[i]
-		// The first byte is compared before TokenEqualFold is called:
-		// most fields of these lengths are others (Accept, User-Agent).
-		var err error
-		switch name := h.Name; len(name) {
-		case 4:
-			if h1.IsHost(name) {
-				err = r.host(&f, h.Value)
-			}
-		case 6:
-			if name[0]|0x20 == 'e' && h1.TokenEqualFold(name, "expect") {
-				f.expect(h.Value)
-			}
-		case 7:
-			if name[0]|0x20 == 'u' && h1.TokenEqualFold(name, "upgrade") {
-				f.upgrade = h.Value
-			}
-		case 10:
-			if name[0]|0x20 == 'c' && h1.TokenEqualFold(name, "connection") {
-				f.connection(h.Value)
-			}
-		case 14:
-			if name[0]|0x20 == 'c' && h1.TokenEqualFold(name, "content-length") {
-				err = r.contentLength(&f, h.Value)
-			}
-		case 17:
-			if name[0]|0x20 == 't' && h1.TokenEqualFold(name, "transfer-encoding") {
-				err = f.transferEncoding(h.Value)
-			}
+		if !mayBeNamed(h.Name) {
+			continue
 		}
-		if err != nil {
+		if err := r.field(&f, h.Name, h.Value); err != nil {
 			return err
 		}
 	}
 	return r.conclude(&f, l)
+}
+
+// namedFirst holds, by length, the first letter of the name of that
+// length that field looks at (Host, Expect, Upgrade, Connection,
+// Content-Length, Transfer-Encoding), or 0.
+var namedFirst = [18]byte{4: 'h', 6: 'e', 7: 'u', 10: 'c', 14: 'c', 17: 't'}
+
+// mayBeNamed reports whether name may be one of the fields field looks
+// at: a test of its length and first letter, inlined, so that a field
+// loop calls field only for those (most fields are others: Accept,
+// User-Agent).
+func mayBeNamed(name []byte) bool {
+	return len(name) < len(namedFirst) && name[0]|0x20 == namedFirst[len(name)]
+}
+
+// field looks at one field, adding what it says to f; fields for which
+// mayBeNamed is false are none of its business. It keeps only what every
+// field needs in registers, and the fields that are not Host are looked
+// at in functions of their own: with all their state here, spills cost
+// 68 instructions a field and 154 a request (callgrind,
+// BenchmarkServerFastPath/epoll/depth=16).
+func (r *Request) field(f *headFacts, name, value []byte) error {
+	switch len(name) {
+	case 4:
+		if h1.IsHost(name) {
+			return r.host(f, value)
+		}
+	case 6:
+		if h1.TokenEqualFold(name, "expect") {
+			f.expect(value)
+		}
+	case 7:
+		if h1.TokenEqualFold(name, "upgrade") {
+			f.upgrade = value
+		}
+	case 10:
+		if h1.TokenEqualFold(name, "connection") {
+			f.connection(value)
+		}
+	case 14:
+		if h1.TokenEqualFold(name, "content-length") {
+			return r.contentLength(f, value)
+		}
+	case 17:
+		if h1.TokenEqualFold(name, "transfer-encoding") {
+			return f.transferEncoding(value)
+		}
+	}
+	return nil
 }
 
 // host checks a Host field's value (RFC 9112 §3.2).

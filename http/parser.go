@@ -386,15 +386,13 @@ func (p *parser) parseWhole(b []byte, req *Request) (n int, err error, ok bool) 
 		req.Headers = hdrs[:0] // kept should the machine read this head
 	}
 	maxFields := min(p.Limits.Headers(), len(hdrs))
-	// Each field is looked at as it is stored. The machine would judge
-	// the request-line and every field line before any field, so the
-	// first error is kept until the head has been read.
 	req.setLine(b, 0, me, te)
 	k := 0
 	for i < len(b) && b[i] != '\r' {
 		// A plain line: a token, a colon, at most one SP, a value with
 		// no whitespace to skip or trim (nor HTAB: only SP is looked for
-		// around it), CRLF.
+		// around it), CRLF. Called (as h1.FieldLine was), it cost 80
+		// instructions a request more (callgrind).
 		ne := h1.NameEnd(b, i)
 		if ne == i || ne+1 >= len(b) || b[ne] != ':' || k == maxFields {
 			return 0, nil, false

@@ -94,6 +94,14 @@ func (p *parser) Parse(buf []byte, req *Request) (n int, err error) {
 	if len(b) > maxHead {
 		b = b[:maxHead]
 	}
+	if p.scan == 0 {
+		// A head that is complete and plain throughout (nearly all) is
+		// read in one flat pass; the machine below reads any other from
+		// its start.
+		if n, err, ok := p.parseWhole(b, req); ok {
+			return n, err
+		}
+	}
 	// Fields are recorded as spans (offsets: small, and nothing for the
 	// garbage collector's write barrier) in req's scratch, after those
 	// completed by earlier calls; fill makes them views into buf once the
@@ -242,22 +250,6 @@ func (p *parser) scanHead(b []byte, req *Request) (int, error) {
 			fallthrough
 
 		case stFieldStart:
-			// Plain complete lines are taken whole; the byte machine
-			// below reads the first line that is not, and the limit on
-			// field lines is left to it.
-			spans := req.spans
-			for maxFields := p.Limits.Headers(); len(spans) < maxFields && i < len(b) && b[i] != '\r'; {
-				ne, vs, ve, n := h1.FieldLine(b[i:])
-				if n == 0 {
-					break
-				}
-				if spans == nil {
-					spans = make([]fieldSpan, 0, min(maxFields, 32))
-				}
-				spans = append(spans, fieldSpan{int32(i), int32(i + ne), int32(i + vs), int32(i + ve)})
-				i += n
-			}
-			req.spans = spans
 			if i >= len(b) {
 				p.scan, p.state = i, st
 				return 0, h1.ErrNeedMore
@@ -350,26 +342,119 @@ func (p *parser) scanHead(b []byte, req *Request) (int, error) {
 	}
 }
 
+// parseWhole parses the head at the start of b, which is cut at the head
+// limit, when it is there whole and plain: no empty line before it, a
+// token method and a target followed by single spaces, "HTTP/1." and a
+// digit, and plain field lines (a token, a colon, at most one SP, a value
+// with no whitespace to skip or trim and no HTAB, CRLF), no more than the
+// limit. It fills req as Parse does, its Headers directly rather than
+// through spans, and applies the same checks. For any other input,
+// incomplete included, it reports ok false having decided nothing: the
+// machine then reads the head from its start, and judges it (FuzzParse
+// compares the two ways).
+//
+// The field loop makes no call (the scanners are inlined, and work on
+// indexes into b: subslices kept more values live than there are
+// registers). Skipping the machine's layers and the second pass making
+// Headers from spans took the parser from 1,446 to 1,265 instructions a
+// request (callgrind, BenchmarkServerFastPath/epoll/depth=16); the same
+// pass calling h1.FieldLine per line and field per field cost 1,297 and
+// 1,335.
+func (p *parser) parseWhole(b []byte, req *Request) (n int, err error, ok bool) {
+	// The request-line.
+	var me int
+	if len(b) >= 4 && string(b[:4]) == "GET " {
+		me = 3
+	} else {
+		me = h1.TokenLen(b)
+		if me == 0 || me >= len(b) || b[me] != ' ' {
+			return 0, nil, false
+		}
+	}
+	ts := me + 1
+	maxTarget := p.Limits.TargetBytes()
+	te := ts + h1.TargetLen(b[ts:min(len(b), ts+maxTarget+1)])
+	if te == ts || te-ts > maxTarget || te >= len(b) || b[te] != ' ' || !h1.PlainVersion(b[te+1:]) {
+		return 0, nil, false
+	}
+	i := te + 11
+
+	// The field lines, straight into Headers.
+	hdrs := req.Headers[:cap(req.Headers)]
+	if hdrs == nil {
+		hdrs = make([]HeaderField, p.Limits.Headers())
+		req.Headers = hdrs[:0] // kept should the machine read this head
+	}
+	maxFields := min(p.Limits.Headers(), len(hdrs))
+	req.setLine(b, 0, me, te)
+	k := 0
+	for i < len(b) && b[i] != '\r' {
+		// A plain line: a token, a colon, at most one SP, a value with
+		// no whitespace to skip or trim (nor HTAB: only SP is looked for
+		// around it), CRLF. Called (as h1.FieldLine was), it cost 80
+		// instructions a request more (callgrind).
+		ne := h1.NameEnd(b, i)
+		if ne == i || ne+1 >= len(b) || b[ne] != ':' || k == maxFields {
+			return 0, nil, false
+		}
+		vs := ne + 1
+		if b[vs] == ' ' {
+			vs++
+		}
+		ve := h1.PlainValueEnd(b, vs)
+		if ve+1 >= len(b) || b[ve] != '\r' || b[ve+1] != '\n' || ve > vs && (b[vs] == ' ' || b[ve-1] == ' ') {
+			return 0, nil, false
+		}
+		h := &hdrs[k]
+		h.Name, h.Value = b[i:ne:ne], b[vs:ve:ve]
+		k++
+		i = ve + 2
+	}
+	if i+1 >= len(b) || b[i+1] != '\n' {
+		return 0, nil, false
+	}
+	req.Headers = hdrs[:k]
+	if err := req.splitTarget(); err != nil {
+		return 0, err, true
+	}
+	if err := req.interpret(&p.Limits); err != nil {
+		return 0, err, true
+	}
+	return i + 2, nil, true
+}
+
 // fill completes req from the head in b, its fields from their spans,
 // and applies the semantic checks that need the whole header section.
 func (p *parser) fill(b []byte, req *Request) error {
 	if cap(req.Headers) < len(req.spans) || req.Headers == nil {
 		req.Headers = make([]HeaderField, 0, max(len(req.spans), p.Limits.Headers()))
 	}
-	// Field by field rather than a composite literal: that would clear the
-	// router's parameter array as well, a third of the struct, on every
-	// request, while nparams = 0 is enough to empty it.
-	req.Method = b[p.reqStart:p.methodEnd:p.methodEnd]
-	req.Target = b[p.methodEnd+1 : p.targetEnd : p.targetEnd]
-	req.Path, req.Query, req.Host, req.Upgrade, req.Body = nil, nil, nil, nil, nil
-	req.ProtoMajor, req.ProtoMinor = 1, int(b[p.targetEnd+8]-'0')
-	req.ContentLength = -1
-	req.Chunked, req.Close, req.Expect100, req.streamed, req.bodyStreams = false, false, false, false, false
-	req.nparams, req.pattern = 0, ""
+	hdrs := req.Headers[:len(req.spans)]
+	for i, s := range req.spans {
+		hdrs[i] = HeaderField{b[s.ns:s.ne:s.ne], b[s.vs:s.ve:s.ve]}
+	}
+	req.Headers = hdrs
+	req.setLine(b, p.reqStart, p.methodEnd, p.targetEnd)
 	if err := req.splitTarget(); err != nil {
 		return err
 	}
-	return req.interpret(b, req.spans, &p.Limits)
+	return req.interpret(&p.Limits)
+}
+
+// setLine sets req's fields from the request-line in b (the method at
+// reqStart, ending at methodEnd, a target ending at targetEnd, then a
+// valid version) and clears the others the head may set.
+func (r *Request) setLine(b []byte, reqStart, methodEnd, targetEnd int) {
+	// Field by field rather than a composite literal: that would clear the
+	// router's parameter array as well, a third of the struct, on every
+	// request, while nparams = 0 is enough to empty it.
+	r.Method = b[reqStart:methodEnd:methodEnd]
+	r.Target = b[methodEnd+1 : targetEnd : targetEnd]
+	r.Path, r.Query, r.Host, r.Upgrade, r.Body = nil, nil, nil, nil, nil
+	r.ProtoMajor, r.ProtoMinor = 1, int(b[targetEnd+8]-'0')
+	r.ContentLength = -1
+	r.Chunked, r.Close, r.Expect100, r.streamed, r.bodyStreams = false, false, false, false, false
+	r.nparams, r.pattern = 0, ""
 }
 
 // splitTarget checks the form of the request-target against the method
@@ -454,56 +539,70 @@ type headFacts struct {
 	upgrade                  []byte
 }
 
-// interpret sets r.Headers from the field spans into the head b, extracts
-// the fields the server needs for framing and connection management and
-// rejects the combinations RFC 9112 forbids. The fields are made and
-// looked at in one pass: a second loop over them cost about 40
-// instructions a field (callgrind, BenchmarkParse/pipelined-16). The loop
-// itself keeps only what every field needs in registers, and the fields
-// that are not Host are looked at in functions of their own: with all
-// their state in the loop, spills cost 68 instructions a field and 154 a
-// request (callgrind, BenchmarkServerFastPath/epoll/depth=16).
-func (r *Request) interpret(b []byte, spans []fieldSpan, l *h1.Limits) error {
+// interpret extracts from r.Headers the fields the server needs for
+// framing and connection management and rejects the combinations RFC
+// 9112 forbids.
+func (r *Request) interpret(l *h1.Limits) error {
 	var f headFacts
-	hdrs := r.Headers[:len(spans)]
-	r.Headers = hdrs
-	for i, s := range spans {
-		h := &hdrs[i]
-		h.Name, h.Value = b[s.ns:s.ne:s.ne], b[s.vs:s.ve:s.ve]
-		// The first byte is compared before TokenEqualFold is called:
-		// most fields of these lengths are others (Accept, User-Agent).
-		var err error
-		switch name := h.Name; len(name) {
-		case 4:
-			if h1.IsHost(name) {
-				err = r.host(&f, h.Value)
-			}
-		case 6:
-			if name[0]|0x20 == 'e' && h1.TokenEqualFold(name, "expect") {
-				f.expect(h.Value)
-			}
-		case 7:
-			if name[0]|0x20 == 'u' && h1.TokenEqualFold(name, "upgrade") {
-				f.upgrade = h.Value
-			}
-		case 10:
-			if name[0]|0x20 == 'c' && h1.TokenEqualFold(name, "connection") {
-				f.connection(h.Value)
-			}
-		case 14:
-			if name[0]|0x20 == 'c' && h1.TokenEqualFold(name, "content-length") {
-				err = r.contentLength(&f, h.Value)
-			}
-		case 17:
-			if name[0]|0x20 == 't' && h1.TokenEqualFold(name, "transfer-encoding") {
-				err = f.transferEncoding(h.Value)
-			}
+	for i := range r.Headers {
+		h := &r.Headers[i]
+		if !mayBeNamed(h.Name) {
+			continue
 		}
-		if err != nil {
+		if err := r.field(&f, h.Name, h.Value); err != nil {
 			return err
 		}
 	}
 	return r.conclude(&f, l)
+}
+
+// namedFirst holds, by length, the first letter of the name of that
+// length that field looks at (Host, Expect, Upgrade, Connection,
+// Content-Length, Transfer-Encoding), or 0.
+var namedFirst = [18]byte{4: 'h', 6: 'e', 7: 'u', 10: 'c', 14: 'c', 17: 't'}
+
+// mayBeNamed reports whether name may be one of the fields field looks
+// at: a test of its length and first letter, inlined, so that a field
+// loop calls field only for those (most fields are others: Accept,
+// User-Agent).
+func mayBeNamed(name []byte) bool {
+	return len(name) < len(namedFirst) && name[0]|0x20 == namedFirst[len(name)]
+}
+
+// field looks at one field, adding what it says to f; fields for which
+// mayBeNamed is false are none of its business. It keeps only what every
+// field needs in registers, and the fields that are not Host are looked
+// at in functions of their own: with all their state here, spills cost
+// 68 instructions a field and 154 a request (callgrind,
+// BenchmarkServerFastPath/epoll/depth=16).
+func (r *Request) field(f *headFacts, name, value []byte) error {
+	switch len(name) {
+	case 4:
+		if h1.IsHost(name) {
+			return r.host(f, value)
+		}
+	case 6:
+		if h1.TokenEqualFold(name, "expect") {
+			f.expect(value)
+		}
+	case 7:
+		if h1.TokenEqualFold(name, "upgrade") {
+			f.upgrade = value
+		}
+	case 10:
+		if h1.TokenEqualFold(name, "connection") {
+			f.connection(value)
+		}
+	case 14:
+		if h1.TokenEqualFold(name, "content-length") {
+			return r.contentLength(f, value)
+		}
+	case 17:
+		if h1.TokenEqualFold(name, "transfer-encoding") {
+			return f.transferEncoding(value)
+		}
+	}
+	return nil
 }
 
 // host checks a Host field's value (RFC 9112 §3.2).

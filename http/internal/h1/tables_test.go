@@ -96,48 +96,19 @@ func TestTokenEqualFold(t *testing.T) {
 	}
 }
 
-// naiveField is the field-line rule of package http's state machine, a
-// byte at a time: ok is false for a line it rejects or has not seen whole.
-func naiveField(b []byte) (ne, vs, ve, n int, ok bool) {
-	ne = naiveLen(b, ClassToken)
-	if ne == 0 || ne >= len(b) || b[ne] != ':' {
-		return 0, 0, 0, 0, false
-	}
-	vs = ne + 1
-	for vs < len(b) && (b[vs] == ' ' || b[vs] == '\t') {
-		vs++
-	}
-	i := vs + naiveLen(b[vs:], ClassValue)
-	if i+1 >= len(b) || b[i] != '\r' || b[i+1] != '\n' {
-		return 0, 0, 0, 0, false
-	}
-	ve = i
-	for ve > vs && (b[ve-1] == ' ' || b[ve-1] == '\t') {
-		ve--
-	}
-	return ne, vs, ve, i + 2, true
-}
-
-// TestFieldLine: a line FieldLine takes is one the byte-at-a-time rule
-// accepts, with the same name and value; plain lines are taken.
-func TestFieldLine(t *testing.T) {
-	check := func(b []byte) bool {
-		ne, vs, ve, n := FieldLine(b)
-		if n == 0 {
-			return false
+// TestFieldLineScanners: NameEnd and PlainValueEnd agree with byte-at-a-
+// time rules on every prefix, around every byte value.
+func TestFieldLineScanners(t *testing.T) {
+	check := func(b []byte) {
+		if got, want := NameEnd(b, 0), naiveLen(b, ClassToken); got != want {
+			t.Fatalf("NameEnd(%q, 0) = %d, want %d", b, got, want)
 		}
-		wne, wvs, wve, wn, ok := naiveField(b)
-		if !ok || ne != wne || vs != wvs || ve != wve || n != wn {
-			t.Fatalf("FieldLine(%q) = %d %d %d %d; byte rule %d %d %d %d %v", b, ne, vs, ve, n, wne, wvs, wve, wn, ok)
+		want := 0
+		for want < len(b) && CharClass[b[want]]&ClassValue != 0 && b[want] != '\t' {
+			want++
 		}
-		return true
-	}
-	for _, line := range []string{
-		"Host: localhost\r\n", "Host:localhost\r\n", "X:\r\n", "X: \r\n", "Accept: */*\r\n\r\n",
-		"User-Agent: Mozilla/5.0 (X11; Linux x86_64) \xff\r\nA",
-	} {
-		if !check([]byte(line)) {
-			t.Errorf("plain line %q not taken", line)
+		if got := PlainValueEnd(b, 0); got != want {
+			t.Fatalf("PlainValueEnd(%q, 0) = %d, want %d", b, got, want)
 		}
 	}
 	base := []byte("Content-Type: text/plain; charset=utf-8\r\nNext: x\r\n")
@@ -148,6 +119,7 @@ func TestFieldLine(t *testing.T) {
 			buf[pos] = byte(c)
 			for k := 0; k <= len(buf); k++ {
 				check(buf[:k])
+				check(buf[k:])
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/veloq/veloq/http/internal/h1"
 )
 
 func TestParseResponseHead(t *testing.T) {
@@ -197,5 +198,29 @@ func FuzzParseResponse(f *testing.F) {
 				}
 			}
 		}
+	})
+}
+
+// FuzzFieldLine: a line h1.FieldLine takes (nextFieldLine's fast path)
+// is one walkFieldLine takes too, with the same name, value and rest, so
+// the response parser is exactly as strict with the fast path.
+func FuzzFieldLine(f *testing.F) {
+	for _, s := range []string{
+		"Server: nginx\r\n", "A:b\r\n", "A:  b\r\n", "A: b \r\n", "A: b\tc\r\n",
+		"A: \x80\xff\r\n", "A: b\x7f\r\n", "A: b\rc\r\n", "A : b\r\n", ":b\r\n",
+		"Content-Type: application/octet-stream\r\nX", "A:\r\n", "A: b\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		ne, vs, ve, n := h1.FieldLine(line)
+		if n == 0 {
+			return
+		}
+		got, rest, ok := walkFieldLine(line)
+		require.True(t, ok, "%q: FieldLine takes it, the walk refuses it", line)
+		require.Equal(t, line[:ne], got.Name)
+		require.Equal(t, line[vs:ve], got.Value)
+		require.Equal(t, line[n:], rest)
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/veloq/veloq/http/internal/checked"
 	"github.com/veloq/veloq/http/internal/h1"
 	vnet "github.com/veloq/veloq/net"
 )
@@ -32,6 +33,20 @@ type Request struct {
 	// TLS, "h2" offered by ALPN, HTTP/1.1 when the server does not pick
 	// it). Requests with different Proto use different pools.
 	Proto Proto
+
+	// checkedFields and checkedHead: the first checkedFields of Header,
+	// and Method, Target and Host when checkedHead, were checked by a
+	// strict parser and are not checked again (see
+	// checked.RequestChecked).
+	checkedFields int
+	checkedHead   bool
+}
+
+func init() {
+	checked.RequestChecked = func(req any, fields int, head bool) {
+		r := req.(*Request)
+		r.checkedFields, r.checkedHead = fields, head
+	}
 }
 
 // A Proto is the protocol a Request is sent with.
@@ -235,7 +250,7 @@ func (call *Call) Hijack() (*vnet.Conn, error) {
 
 // serialize writes req's head and body into call.buf.
 func (call *Call) serialize(req *Request) error {
-	if !validToken(req.Method) || req.Addr == "" || !validText(req.Target) || !validText(req.Host) ||
+	if req.Addr == "" || !req.checkedHead && (!validToken(req.Method) || !validText(req.Target) || !validText(req.Host)) ||
 		len(req.Target) == 0 || req.Target[0] != '/' && req.Target != "*" && req.Method != "CONNECT" {
 		return fmt.Errorf("%w: method %q, target %q", ErrInvalidRequest, req.Method, req.Target)
 	}
@@ -250,14 +265,16 @@ func (call *Call) serialize(req *Request) error {
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, host...)
 	b = append(b, "\r\n"...)
-	for _, f := range req.Header {
-		if !validFieldName(f.Name) || !validTextBytes(f.Value) {
-			call.buf = b
-			return fmt.Errorf("%w: field %q", ErrInvalidRequest, f.Name)
-		}
-		if asciiEqualFold(f.Name, "host") || asciiEqualFold(f.Name, "content-length") ||
-			asciiEqualFold(f.Name, "transfer-encoding") {
-			continue
+	for i, f := range req.Header {
+		if i >= req.checkedFields {
+			if !validFieldName(f.Name) || !validTextBytes(f.Value) {
+				call.buf = b
+				return fmt.Errorf("%w: field %q", ErrInvalidRequest, f.Name)
+			}
+			if asciiEqualFold(f.Name, "host") || asciiEqualFold(f.Name, "content-length") ||
+				asciiEqualFold(f.Name, "transfer-encoding") {
+				continue
+			}
 		}
 		b = append(b, f.Name...)
 		b = append(b, ": "...)

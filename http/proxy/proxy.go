@@ -348,6 +348,14 @@ func (ex *exchange) begin(r *vhttp.Request, c *vnet.Conn, rsp *vhttp.Responder) 
 		a = append(a, proto...)
 		f = append(f, client.Field{Name: nameForwarded, Value: a[s:len(a):len(a)]})
 	}
+	// Every field so far is made of constants and of bytes the server's
+	// HTTP/1 parser checked (names, values, Host, the client's address):
+	// the client need not check them again. Via holds the configured
+	// pseudonym, HTTP/2 fields whatever HPACK carried: both are checked.
+	checkedFields := 0
+	if r.ProtoMajor == 1 {
+		checkedFields = len(f)
+	}
 	if p.cfg.via != "" {
 		s := len(a)
 		a = appendVia(a, r.ProtoMajor, r.ProtoMinor, p.cfg.via)
@@ -371,6 +379,7 @@ func (ex *exchange) begin(r *vhttp.Request, c *vnet.Conn, rsp *vhttp.Responder) 
 	ex.req.StreamBody, ex.req.ContentLength = ex.streamed, r.ContentLength
 	ex.bodyPaused, ex.bodyTaken = false, 0
 	ex.req.Header = f
+	checked.RequestChecked(&ex.req, checkedFields, r.ProtoMajor == 1 && p.cfg.host == "")
 	ex.fields = f
 	ex.arena = a
 	ex.conns = ex.conns[:0] // views into r: not kept

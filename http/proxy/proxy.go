@@ -156,7 +156,6 @@ func (p *Proxy) ServeHTTP(w *vhttp.ResponseWriter, r *vhttp.Request) {
 		w.WriteHeader(vhttp.StatusInternalServerError)
 		return
 	}
-	ex.owner.Store(l) // see send
 	ex.begin(r, c, rsp)
 	p.live.Add(1)
 	rsp.OnGone(ex.onGone)
@@ -186,8 +185,8 @@ type exchange struct {
 
 	timer      *vnet.Timer // per-attempt timeout, on timerLoop
 	timerLoop  *vnet.Loop
-	owner      atomic.Pointer[vnet.Loop] // the loop ex serves a request on; nil while pooled: see send
-	home       *loopExchanges            // the free list of the loop that made ex
+	onTimeout  func()
+	home       *loopExchanges // the free list of the loop that made ex
 	onGone     func()
 	onWritable func(error)
 	onBody     func(part []byte, end bool, err error)
@@ -232,6 +231,7 @@ func (ex *exchange) now(l *vnet.Loop) int64 {
 
 func newExchange(p *Proxy) *exchange {
 	ex := &exchange{p: p}
+	ex.onTimeout = ex.timeout
 	ex.onGone = ex.clientGone
 	ex.onWritable = ex.writable
 	ex.onBody = ex.bodyPart
@@ -487,18 +487,12 @@ func (ex *exchange) send(l *vnet.Loop, up *upstream) {
 	// than the timeout, maybe early, and timeout re-arms it for what is
 	// left. Stopping it at each end and arming it at each start cost
 	// two heap operations per request (250 instructions, callgrind,
-	// cmd/veloq-proxy -backend epoll). An exchange pooled and taken on
-	// another loop gets a timer there; the one left on the first loop
-	// runs timeout only while ex serves a request on that loop again
-	// (owner, set in ServeHTTP and cleared in free on the loop itself),
-	// so it never touches ex from another goroutine.
+	// cmd/veloq-proxy -backend epoll). Fired while ex is free, it does
+	// nothing (no call is live). ex and its timer stay on the loop that
+	// made ex (loopExchanges), so it never runs on another goroutine.
 	switch {
 	case ex.timer == nil || ex.timerLoop != l:
-		ex.timer, ex.timerLoop = l.AfterFunc(p.cfg.timeout, func() {
-			if ex.owner.Load() == l {
-				ex.timeout()
-			}
-		}), l
+		ex.timer, ex.timerLoop = l.AfterFunc(p.cfg.timeout, ex.onTimeout), l
 	case !ex.timer.Pending():
 		ex.timer.Reset(p.cfg.timeout)
 	}
@@ -859,7 +853,6 @@ func (ex *exchange) free() {
 		ex.arena = nil
 	}
 	clear(ex.fields[:cap(ex.fields)])
-	ex.owner.Store(nil) // the timer left armed on this loop does nothing now
 	ex.home.put(ex)
 }
 
@@ -920,7 +913,7 @@ func (le *loopExchanges) get(p *Proxy) *exchange {
 }
 
 // put gives ex back to its loop, on the loop; past the bound it is left
-// to the collector (its timer, if armed, does nothing: owner is nil).
+// to the collector (its timer, if armed, does nothing: no call is live).
 func (le *loopExchanges) put(ex *exchange) {
 	if len(le.free) < maxFreeExchanges {
 		le.free = append(le.free, ex)

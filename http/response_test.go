@@ -393,9 +393,12 @@ func TestSpecialName(t *testing.T) {
 	for _, sn := range specialNames {
 		require.Equal(t, sn.bit, specialName(string(sn.name)), "%s", sn.name)
 		require.Equal(t, sn.bit, specialName(bytes.ToUpper(sn.name)), "%s", sn.name)
+		require.Equal(t, sn.bit, specialNameBytes(bytes.ToUpper(sn.name)), "%s", sn.name)
+		require.Equal(t, sn.bit, specialNameBytes([]byte(sn.str)), "%s", sn.name)
 	}
-	for _, name := range []string{"", "Age", "Vary", "ETag", "Expires", "Content-Type", "Content-Lengths", "Transfer-Encodin", "connectio"} {
+	for _, name := range []string{"", "Age", "Vary", "ETag", "Expires", "Content-Type", "Content-Lengths", "Transfer-Encodin", "connectio", "Content-Lengtg", "Dat3"} {
 		require.Zero(t, specialName(name), name)
+		require.Zero(t, specialNameBytes([]byte(name)), name)
 	}
 }
 

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 
@@ -235,7 +236,7 @@ func (call *Call) Hijack() (*vnet.Conn, error) {
 
 // serialize writes req's head and body into call.buf.
 func (call *Call) serialize(req *Request) error {
-	if !validToken(req.Method) || req.Addr == "" || !validText(req.Target) || !validText(req.Host) ||
+	if req.Addr == "" || !validToken(req.Method) || !validText(req.Target) || !validText(req.Host) ||
 		len(req.Target) == 0 || req.Target[0] != '/' && req.Target != "*" && req.Method != "CONNECT" {
 		return fmt.Errorf("%w: method %q, target %q", ErrInvalidRequest, req.Method, req.Target)
 	}
@@ -250,13 +251,16 @@ func (call *Call) serialize(req *Request) error {
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, host...)
 	b = append(b, "\r\n"...)
+	// Every field is checked, even one that the server's strict parser
+	// delivered to a proxy: middleware may have changed Request.Headers
+	// since, and a CR or LF in a name or value would split the request.
+	// The checks go a word (value) or four bytes (name) at a time.
 	for _, f := range req.Header {
 		if !validFieldName(f.Name) || !validTextBytes(f.Value) {
 			call.buf = b
 			return fmt.Errorf("%w: field %q", ErrInvalidRequest, f.Name)
 		}
-		if asciiEqualFold(f.Name, "host") || asciiEqualFold(f.Name, "content-length") ||
-			asciiEqualFold(f.Name, "transfer-encoding") {
+		if framingName(f.Name) {
 			continue
 		}
 		b = append(b, f.Name...)
@@ -313,15 +317,21 @@ func validToken(s string) bool {
 }
 
 func validFieldName(b []byte) bool {
-	if len(b) == 0 {
-		return false
+	return len(b) > 0 && h1.NameEnd(b, 0) == len(b)
+}
+
+// framingName: the fields the client writes itself (Host, and the body's
+// framing), found by length before any compare.
+func framingName(name []byte) bool {
+	switch len(name) {
+	case 4:
+		return asciiEqualFold(name, "host")
+	case 14:
+		return asciiEqualFold(name, "content-length")
+	case 17:
+		return asciiEqualFold(name, "transfer-encoding")
 	}
-	for _, c := range b {
-		if !isTokenChar(c) {
-			return false
-		}
-	}
-	return true
+	return false
 }
 
 // validText: no CR, LF or NUL, which would let a value end the line or
@@ -336,6 +346,17 @@ func validText(s string) bool {
 }
 
 func validTextBytes(b []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; len(b) >= 8; b = b[8:] {
+		w := binary.LittleEndian.Uint64(b)
+		// A lane of w^c is zero where w holds c; (x - ones) &^ x & highs
+		// flags every zero lane (and none where there is none: a borrow
+		// only runs up from a zero lane, which is flagged anyway).
+		cr, lf := w^('\r'*ones), w^('\n'*ones)
+		if (w-ones)&^w&highs|(cr-ones)&^cr&highs|(lf-ones)&^lf&highs != 0 {
+			return false
+		}
+	}
 	for _, c := range b {
 		if c == '\r' || c == '\n' || c == 0 {
 			return false

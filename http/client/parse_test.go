@@ -199,3 +199,27 @@ func FuzzParseResponse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFieldLine: a line plainFieldLine takes (nextFieldLine's fast path)
+// is one walkFieldLine takes too, with the same name, value and rest, so
+// the response parser is exactly as strict with the fast path.
+func FuzzFieldLine(f *testing.F) {
+	for _, s := range []string{
+		"Server: nginx\r\n", "A:b\r\n", "A:  b\r\n", "A: b \r\n", "A: b\tc\r\n",
+		"A: \x80\xff\r\n", "A: b\x7f\r\n", "A: b\rc\r\n", "A : b\r\n", ":b\r\n",
+		"Content-Type: application/octet-stream\r\nX", "A:\r\n", "A: b\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		ne, vs, ve, n := plainFieldLine(line)
+		if n == 0 {
+			return
+		}
+		got, rest, ok := walkFieldLine(line)
+		require.True(t, ok, "%q: plainFieldLine takes it, the walk refuses it", line)
+		require.Equal(t, line[:ne], got.Name)
+		require.Equal(t, line[vs:ve], got.Value)
+		require.Equal(t, line[n:], rest)
+	})
+}

@@ -29,7 +29,8 @@ type loopState struct {
 	loop *vnet.Loop
 	cl   *Client
 	ups  map[upKey]*upstream
-	free []*Call // ended calls, for reuse
+	last *upstream // the one upstream returned last: see upstream
+	free []*Call   // ended calls, for reuse
 }
 
 // maxFreeCalls bounds the ended calls a loop keeps for reuse.
@@ -96,11 +97,20 @@ func (call *Call) end(trailer []Field, err error) {
 
 func (ls *loopState) upstream(addr string, tls, h2 bool) *upstream {
 	k := upKey{addr, tls, h2}
+	// The upstream returned last is compared first: a loop sends to one
+	// upstream, or to a few in turn, and hashing the key for the map
+	// cost 190 instructions per request (callgrind, cmd/veloq-proxy
+	// -backend epoll). No upstream is ever removed from ups.
+	if u := ls.last; u != nil && u.key == k {
+		return u
+	}
 	if u := ls.ups[k]; u != nil {
+		ls.last = u
 		return u
 	}
 	u := &upstream{ls: ls, key: k}
 	ls.ups[k] = u
+	ls.last = u
 	c := ls.cl
 	c.mu.Lock()
 	c.ups = append(c.ups, u)

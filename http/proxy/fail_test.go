@@ -567,3 +567,38 @@ func TestFailedWriteDoesNotCancelTheNextClient(t *testing.T) {
 		}
 	})
 }
+
+// The attempt timer an exchange leaves armed when a request ends (send)
+// times the next request on the exchange out at the timeout, neither
+// early (a timer armed by an earlier request fires before it, and must
+// only re-arm) nor never.
+func TestUpstreamTimeoutAfterReuse(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		up := rawUpstream(t, func(r *nethttp.Request) ([]byte, bool) {
+			if r.URL.Path == "/hang" {
+				return nil, false
+			}
+			return []byte("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nfast"), false
+		})
+		const timeout = 600 * time.Millisecond
+		p := newProxy(t, WithUpstreams(up), WithTimeout(timeout))
+		addr := serve(t, b, p)
+		c := httpClient()
+		for i := 0; i < 10; i++ {
+			code, _ := get(t, c, "http://"+addr+"/x")
+			require.Equal(t, 200, code)
+		}
+		// Half a timeout later (a gap in time, which is what is tested,
+		// not a wait for an event), the timers those requests left armed
+		// fire half a timeout before the next request's own deadline.
+		start := time.Now()
+		require.Eventually(t, func() bool { return time.Since(start) > timeout/2 }, 5*time.Second, 10*time.Millisecond)
+		start = time.Now()
+		code, _ := get(t, c, "http://"+addr+"/hang")
+		took := time.Since(start)
+		require.Equal(t, 504, code)
+		require.GreaterOrEqual(t, took, timeout, "timed out early")
+		require.Less(t, took, 4*timeout, "timed out late")
+		require.Equal(t, uint64(1), p.Stats().Upstreams[0].Timeouts)
+	})
+}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -41,9 +42,29 @@ func TestListedAndTokens(t *testing.T) {
 	// "Connection: keep-alive" leaves nothing to look up per field.
 	require.Equal(t, []string{"X-Secret", "x-other", "TE", "close"}, strs(conns))
 	require.Empty(t, appendConnTokens(nil, []byte("keep-alive")))
+	require.Empty(t, appendConnTokens(nil, []byte("Keep-Alive")))
+	require.Equal(t, [][]byte{[]byte("close")}, appendConnTokens(nil, []byte("close")))
 	require.True(t, hasToken([]byte("deflate, Trailers"), "trailers"))
 	require.False(t, hasToken([]byte("deflate;q=0.5"), "trailers"))
 	require.Equal(t, "b2", string(cookie([]byte("a=1; bb=b2; b=3"), "bb")))
 	require.Equal(t, "3", string(cookie([]byte("a=1; bb=b2; b=3"), "b")))
 	require.Nil(t, cookie([]byte("a=1"), "b"))
+}
+
+// TestAppendIP: the text of an address is netip's, IPv4 (every octet
+// value in every position) and IPv6 alike.
+func TestAppendIP(t *testing.T) {
+	for o := 0; o < 256; o++ {
+		b := byte(o)
+		for _, ip := range []netip.Addr{
+			netip.AddrFrom4([4]byte{b, 0, 9, 10}), netip.AddrFrom4([4]byte{99, b, 100, 255}),
+			netip.AddrFrom4([4]byte{1, 200, b, 7}), netip.AddrFrom4([4]byte{127, 0, 0, b}),
+		} {
+			require.Equal(t, ip.String(), string(appendIP([]byte("x"), ip)[1:]))
+		}
+	}
+	for _, s := range []string{"::1", "2001:db8::7", "fe80::1%eth0"} {
+		ip := netip.MustParseAddr(s)
+		require.Equal(t, ip.String(), string(appendIP(nil, ip)))
+	}
 }

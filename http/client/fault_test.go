@@ -357,6 +357,12 @@ func TestInvalidRequest(t *testing.T) {
 			{Method: "GET", Addr: "127.0.0.1:1", Target: "/", Host: "a\r\nb"},
 			{Method: "GET", Addr: "127.0.0.1:1", Target: "/", Header: []Field{{[]byte("X"), []byte("a\r\nb: c")}}},
 			{Method: "GET", Addr: "127.0.0.1:1", Target: "/", Header: []Field{{[]byte("X Y"), []byte("a")}}},
+			// Past the first word of the value, and in the name's four-byte steps.
+			{Method: "GET", Addr: "127.0.0.1:1", Target: "/", Header: []Field{{[]byte("X"), []byte("abcdefgh\nEvil: 1")}}},
+			{Method: "GET", Addr: "127.0.0.1:1", Target: "/", Header: []Field{{[]byte("X"), []byte("abcdefghijklmno\r")}}},
+			{Method: "GET", Addr: "127.0.0.1:1", Target: "/", Header: []Field{{[]byte("X"), []byte("abcdefghijk\x00")}}},
+			{Method: "GET", Addr: "127.0.0.1:1", Target: "/", Header: []Field{{[]byte("X-Long-Name\r\nEvil"), []byte("a")}}},
+			{Method: "GET", Addr: "127.0.0.1:1", Target: "/", Header: []Field{{[]byte(""), []byte("a")}}},
 			{Method: "G T", Addr: "127.0.0.1:1", Target: "/"},
 			{Method: "GET", Addr: "", Target: "/"},
 		} {

@@ -1,11 +1,16 @@
 package proxy
 
 import (
+	nethttp "net/http"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	vhttp "github.com/veloq/veloq/http"
+	vnet "github.com/veloq/veloq/net"
 )
 
 // Every name classify knows, in any case, and a few it must not.
@@ -67,4 +72,42 @@ func TestAppendIP(t *testing.T) {
 		ip := netip.MustParseAddr(s)
 		require.Equal(t, ip.String(), string(appendIP(nil, ip)))
 	}
+}
+
+// A middleware in front of the proxy that puts CR or LF into a forwarded
+// field, the target or Host gets 400 and the upstream never sees the
+// request: the client checks what it forwards, even when the server's
+// parser delivered it.
+func TestInjectedFieldRefused(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		var seen atomic.Int64
+		up := rawUpstream(t, func(r *nethttp.Request) ([]byte, bool) {
+			seen.Add(1)
+			return []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), false
+		})
+		p := newProxy(t, WithUpstreams(up))
+		for _, inject := range []func(r *vhttp.Request){
+			func(r *vhttp.Request) {
+				r.Headers = append(r.Headers, vhttp.HeaderField{Name: []byte("X-From-Query"), Value: []byte("a value\r\nEvil: 1")})
+			},
+			func(r *vhttp.Request) {
+				r.Headers = append(r.Headers, vhttp.HeaderField{Name: []byte("X-Name\r\nEvil"), Value: []byte("1")})
+			},
+			func(r *vhttp.Request) { r.Target = []byte("/rewritten\r\nEvil: 1") },
+			func(r *vhttp.Request) { r.Host = []byte("a.example\r\nEvil: 1") },
+		} {
+			mw := vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, r *vhttp.Request) {
+				inject(r)
+				p.ServeHTTP(w, r)
+			})
+			addr := serve(t, b, mw)
+			code, _ := get(t, httpClient(), "http://"+addr+"/x")
+			require.Equal(t, vhttp.StatusBadRequest, code)
+		}
+		require.Zero(t, seen.Load(), "an injected request reached the upstream")
+		code, body := get(t, httpClient(), "http://"+serve(t, b, p)+"/x")
+		require.Equal(t, 200, code)
+		require.Equal(t, "ok", body)
+		require.EqualValues(t, 1, seen.Load())
+	})
 }

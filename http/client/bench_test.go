@@ -1,10 +1,10 @@
 package client
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/veloq/veloq/http/internal/h2"
+	"github.com/veloq/veloq/http/internal/upstreamtest"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -12,26 +12,7 @@ import (
 // with the same small response, allocating nothing: the benchmark's
 // allocations are then the client's.
 func fixedUpstream(b *testing.B, be vnet.Backend) string {
-	resp := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nHello, World!")
-	end := []byte("\r\n\r\n")
-	h := &vnet.HandlerFuncs{Data: func(c *vnet.Conn) {
-		in, _ := c.Peek(0)
-		for {
-			i := bytes.Index(in, end)
-			if i < 0 {
-				return
-			}
-			c.Discard(i + 4)
-			in = in[i+4:]
-			c.Write(resp)
-		}
-	}}
-	s, err := vnet.Listen("tcp", "127.0.0.1:0", h, vnet.WithBackend(be), vnet.WithLoops(1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
-	return s.Addr().String()
+	return upstreamtest.Fixed(b, be, []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nHello, World!"))
 }
 
 // chain sends its request again from OnResponseEnd until n are done: the

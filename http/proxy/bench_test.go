@@ -11,6 +11,7 @@ import (
 
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/http/client"
+	"github.com/veloq/veloq/http/internal/upstreamtest"
 	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
 )
@@ -26,23 +27,7 @@ func fixedUpstream(tb testing.TB, be vnet.Backend, size int) string {
 		"Last-Modified: Sat, 28 Nov 2026 14:09:39 GMT\r\nConnection: keep-alive\r\n" +
 		"ETag: \"6b0ae0a3-40\"\r\nAccept-Ranges: bytes\r\n\r\n")
 	resp = append(resp, bytes.Repeat([]byte("x"), size)...)
-	end := []byte("\r\n\r\n")
-	h := &vnet.HandlerFuncs{Data: func(c *vnet.Conn) {
-		in, _ := c.Peek(0)
-		for {
-			i := bytes.Index(in, end)
-			if i < 0 {
-				return
-			}
-			c.Discard(i + 4)
-			in = in[i+4:]
-			c.Write(resp)
-		}
-	}}
-	s, err := vnet.Listen("tcp", "127.0.0.1:0", h, vnet.WithBackend(be), vnet.WithLoops(1))
-	require.NoError(tb, err)
-	tb.Cleanup(func() { s.Close() })
-	return s.Addr().String()
+	return upstreamtest.Fixed(tb, be, resp)
 }
 
 // chain sends its request again from OnResponseEnd until left are done,

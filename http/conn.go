@@ -323,10 +323,7 @@ func (cs *conn) serveLoop() {
 				cs.startStd(s.std, req, nil)
 				return
 			}
-			if req.HasBody() {
-				c.Discard(n)
-				cs.rec.in = int64(n)
-				cs.serveStreamed(req)
+			if req.HasBody() && cs.streamedHead(req, n) {
 				return
 			}
 		}
@@ -375,6 +372,30 @@ func (cs *conn) serveLoop() {
 			return
 		}
 	}
+}
+
+// streamedHead decides, under a root handler that may stream bodies, how
+// the body of req (whose head is n bytes) is read: it serves the request
+// and reports true when its handler streams the body; otherwise the body
+// is collected, under the server's limit, which the parser left to this
+// decision. An over-long Content-Length is answered 413 either way.
+func (cs *conn) streamedHead(req *Request, n int) bool {
+	limit, streams := cs.srv.streamRoot.streamLimit(req)
+	if !streams {
+		limit = cs.srv.limits.MaxBodyBytes
+	}
+	if req.ContentLength > limit {
+		cs.protoError(errBodyTooLarge)
+		return true
+	}
+	cs.dec.Limits.MaxBodyBytes = limit // a chunked body's, as it is decoded
+	if !streams {
+		return false
+	}
+	cs.c.Discard(n)
+	cs.rec.in = int64(n)
+	cs.serveStreamed(req)
+	return true
 }
 
 // enterBody waits for the rest of req's body. The head is copied, since

@@ -21,10 +21,16 @@ import (
 // error to OnBody (errors.Is [ErrBodyTooLarge]). maxBytes <= 0 means no
 // limit; the server's [Limits.MaxBodyBytes] does not apply.
 //
-// It takes effect as the server's handler (the one given to NewServer),
-// for every request. A request h answers without Detach, or whose body it
-// never asks for, is answered, and its HTTP/1 connection then closes,
-// since the unread body stands between it and the next request.
+// It takes effect where the server can see it from a request's head,
+// before the body: as the server's handler (the one given to NewServer),
+// as a [Router] route's handler (other routes keep their bodies
+// collected, under [Limits.MaxBodyBytes]), and below middleware applied
+// with [Chain], at any depth of these. Elsewhere (below a middleware
+// applied by hand) the server collects the body as for any handler, and
+// OnBody reports only its end. A request h answers without Detach, or
+// whose body it never asks for, is answered, and its HTTP/1 connection
+// then closes, since the unread body stands between it and the next
+// request.
 func StreamBody(h Handler, maxBytes int64) Handler {
 	if maxBytes <= 0 {
 		maxBytes = math.MaxInt64
@@ -32,14 +38,35 @@ func StreamBody(h Handler, maxBytes int64) Handler {
 	return &bodyStreamer{h: h, max: maxBytes}
 }
 
-// bodyStreamer is StreamBody's handler; the server looks for it as its
-// root handler.
+// bodyStreamer is StreamBody's handler.
 type bodyStreamer struct {
 	h   Handler
 	max int64
 }
 
 func (s *bodyStreamer) ServeHTTP(w *ResponseWriter, r *Request) { s.h.ServeHTTP(w, r) }
+
+// A headRouter is a handler that can tell from a request's head alone
+// whether the handler that will serve it streams the body (StreamBody),
+// and with which limit. The server asks its root handler, when it is one,
+// before it collects a body: the answer must not depend on anything the
+// handlers do, only on the request.
+type headRouter interface {
+	streamLimit(req *Request) (maxBytes int64, ok bool)
+}
+
+func (s *bodyStreamer) streamLimit(*Request) (int64, bool) { return s.max, true }
+
+// chained is what Chain returns when the handler it wraps is a
+// headRouter, so that middleware does not hide a streamed route.
+type chained struct {
+	h     Handler    // the middleware around inner
+	inner headRouter // the wrapped handler
+}
+
+func (c *chained) ServeHTTP(w *ResponseWriter, r *Request) { c.h.ServeHTTP(w, r) }
+
+func (c *chained) streamLimit(req *Request) (int64, bool) { return c.inner.streamLimit(req) }
 
 // ErrBodyAborted is what [Responder.OnBody] reports when the request body
 // can no longer be completed: the client closed its connection, half-closed

@@ -39,6 +39,45 @@ type bodyOut struct {
 	wait    func(error)
 	wake    func() // call.wakeBody, made once per Call
 	waiting bool   // a wake-up is asked for (OnDrain or deferred)
+	onConn  func() // WhenConnected's
+}
+
+// WhenConnected calls f on the loop once the call has its connection to
+// the upstream: on HTTP/1 when the connection is established (for TLS,
+// its handshake done), on HTTP/2 when the call's stream is opened on an
+// established connection; at once if it has. f is not called if the call
+// ends before (OnResponseEnd says why). A caller that writes a streamed
+// body only from f keeps the call retryable when its connect fails (see
+// WriteBody): nothing of the body was written, so nothing is lost. f may
+// be called from within the client's own handling of the connection: it
+// may write the body, but must not block. One function waits at a time.
+func (call *Call) WhenConnected(f func()) {
+	if call.ph == phaseFree || call.ph == phaseEnding {
+		return
+	}
+	if call.connected() {
+		f()
+		return
+	}
+	call.body.onConn = f
+}
+
+// connected reports whether call has an established connection.
+func (call *Call) connected() bool {
+	if call.pc != nil {
+		return call.pc.opened
+	}
+	hc := call.hs.hc
+	return hc != nil && hc.conned && call.hs.id != 0
+}
+
+// nowConnected runs WhenConnected's function: call's connection was
+// just established, or call was just given one that is.
+func (call *Call) nowConnected() {
+	if f := call.body.onConn; f != nil {
+		call.body.onConn = nil
+		f()
+	}
 }
 
 // WriteBody sends p as the next part of the request body; the bytes are

@@ -250,6 +250,9 @@ func (hc *h2conn) open(call *Call) {
 	hc.out = h2.AppendHeaders(hc.out, s.id, eos, block, hc.peer.MaxFrameSize)
 	if !eos {
 		hc.sendBody(call)
+		if hc.conned {
+			call.nowConnected()
+		}
 	}
 }
 
@@ -478,6 +481,11 @@ func (hc *h2conn) OnOpen(c *vnet.Conn) {
 	}
 	if !hc.opened {
 		hc.start()
+	}
+	// Streams opened with the connect (h2c's prior knowledge) are now
+	// connected: their streamed bodies' writers go on (WhenConnected).
+	for _, call := range hc.streams {
+		call.nowConnected()
 	}
 }
 

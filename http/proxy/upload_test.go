@@ -303,3 +303,39 @@ func TestStreamedUploadNotRetried(t *testing.T) {
 		t.Fatal("no request reached the failing upstream")
 	})
 }
+
+// TestStreamedUploadRetriedAfterRefused: a streamed upload whose first
+// upstream refuses the connect goes to the next upstream whole, with
+// Content-Length and chunked, to an HTTP/1.1 and an h2c upstream: the
+// proxy reads none of the client's body before an attempt's connection
+// is up, so a refused connect took nothing a retry would lack.
+func TestStreamedUploadRetriedAfterRefused(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		h2up, _ := h2cStdUpstream(t, slowReader(nil, nil))
+		dead := closedAddr(t)
+		for _, pair := range [][2]string{{dead, stdUpstream(t, slowReader(nil, nil))}, {"h2c://" + dead, "h2c://" + h2up}} {
+			p := newProxy(t, WithUpstreams(pair[0], pair[1]), WithPolicy(RoundRobin), WithEjection(0, 0, 0))
+			addr := serve(t, b, streaming(p))
+			// Round robin: of two requests, one goes to the dead upstream
+			// first.
+			for i, chunked := range []bool{false, false, true, true} {
+				body := newGenBody(4<<20, byte(10+i))
+				req, err := nethttp.NewRequest("POST", "http://"+addr+"/up", io.MultiReader(body))
+				require.NoError(t, err)
+				req.ContentLength = 4 << 20
+				if chunked {
+					req.ContentLength = -1
+				}
+				resp, err := httpClient().Do(req)
+				require.NoError(t, err)
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				require.Equal(t, 200, resp.StatusCode, "%s chunked=%v: %s", pair[1], chunked, got)
+				require.Equal(t, fmt.Sprintf("%d %s", 4<<20, body.sum()), string(got))
+			}
+			st := p.Stats()
+			require.NotZero(t, st.Upstreams[0].ConnectErrors, pair[0])
+			require.NotZero(t, st.Upstreams[1].Retries, pair[1])
+		}
+	})
+}

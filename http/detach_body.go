@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"math"
+
+	"github.com/veloq/veloq/http/internal/h1"
 )
 
 // StreamBody returns a handler that serves h with request bodies streamed
@@ -85,6 +87,9 @@ type bodyStream struct {
 	endErr     error
 	fn         func(part []byte, end bool, err error)
 	held       []byte // parts that arrived while the reader was paused
+	// trailer holds the body's trailer fields, copied when the protocol
+	// ends the body (BodyTrailer).
+	trailer ResponseHeader
 }
 
 // The states of a bodyStream.
@@ -256,5 +261,33 @@ func (b *bodyStream) reset() {
 	if cap(held) > maxKeptHeld {
 		held = nil
 	}
-	*b = bodyStream{held: held}
+	tr := b.trailer
+	tr.Reset()
+	*b = bodyStream{held: held, trailer: tr}
+}
+
+// BodyTrailer returns the trailer fields of the request body that
+// [Responder.OnBody] reported complete: an HTTP/1 chunked body's trailer
+// section, an HTTP/2 stream's trailing HEADERS. It is nil before the end
+// was delivered, and when the body had no trailer. The fields are the
+// Responder's, valid until its answer ends: read them, do not keep them.
+func (r *Responder) BodyTrailer() []HeaderField {
+	d := r.live()
+	if d == nil || d.body.state != bodyOver || d.body.trailer.Len() == 0 {
+		return nil
+	}
+	return d.body.trailer.Fields()
+}
+
+// setTrailer is the protocol's, before it ends the body complete: the
+// HTTP/1 trailer section's field lines (validated by the decoder).
+func (d *detached) setTrailer(lines []byte) {
+	for {
+		f, rest, ok := h1.NextField(lines)
+		if !ok {
+			return
+		}
+		lines = rest
+		d.body.trailer.AddBytes(f.Name, f.Value)
+	}
 }

@@ -85,7 +85,11 @@
 //
 // Upstreams speak HTTP/1.1 (plaintext, or TLS with an https:// address) or
 // HTTP/2 (h2c:// with prior knowledge, h2:// over TLS), trailers passed
-// through. Request trailers of a streamed body are not forwarded.
+// through both ways: the trailer fields of a client's streamed body (an
+// HTTP/1.1 chunked trailer section, an HTTP/2 trailing HEADERS) go to the
+// upstream as a chunked trailer section or a trailing HEADERS, minus the
+// hop-by-hop and framing fields, as the answer's do (an HTTP/1.1
+// upstream's body framed by Content-Length has no place for them).
 //
 // This package is experimental in v0.1.0: it is new, and its API may
 // change in a minor release without a deprecation period (see the

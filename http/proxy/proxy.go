@@ -217,6 +217,7 @@ type exchange struct {
 	// the body until its connection, bodyEnded that the (empty) body's
 	// end was taken.
 	bodyAsked, connWait, bodyEnded bool
+	reqTrailer                     []client.Field // requestTrailer's, reused
 }
 
 // now returns since(l.Now()), the loop's cached time on the proxy's
@@ -505,7 +506,7 @@ func (ex *exchange) connected() {
 		return
 	}
 	if ex.bodyEnded {
-		_ = ex.call.EndBody() // the empty body ended before the retry
+		_ = ex.call.EndBodyTrailer(ex.requestTrailer()) // the empty body ended before the retry
 	}
 	if ex.connWait {
 		ex.connWait = false
@@ -755,6 +756,25 @@ func (ex *exchange) forwardTrailer(trailer []client.Field) {
 	}
 }
 
+// requestTrailer returns the trailer fields of the client's streamed
+// body to pass on, without the hop-by-hop and framing ones, as
+// forwardTrailer does for the answer's.
+func (ex *exchange) requestTrailer() []client.Field {
+	t := ex.reqTrailer[:0]
+	if ex.rsp == nil {
+		return nil
+	}
+	for _, f := range ex.rsp.BodyTrailer() {
+		switch classify(f.Name) {
+		case kindConn, kindHop, kindTE, kindFramed:
+			continue
+		}
+		t = append(t, client.Field{Name: f.Name, Value: f.Value})
+	}
+	ex.reqTrailer = t
+	return t
+}
+
 // classify counts a failed attempt and returns the status the client
 // gets for it.
 func (ex *exchange) classify(err error, now int64) int {
@@ -957,7 +977,9 @@ func (ex *exchange) bodyPart(part []byte, end bool, err error) {
 	}
 	if end {
 		ex.bodyEnded = true
-		_ = call.EndBody()
+		if call.EndBodyTrailer(ex.requestTrailer()) != nil {
+			call.Cancel()
+		}
 		return
 	}
 	if ex.rsp != nil && !ex.bodyPaused && call.BodyBuffered() > ex.p.cfg.maxBuffer {

@@ -118,3 +118,47 @@ func TestStreamBodyRouteHTTP2(t *testing.T) {
 		require.Equal(t, StatusRequestEntityTooLarge, status)
 	})
 }
+
+// TestStreamBodyTrailer: a StreamBody reader gets the trailer of a
+// chunked HTTP/1.1 body and of an HTTP/2 stream (Responder.BodyTrailer)
+// once OnBody reported the end, and nothing before.
+func TestStreamBodyTrailer(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := startServer(t, b, StreamBody(HandlerFunc(func(w *ResponseWriter, req *Request) {
+			r, err := w.Detach()
+			if err != nil {
+				panic(err)
+			}
+			n, early := 0, 0
+			r.OnBody(func(part []byte, end bool, err error) {
+				n += len(part)
+				if !end {
+					early += len(r.BodyTrailer())
+					return
+				}
+				var out []byte
+				out = fmt.Appendf(out, "%d %d", n, early)
+				for _, f := range r.BodyTrailer() {
+					out = fmt.Appendf(out, " %s=%s", f.Name, f.Value)
+				}
+				r.Respond(StatusOK, out)
+			})
+		}), 0))
+
+		c, br := rawConn(t, s)
+		fmt.Fprintf(c, "POST /t HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-Sum: v1\r\nX-Other: o\r\n\r\n")
+		resp, got := readResponse(t, br, "POST")
+		require.Equal(t, StatusOK, resp.StatusCode)
+		require.Equal(t, "5 0 X-Sum=v1 X-Other=o", got)
+
+		req, err := nethttp.NewRequest("POST", "http://"+s.Addr().String()+"/t", io.MultiReader(bytes.NewReader([]byte("hello!"))))
+		require.NoError(t, err)
+		req.Trailer = nethttp.Header{"X-Sum": {"v2"}}
+		resp, err = h2Client(nil).Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, 200, resp.StatusCode)
+		require.Equal(t, "6 0 x-sum=v2", string(body))
+	})
+}

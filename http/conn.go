@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"log/slog"
+	"math"
 	nethttp "net/http"
 	"time"
 
@@ -133,6 +134,12 @@ func (cs *conn) takeState() {
 	}
 	rs := new(reqState)
 	rs.parser.Limits = h1.Limits(cs.srv.limits)
+	if cs.srv.streamRoot != nil {
+		// The body's limit depends on its handler, known after the head:
+		// serveLoop checks Content-Length then (streamedHead), which also
+		// sets the chunked decoder's for each request.
+		rs.parser.Limits.MaxBodyBytes = math.MaxInt64
+	}
 	rs.dec.Limits = h1.Limits(cs.srv.limits)
 	cs.reqState = rs
 }
@@ -402,10 +409,7 @@ func (cs *conn) serveLoop() {
 				cs.startStd(s.std, req, nil)
 				return
 			}
-			if req.HasBody() {
-				c.Discard(n)
-				cs.rec.in = int64(n)
-				cs.serveStreamed(req)
+			if req.HasBody() && cs.streamedHead(req, n) {
 				return
 			}
 		}
@@ -454,6 +458,30 @@ func (cs *conn) serveLoop() {
 			return
 		}
 	}
+}
+
+// streamedHead decides, under a root handler that may stream bodies, how
+// the body of req (whose head is n bytes) is read: it serves the request
+// and reports true when its handler streams the body; otherwise the body
+// is collected, under the server's limit, which the parser left to this
+// decision. An over-long Content-Length is answered 413 either way.
+func (cs *conn) streamedHead(req *Request, n int) bool {
+	limit, streams := cs.srv.streamRoot.streamLimit(req)
+	if !streams {
+		limit = cs.srv.limits.MaxBodyBytes
+	}
+	if req.ContentLength > limit {
+		cs.protoError(errBodyTooLarge)
+		return true
+	}
+	cs.dec.Limits.MaxBodyBytes = limit // a chunked body's, as it is decoded
+	if !streams {
+		return false
+	}
+	cs.c.Discard(n)
+	cs.rec.in = int64(n)
+	cs.serveStreamed(req)
+	return true
 }
 
 // enterBody waits for the rest of req's body. The head is copied, since

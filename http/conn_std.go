@@ -84,13 +84,17 @@ func (cs *conn) takeBody(w bodyWriter) (done, full bool, err error) {
 	}
 	off := 0
 	for !done {
-		k, data, end, e := cs.dec.Next(buf[off:])
+		in := buf[off:]
+		k, data, end, e := cs.dec.Next(in)
 		off += k
 		if len(data) > 0 {
 			full = w.write(data) || full
 		}
 		if end {
 			done = true
+			if d, ok := w.(*detached); ok {
+				d.setTrailer(cs.dec.Trailer(in)) // before the input is discarded
+			}
 		} else if e == h1.ErrNeedMore {
 			break
 		} else if e != nil {

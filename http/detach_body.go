@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"math"
+
+	"github.com/veloq/veloq/http/internal/h1"
 )
 
 // StreamBody returns a handler that serves h with request bodies streamed
@@ -21,10 +23,16 @@ import (
 // error to OnBody (errors.Is [ErrBodyTooLarge]). maxBytes <= 0 means no
 // limit; the server's [Limits.MaxBodyBytes] does not apply.
 //
-// It takes effect as the server's handler (the one given to NewServer),
-// for every request. A request h answers without Detach, or whose body it
-// never asks for, is answered, and its HTTP/1 connection then closes,
-// since the unread body stands between it and the next request.
+// It takes effect where the server can see it from a request's head,
+// before the body: as the server's handler (the one given to NewServer),
+// as a [Router] route's handler (other routes keep their bodies
+// collected, under [Limits.MaxBodyBytes]), and below middleware applied
+// with [Chain], at any depth of these. Elsewhere (below a middleware
+// applied by hand) the server collects the body as for any handler, and
+// OnBody reports only its end. A request h answers without Detach, or
+// whose body it never asks for, is answered, and its HTTP/1 connection
+// then closes, since the unread body stands between it and the next
+// request.
 func StreamBody(h Handler, maxBytes int64) Handler {
 	if maxBytes <= 0 {
 		maxBytes = math.MaxInt64
@@ -32,14 +40,35 @@ func StreamBody(h Handler, maxBytes int64) Handler {
 	return &bodyStreamer{h: h, max: maxBytes}
 }
 
-// bodyStreamer is StreamBody's handler; the server looks for it as its
-// root handler.
+// bodyStreamer is StreamBody's handler.
 type bodyStreamer struct {
 	h   Handler
 	max int64
 }
 
 func (s *bodyStreamer) ServeHTTP(w *ResponseWriter, r *Request) { s.h.ServeHTTP(w, r) }
+
+// A headRouter is a handler that can tell from a request's head alone
+// whether the handler that will serve it streams the body (StreamBody),
+// and with which limit. The server asks its root handler, when it is one,
+// before it collects a body: the answer must not depend on anything the
+// handlers do, only on the request.
+type headRouter interface {
+	streamLimit(req *Request) (maxBytes int64, ok bool)
+}
+
+func (s *bodyStreamer) streamLimit(*Request) (int64, bool) { return s.max, true }
+
+// chained is what Chain returns when the handler it wraps is a
+// headRouter, so that middleware does not hide a streamed route.
+type chained struct {
+	h     Handler    // the middleware around inner
+	inner headRouter // the wrapped handler
+}
+
+func (c *chained) ServeHTTP(w *ResponseWriter, r *Request) { c.h.ServeHTTP(w, r) }
+
+func (c *chained) streamLimit(req *Request) (int64, bool) { return c.inner.streamLimit(req) }
 
 // ErrBodyAborted is what [Responder.OnBody] reports when the request body
 // can no longer be completed: the client closed its connection, half-closed
@@ -58,6 +87,9 @@ type bodyStream struct {
 	endErr     error
 	fn         func(part []byte, end bool, err error)
 	held       []byte // parts that arrived while the reader was paused
+	// trailer holds the body's trailer fields, copied when the protocol
+	// ends the body (BodyTrailer).
+	trailer ResponseHeader
 }
 
 // The states of a bodyStream.
@@ -229,5 +261,33 @@ func (b *bodyStream) reset() {
 	if cap(held) > maxKeptHeld {
 		held = nil
 	}
-	*b = bodyStream{held: held}
+	tr := b.trailer
+	tr.Reset()
+	*b = bodyStream{held: held, trailer: tr}
+}
+
+// BodyTrailer returns the trailer fields of the request body that
+// [Responder.OnBody] reported complete: an HTTP/1 chunked body's trailer
+// section, an HTTP/2 stream's trailing HEADERS. It is nil before the end
+// was delivered, and when the body had no trailer. The fields are the
+// Responder's, valid until its answer ends: read them, do not keep them.
+func (r *Responder) BodyTrailer() []HeaderField {
+	d := r.live()
+	if d == nil || d.body.state != bodyOver || d.body.trailer.Len() == 0 {
+		return nil
+	}
+	return d.body.trailer.Fields()
+}
+
+// setTrailer is the protocol's, before it ends the body complete: the
+// HTTP/1 trailer section's field lines (validated by the decoder).
+func (d *detached) setTrailer(lines []byte) {
+	for {
+		f, rest, ok := h1.NextField(lines)
+		if !ok {
+			return
+		}
+		lines = rest
+		d.body.trailer.AddBytes(f.Name, f.Value)
+	}
 }

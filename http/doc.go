@@ -13,7 +13,8 @@
 // [ResponseWriter.Detach] lets an inline handler return before its answer
 // is ready and complete it later on the same loop through a [Responder]
 // (a proxy answering from its upstream's callbacks, streamed with
-// backpressure, no goroutine); under [StreamBody] such a handler reads
+// backpressure, no goroutine); under [StreamBody] (the server's handler
+// or one [Router] route's) such a handler reads
 // the request body too as it arrives ([Responder.OnBody], paced by
 // PauseBody and ResumeBody), so bodies stream both ways, of any size.
 // [ResponseWriter.Hijack] hands the

@@ -554,6 +554,11 @@ func (hc *h2Conn) endBlock(id uint32, block []byte) error {
 		if err := hc.checkTrailers(id, hc.contEnd); err != nil {
 			return err
 		}
+		if d := st.reader(); d != nil {
+			for _, f := range hc.ls.h2.fields {
+				d.body.trailer.Add(f.Name, f.Value) // for BodyTrailer
+			}
+		}
 		return st.bodyEnded()
 	}
 	if id <= hc.lastID {

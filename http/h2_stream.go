@@ -55,6 +55,7 @@ type h2Stream struct {
 	// it detached (reader).
 	streams bool
 	dbody   *detached
+	maxBody int64 // the streamed body's limit (StreamBody's)
 
 	rec exchangeRecord // for the completion hook (completion.go)
 }
@@ -73,10 +74,12 @@ func (st *h2Stream) start() {
 		st.startStd(sh, &st.req, nil)
 		return
 	}
-	if st.hc.srv.streamer != nil && !st.remoteDone {
-		st.streams = true
-		st.serve()
-		return
+	if r := st.hc.srv.streamRoot; r != nil && !st.remoteDone {
+		if limit, ok := r.streamLimit(&st.req); ok {
+			st.streams, st.maxBody = true, limit
+			st.serve()
+			return
+		}
 	}
 	if st.remoteDone {
 		st.serve()
@@ -227,7 +230,7 @@ func (st *h2Stream) bodyData(data []byte) error {
 		return errMalformed(st.id, "body longer than content-length")
 	}
 	if d := st.reader(); d != nil {
-		if st.got > st.hc.srv.limits.MaxBodyBytes {
+		if st.got > st.maxBody {
 			d.closeWrite(errBodyTooLarge) // its window stays spent
 			return nil
 		}

@@ -62,6 +62,9 @@ var rootPath = []byte("/")
 // matches only with other methods gets 405 Method Not Allowed with an
 // Allow field.
 //
+// A route whose handler is a [StreamBody] handler (or wraps one with
+// [Chain]) streams its request bodies; the other routes' are collected.
+//
 // Paths are matched as sent, byte for byte, without cleaning "." or ".."
 // segments or decoding percent-escapes, and wildcard values are raw: a
 // handler that maps them to files must check them. Nor is a subtree's
@@ -71,6 +74,9 @@ var rootPath = []byte("/")
 type Router struct {
 	root     rnode
 	notFound Handler
+	// streams is set once a route's handler may stream its body
+	// (a headRouter): only then does streamLimit match at the head.
+	streams bool
 }
 
 // rnode is one segment position in the route tree.
@@ -179,6 +185,9 @@ func (m *Router) Handle(pattern string, h Handler) {
 	r.hs = append(r.hs, h)
 	r.pats = append(r.pats, pattern)
 	r.allow = allowList(r.methods)
+	if _, ok := h.(headRouter); ok {
+		m.streams = true
+	}
 }
 
 // HandleFunc registers f for pattern, like Handle.
@@ -289,6 +298,28 @@ func (m *Router) ServeHTTP(w *ResponseWriter, r *Request) {
 	m.miss(w, r, mt.allow)
 }
 
+// streamLimit matches req's route, as ServeHTTP will, and asks its
+// handler whether it streams the body.
+func (m *Router) streamLimit(r *Request) (int64, bool) {
+	if !m.streams {
+		return 0, false
+	}
+	path := r.Path
+	if len(path) == 0 {
+		path = rootPath
+	}
+	if path[0] != '/' {
+		return 0, false
+	}
+	mt := matcher{req: r, path: path, method: r.Method}
+	h := mt.match(&m.root, 1)
+	r.nparams, r.pattern = 0, "" // ServeHTTP matches again
+	if hr, ok := h.(headRouter); ok {
+		return hr.streamLimit(r)
+	}
+	return 0, false
+}
+
 func (m *Router) miss(w *ResponseWriter, r *Request, allow *routes) {
 	if allow != nil {
 		w.Header().Set("Allow", allow.allow)
@@ -377,9 +408,16 @@ func (mt *matcher) push(name string, start, end int) int {
 
 // Chain wraps h in middleware, the first outermost: Chain(h, a, b) is
 // a(b(h)). A middleware is any function from Handler to Handler.
+//
+// When h is, or routes to, a [StreamBody] handler, the result still lets
+// the server see that from the request's head.
 func Chain(h Handler, mw ...func(Handler) Handler) Handler {
+	inner := h
 	for i := len(mw) - 1; i >= 0; i-- {
 		h = mw[i](h)
+	}
+	if hr, ok := inner.(headRouter); ok && len(mw) > 0 {
+		return &chained{h: h, inner: hr}
 	}
 	return h
 }

@@ -54,10 +54,11 @@ var ErrHijackUnavailable = errors.New("http: Hijack is only available to handler
 type Server struct {
 	h   Handler
 	std *stdHandler // the root handler when it comes from FromStd
-	// streamer is the root handler when it comes from StreamBody.
-	streamer *bodyStreamer
-	// onHead is set when the root handler takes a request on its head
-	// (std or streamer): one test on the collected path for both.
+	// streamRoot is the root handler when it can tell from a request's
+	// head that the request's body streams (StreamBody, a Router, Chain).
+	streamRoot headRouter
+	// onHead is set when the root handler may take a request on its head
+	// (std or streamRoot): one test on the collected path for both.
 	onHead bool
 	opts   serverOptions
 	// limits are the connections' parser limits: opts.limits, with the
@@ -110,12 +111,11 @@ func NewServer(h Handler, opts ...Option) (*Server, error) {
 	}
 	s.h = h
 	s.std, _ = h.(*stdHandler)
-	s.streamer, _ = h.(*bodyStreamer)
-	s.limits = s.opts.limits
-	if s.streamer != nil {
-		s.limits.MaxBodyBytes = s.streamer.max
+	if s.std == nil {
+		s.streamRoot, _ = h.(headRouter)
 	}
-	s.onHead = s.std != nil || s.streamer != nil
+	s.limits = s.opts.limits
+	s.onHead = s.std != nil || s.streamRoot != nil
 	s.stdSrv = &nethttp.Server{
 		ReadHeaderTimeout: max(s.opts.readHeaderTimeout, 0),
 		IdleTimeout:       max(s.opts.idleTimeout, 0),

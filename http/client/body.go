@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"strconv"
@@ -39,6 +40,48 @@ type bodyOut struct {
 	wait    func(error)
 	wake    func() // call.wakeBody, made once per Call
 	waiting bool   // a wake-up is asked for (OnDrain or deferred)
+	onConn  func() // WhenConnected's
+	// trailer is EndBodyTrailer's fields as HTTP/1 field lines, each
+	// with its CRLF (HTTP/2 encodes them from these).
+	trailer []byte
+}
+
+// WhenConnected calls f on the loop once the call has its connection to
+// the upstream: on HTTP/1 when the connection is established (for TLS,
+// its handshake done), on HTTP/2 when the call's stream is opened on an
+// established connection; at once if it has. f is not called if the call
+// ends before (OnResponseEnd says why). A caller that writes a streamed
+// body only from f keeps the call retryable when its connect fails (see
+// WriteBody): nothing of the body was written, so nothing is lost. f may
+// be called from within the client's own handling of the connection: it
+// may write the body, but must not block. One function waits at a time.
+func (call *Call) WhenConnected(f func()) {
+	if call.ph == phaseFree || call.ph == phaseEnding {
+		return
+	}
+	if call.connected() {
+		f()
+		return
+	}
+	call.body.onConn = f
+}
+
+// connected reports whether call has an established connection.
+func (call *Call) connected() bool {
+	if call.pc != nil {
+		return call.pc.opened
+	}
+	hc := call.hs.hc
+	return hc != nil && hc.conned && call.hs.id != 0
+}
+
+// nowConnected runs WhenConnected's function: call's connection was
+// just established, or call was just given one that is.
+func (call *Call) nowConnected() {
+	if f := call.body.onConn; f != nil {
+		call.body.onConn = nil
+		f()
+	}
 }
 
 // WriteBody sends p as the next part of the request body; the bytes are
@@ -106,9 +149,28 @@ func (call *Call) appendPart(dst, p []byte) []byte {
 // where it ends. To give a body up, Cancel the call: its connection is
 // reset (HTTP/1) or its stream (HTTP/2), so the upstream sees the
 // request cut short, never complete.
-func (call *Call) EndBody() error {
+func (call *Call) EndBody() error { return call.EndBodyTrailer(nil) }
+
+// EndBodyTrailer is EndBody with trailer fields after the body: an
+// HTTP/1.1 chunked body's trailer section, or an HTTP/2 HEADERS frame
+// ending the stream. A body framed by Content-Length on HTTP/1.1 has no
+// place for them: they are dropped, as RFC 9110 §6.5 lets a recipient
+// drop trailers. The caller removes the fields that must not be sent
+// (hop-by-hop and framing ones); a field with an invalid name or value
+// fails with ErrInvalidRequest, nothing ended.
+func (call *Call) EndBodyTrailer(trailer []Field) error {
 	if err := call.bodyOpen(); err != nil {
 		return err
+	}
+	if len(trailer) > 0 && (call.body.chunked || call.up.key.h2) {
+		t := call.body.trailer[:0]
+		for _, f := range trailer {
+			if !validFieldName(f.Name) || !validTextBytes(f.Value) {
+				return fmt.Errorf("%w: trailer field %q", ErrInvalidRequest, f.Name)
+			}
+			t = append(append(append(append(t, f.Name...), ':', ' '), f.Value...), '\r', '\n')
+		}
+		call.body.trailer = t
 	}
 	b := &call.body
 	if b.left > 0 {
@@ -125,11 +187,15 @@ func (call *Call) EndBody() error {
 		}
 	case call.pc == nil:
 		if b.chunked {
-			call.buf = append(call.buf, "0\r\n\r\n"...)
+			call.buf = call.appendLastChunk(call.buf)
 		}
 	default:
 		if b.chunked {
-			_, _ = call.pc.c.Write(lastChunk)
+			if len(b.trailer) == 0 {
+				_, _ = call.pc.c.Write(lastChunk)
+			} else {
+				_, _ = call.pc.c.Writev([][]byte{lastChunk[:3], b.trailer, crlf})
+			}
 		}
 		call.pc.arm(call.ls.cl.o.headTimeout)
 	}
@@ -137,6 +203,13 @@ func (call *Call) EndBody() error {
 }
 
 var lastChunk = []byte("0\r\n\r\n")
+
+// appendLastChunk appends the chunked body's end, with its trailer.
+func (call *Call) appendLastChunk(dst []byte) []byte {
+	dst = append(dst, lastChunk[:3]...)
+	dst = append(dst, call.body.trailer...)
+	return append(dst, '\r', '\n')
+}
 
 func (call *Call) bodyOpen() error {
 	switch {
@@ -243,6 +316,6 @@ func (call *Call) reframe() {
 		call.buf = call.appendPart(call.buf, parts)
 	}
 	if b.ended {
-		call.buf = append(call.buf, lastChunk...)
+		call.buf = call.appendLastChunk(call.buf)
 	}
 }

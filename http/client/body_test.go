@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -144,5 +145,56 @@ func TestStreamBodyWrongLength(t *testing.T) {
 		require.ErrorIs(t, got[2], ErrBodyLength)
 		require.Eventually(t, r.done, 10*time.Second, time.Millisecond)
 		require.ErrorIs(t, r.err, ErrBodyLength)
+	})
+}
+
+// TestWhenConnected: a streamed body written from WhenConnected's
+// function goes out whole, over HTTP/1 and h2c (whose stream opens with
+// the connect, before it is established); to an address that refuses
+// the connect, the function is never called and the call ends with
+// ErrDial, nothing of the body written.
+func TestWhenConnected(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := ln.Addr().String()
+	ln.Close()
+	body := []byte("hello, upstream")
+	want := fmt.Sprintf("%d %x", len(body), sha256.Sum256(body))
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		l := newLoop(t, b)
+		c := newClient(t, l)
+		h1 := addrOf(stdUpstream(t, slowHasher))
+		h2, _ := h2cServer(t, slowHasher, 0)
+		for _, tc := range []struct {
+			name  string
+			addr  string
+			proto Proto
+		}{{"h1", h1, ProtoHTTP1}, {"h2c", h2, ProtoHTTP2}, {"h1-refused", dead, ProtoHTTP1}, {"h2c-refused", dead, ProtoHTTP2}} {
+			t.Run(tc.name, func(t *testing.T) {
+				// Twice: on a new connection, then on the pooled one.
+				for range 2 {
+					r := &recorder{}
+					var calls atomic.Int32
+					require.NoError(t, l.Post(func() {
+						call := c.Send(l, &Request{Method: "POST", Addr: tc.addr, Target: "/", Proto: tc.proto, StreamBody: true, ContentLength: -1}, r)
+						call.WhenConnected(func() {
+							calls.Add(1)
+							require.True(t, call.connected())
+							_ = call.WriteBody(body)
+							_ = call.EndBody()
+						})
+					}))
+					require.Eventually(t, r.done, 10*time.Second, time.Millisecond)
+					if tc.addr == dead {
+						require.ErrorIs(t, r.err, ErrDial)
+						require.Zero(t, calls.Load())
+						continue
+					}
+					require.NoError(t, r.err)
+					require.Equal(t, want, r.body.String())
+					require.Equal(t, int32(1), calls.Load())
+				}
+			})
+		}
 	})
 }

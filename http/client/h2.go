@@ -245,11 +245,14 @@ func (hc *h2conn) open(call *Call) {
 		return
 	}
 	body := call.buf[call.bodyAt:]
-	eos := len(body) == 0 && !call.bodySending()
+	eos := len(body) == 0 && !call.bodySending() && len(call.body.trailer) == 0
 	s.eosSent = eos
 	hc.out = h2.AppendHeaders(hc.out, s.id, eos, block, hc.peer.MaxFrameSize)
 	if !eos {
 		hc.sendBody(call)
+		if hc.conned {
+			call.nowConnected()
+		}
 	}
 }
 
@@ -352,21 +355,45 @@ func (hc *h2conn) encodeRequest(call *Call) ([]byte, error) {
 		if h2Dropped(f) {
 			continue
 		}
-		name := hc.lname[:0]
-		for _, c := range f.Name {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			name = append(name, c)
-		}
-		hc.lname = name
-		write(hc.intern(name), hc.intern(f.Value))
+		write(hc.intern(hc.lower(f.Name)), hc.intern(f.Value))
 	}
 	if m := hc.peer.MaxHeaderListSize; m > 0 && size > int(m) {
 		return nil, fmt.Errorf("%w: header list of %d bytes over the upstream's SETTINGS_MAX_HEADER_LIST_SIZE %d",
 			ErrInvalidRequest, size, m)
 	}
 	return hc.encBuf.Bytes(), nil
+}
+
+// encodeTrailer encodes a request's trailer fields (HTTP/1 field lines,
+// checked by EndBodyTrailer) as a header block, names in lowercase.
+func (hc *h2conn) encodeTrailer(lines []byte) []byte {
+	hc.encBuf.Reset()
+	for {
+		f, rest, ok := h1.NextField(lines)
+		if !ok {
+			break
+		}
+		lines = rest
+		if h2Dropped(f) {
+			continue
+		}
+		_ = hc.enc.WriteField(hpack.HeaderField{Name: string(hc.lower(f.Name)), Value: string(f.Value)})
+	}
+	return hc.encBuf.Bytes()
+}
+
+// lower returns name in lowercase, as HTTP/2 sends field names, in a
+// buffer of hc's valid until the next call.
+func (hc *h2conn) lower(name []byte) []byte {
+	b := hc.lname[:0]
+	for _, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	hc.lname = b
+	return b
 }
 
 // Bounds of a connection's interned strings.
@@ -422,7 +449,7 @@ func (hc *h2conn) sendBody(call *Call) {
 			}
 			break
 		}
-		end := s.sent+n == len(body) && !open
+		end := s.sent+n == len(body) && !open && len(call.body.trailer) == 0
 		hc.out = h2.AppendData(hc.out, s.id, end, body[s.sent:s.sent+n])
 		s.eosSent = end
 		s.sent += n
@@ -433,7 +460,11 @@ func (hc *h2conn) sendBody(call *Call) {
 		return
 	}
 	if !open && !s.eosSent && s.sent == len(body) {
-		hc.out = h2.AppendData(hc.out, s.id, true, nil) // EndBody after the last part went
+		if t := call.body.trailer; len(t) > 0 {
+			hc.out = h2.AppendHeaders(hc.out, s.id, true, hc.encodeTrailer(t), hc.peer.MaxFrameSize)
+		} else {
+			hc.out = h2.AppendData(hc.out, s.id, true, nil) // EndBody after the last part went
+		}
 		s.eosSent = true
 	}
 	// A streamed body is not kept for a retry (none is made once a part
@@ -478,6 +509,11 @@ func (hc *h2conn) OnOpen(c *vnet.Conn) {
 	}
 	if !hc.opened {
 		hc.start()
+	}
+	// Streams opened with the connect (h2c's prior knowledge) are now
+	// connected: their streamed bodies' writers go on (WhenConnected).
+	for _, call := range hc.streams {
+		call.nowConnected()
 	}
 }
 

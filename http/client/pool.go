@@ -323,6 +323,9 @@ func (pc *pconn) start(call *Call) {
 	if call.bodySending() {
 		// The head timeout starts when the body has gone (EndBody).
 		call.checkBody()
+		if pc.opened {
+			call.nowConnected()
+		}
 		return
 	}
 	pc.arm(pc.up.ls.cl.o.headTimeout)
@@ -420,8 +423,14 @@ func (call *Call) fail(err error) {
 }
 
 // OnOpen: the request was written when the connection was made; it is
-// sent now.
-func (pc *pconn) OnOpen(c *vnet.Conn) { pc.opened = true }
+// sent now, and a streamed body's writer waiting for the connection
+// (WhenConnected) goes on.
+func (pc *pconn) OnOpen(c *vnet.Conn) {
+	pc.opened = true
+	if call := pc.call; call != nil {
+		call.nowConnected()
+	}
+}
 
 // OnData parses the response of pc's call; input while idle is a
 // protocol violation (nothing was asked), so the connection is dropped.

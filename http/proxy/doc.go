@@ -31,7 +31,11 @@
 //     body size. A client that goes away cancels the upstream request.
 //   - under StreamBody, forwards the request body in parts as the client
 //     sends it (Content-Length kept, chunked when unknown, DATA frames to
-//     an HTTP/2 upstream): bodies stream both ways. While the upstream
+//     an HTTP/2 upstream): bodies stream both ways. None of the body is
+//     read from the client before the attempt's upstream connection is
+//     established (a client waiting on "Expect: 100-continue" is told to
+//     go on then), so that a refused connect can still go to another
+//     upstream. While the upstream
 //     is more than WithMaxBuffered bytes behind, the client's body is
 //     paused (the server stops reading its connection or withholds its
 //     HTTP/2 window; Stats.BodyPaused counts it), so a 1 GiB upload
@@ -50,9 +54,10 @@
 // response byte is retried on another upstream when that is safe (a
 // refused connect sent nothing; otherwise only idempotent methods), at
 // most WithRetries times and within a retry budget (retries in flight
-// below a share of the requests in flight). A request whose streamed
-// body has begun to be taken from the client is never retried, not even
-// after a refused connect: the parts taken are gone. A failed upstream or a
+// below a share of the requests in flight). A streamed body is held in
+// the client until the upstream connection is up, so a refused connect is
+// retried as for any request; once any of its bytes went to an upstream,
+// the request is never retried: the parts taken are gone. A failed upstream or a
 // malformed answer gives 502 (the client's parser closes the upstream
 // connection, so nothing past a bad answer is ever read as the next
 // one), an attempt past WithTimeout 504; an answer that fails after its
@@ -80,7 +85,11 @@
 //
 // Upstreams speak HTTP/1.1 (plaintext, or TLS with an https:// address) or
 // HTTP/2 (h2c:// with prior knowledge, h2:// over TLS), trailers passed
-// through. Request trailers of a streamed body are not forwarded.
+// through both ways: the trailer fields of a client's streamed body (an
+// HTTP/1.1 chunked trailer section, an HTTP/2 trailing HEADERS) go to the
+// upstream as a chunked trailer section or a trailing HEADERS, minus the
+// hop-by-hop and framing fields, as the answer's do (an HTTP/1.1
+// upstream's body framed by Content-Length has no place for them).
 //
 // This package is experimental in v0.1.0: it is new, and its API may
 // change in a minor release without a deprecation period (see the

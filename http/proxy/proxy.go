@@ -160,9 +160,6 @@ func (p *Proxy) ServeHTTP(w *vhttp.ResponseWriter, r *vhttp.Request) {
 	p.live.Add(1)
 	rsp.OnGone(ex.onGone)
 	ex.send(l, up)
-	if ex.streamed {
-		rsp.OnBody(ex.onBody)
-	}
 }
 
 // exchange is one forwarded request, from ServeHTTP to the end of the
@@ -191,6 +188,7 @@ type exchange struct {
 	onWritable func(error)
 	onBody     func(part []byte, end bool, err error)
 	onBodyRoom func(error)
+	onConn     func()
 
 	sent      int64 // when the attempt was sent (since epoch)
 	clockOff  int64 // since(offLoop.Now()) - offLoop.Clock(): see now
@@ -215,6 +213,13 @@ type exchange struct {
 	streamed   bool
 	bodyPaused bool // the client's body waits for the upstream to take more
 	bodyTaken  int64
+	// The client's body is read only once an attempt is connected, so
+	// that a refused connect took none of it and may be retried:
+	// bodyAsked says OnBody was called, connWait that a retry paused
+	// the body until its connection, bodyEnded that the (empty) body's
+	// end was taken.
+	bodyAsked, connWait, bodyEnded bool
+	reqTrailer                     []client.Field // requestTrailer's, reused
 }
 
 // now returns since(l.Now()), the loop's cached time on the proxy's
@@ -236,6 +241,7 @@ func newExchange(p *Proxy) *exchange {
 	ex.onWritable = ex.writable
 	ex.onBody = ex.bodyPart
 	ex.onBodyRoom = ex.bodyRoom
+	ex.onConn = ex.connected
 	return ex
 }
 
@@ -375,6 +381,7 @@ func (ex *exchange) begin(r *vhttp.Request, c *vnet.Conn, rsp *vhttp.Responder) 
 	ex.streamed = r.HasBody() && r.Body == nil
 	ex.req.StreamBody, ex.req.ContentLength = ex.streamed, r.ContentLength
 	ex.bodyPaused, ex.bodyTaken = false, 0
+	ex.bodyAsked, ex.connWait, ex.bodyEnded = false, false, false
 	ex.req.Header = f
 	ex.fields = f
 	ex.arena = a
@@ -489,6 +496,36 @@ func (ex *exchange) send(l *vnet.Loop, up *upstream) {
 	}
 	// Send never calls ex back before it returns.
 	ex.call = p.client.Send(l, &ex.req, ex)
+	if ex.streamed {
+		if ex.bodyAsked && !ex.connWait && ex.rsp != nil {
+			// A retry: no byte went to the failed attempt (retry), and
+			// none may go before this one's connect succeeds.
+			ex.connWait = true
+			ex.rsp.PauseBody()
+		}
+		ex.call.WhenConnected(ex.onConn)
+	}
+}
+
+// connected: the attempt's upstream connection is up. The client's body
+// is read from now on: a connect that failed before took none of it, so
+// the request could go to another upstream (retry).
+func (ex *exchange) connected() {
+	if !ex.callLive || ex.rsp == nil {
+		return
+	}
+	if !ex.bodyAsked {
+		ex.bodyAsked = true
+		ex.rsp.OnBody(ex.onBody)
+		return
+	}
+	if ex.bodyEnded {
+		_ = ex.call.EndBodyTrailer(ex.requestTrailer()) // the empty body ended before the retry
+	}
+	if ex.connWait {
+		ex.connWait = false
+		ex.rsp.ResumeBody()
+	}
 }
 
 // timeout ends an attempt whose upstream has been silent for the
@@ -731,6 +768,25 @@ func (ex *exchange) forwardTrailer(trailer []client.Field) {
 		}
 		t.AddBytes(trailer[i].Name, trailer[i].Value)
 	}
+}
+
+// requestTrailer returns the trailer fields of the client's streamed
+// body to pass on, without the hop-by-hop and framing ones, as
+// forwardTrailer does for the answer's.
+func (ex *exchange) requestTrailer() []client.Field {
+	t := ex.reqTrailer[:0]
+	if ex.rsp == nil {
+		return nil
+	}
+	for _, f := range ex.rsp.BodyTrailer() {
+		switch classify(f.Name) {
+		case kindConn, kindHop, kindTE, kindFramed:
+			continue
+		}
+		t = append(t, client.Field{Name: f.Name, Value: f.Value})
+	}
+	ex.reqTrailer = t
+	return t
 }
 
 // classify counts a failed attempt and returns the status the client
@@ -1022,7 +1078,10 @@ func (ex *exchange) bodyPart(part []byte, end bool, err error) {
 		return
 	}
 	if end {
-		_ = call.EndBody()
+		ex.bodyEnded = true
+		if call.EndBodyTrailer(ex.requestTrailer()) != nil {
+			call.Cancel()
+		}
 		return
 	}
 	if ex.rsp != nil && !ex.bodyPaused && call.BodyBuffered() > ex.p.cfg.maxBuffer {

@@ -12,7 +12,9 @@ import (
 	nethttp "net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -301,5 +303,89 @@ func TestStreamedUploadNotRetried(t *testing.T) {
 			}
 		}
 		t.Fatal("no request reached the failing upstream")
+	})
+}
+
+// TestStreamedUploadRetriedAfterRefused: a streamed upload whose first
+// upstream refuses the connect goes to the next upstream whole, with
+// Content-Length and chunked, to an HTTP/1.1 and an h2c upstream: the
+// proxy reads none of the client's body before an attempt's connection
+// is up, so a refused connect took nothing a retry would lack.
+func TestStreamedUploadRetriedAfterRefused(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		h2up, _ := h2cStdUpstream(t, slowReader(nil, nil))
+		dead := closedAddr(t)
+		for _, pair := range [][2]string{{dead, stdUpstream(t, slowReader(nil, nil))}, {"h2c://" + dead, "h2c://" + h2up}} {
+			p := newProxy(t, WithUpstreams(pair[0], pair[1]), WithPolicy(RoundRobin), WithEjection(0, 0, 0))
+			addr := serve(t, b, streaming(p))
+			// Round robin: of two requests, one goes to the dead upstream
+			// first.
+			for i, chunked := range []bool{false, false, true, true} {
+				body := newGenBody(4<<20, byte(10+i))
+				req, err := nethttp.NewRequest("POST", "http://"+addr+"/up", io.MultiReader(body))
+				require.NoError(t, err)
+				req.ContentLength = 4 << 20
+				if chunked {
+					req.ContentLength = -1
+				}
+				resp, err := httpClient().Do(req)
+				require.NoError(t, err)
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				require.Equal(t, 200, resp.StatusCode, "%s chunked=%v: %s", pair[1], chunked, got)
+				require.Equal(t, fmt.Sprintf("%d %s", 4<<20, body.sum()), string(got))
+			}
+			st := p.Stats()
+			require.NotZero(t, st.Upstreams[0].ConnectErrors, pair[0])
+			require.NotZero(t, st.Upstreams[1].Retries, pair[1])
+		}
+	})
+}
+
+// trailerEcho is an upstream that reads the body and answers its length
+// and the trailer fields it got, sorted ("5 X-Sum=v").
+func trailerEcho(w nethttp.ResponseWriter, r *nethttp.Request) {
+	n, _ := io.Copy(io.Discard, r.Body)
+	var kv []string
+	for k, v := range r.Trailer {
+		kv = append(kv, k+"="+strings.Join(v, ","))
+	}
+	slices.Sort(kv)
+	fmt.Fprintf(w, "%d %s", n, strings.Join(kv, " "))
+}
+
+// TestStreamedUploadTrailers: the trailer fields of a client's chunked
+// body (HTTP/1.1) or of its HTTP/2 stream reach an HTTP/1.1 upstream (a
+// chunked trailer section) and an h2c one (trailing HEADERS), without
+// the hop-by-hop ones.
+func TestStreamedUploadTrailers(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		h2up, _ := h2cStdUpstream(t, trailerEcho)
+		for _, up := range []string{stdUpstream(t, trailerEcho), "h2c://" + h2up} {
+			p := newProxy(t, WithUpstreams(up))
+			addr := serve(t, b, streaming(p))
+
+			c := dialRaw(t, addr)
+			fmt.Fprintf(c, "POST /t HTTP/1.1\r\nHost: x\r\nTrailer: X-Sum\r\nTransfer-Encoding: chunked\r\n\r\n"+
+				"5\r\nhello\r\n0\r\nX-Sum: v1\r\nKeep-Alive: timeout=5\r\n\r\n")
+			resp, err := nethttp.ReadResponse(bufio.NewReader(c), nil)
+			require.NoError(t, err)
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, "5 X-Sum=v1", string(got), up)
+
+			tr := &nethttp.Transport{Protocols: new(nethttp.Protocols)}
+			tr.Protocols.SetUnencryptedHTTP2(true)
+			req, err := nethttp.NewRequest("POST", "http://"+addr+"/t", io.MultiReader(strings.NewReader("hello!")))
+			require.NoError(t, err)
+			req.Trailer = nethttp.Header{"X-Sum": {"v2"}}
+			resp, err = (&nethttp.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
+			require.NoError(t, err)
+			got, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			tr.CloseIdleConnections()
+			require.Equal(t, 2, resp.ProtoMajor)
+			require.Equal(t, "6 X-Sum=v2", string(got), up)
+		}
 	})
 }

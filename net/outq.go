@@ -1,8 +1,6 @@
 package net
 
 import (
-	"golang.org/x/sys/unix"
-
 	"github.com/veloq/veloq/bufpool"
 )
 
@@ -173,7 +171,7 @@ func (q *outQueue) segments() int { return len(q.segs) - q.head }
 // stack, where a C proxy makes one (strace -c of cmd/veloq-proxy -backend
 // epoll, 16 KiB bodies: 3.0 writes per request, 2.0 with peekv). The
 // bytes stay valid until acked.
-func (q *outQueue) peekv(iov []unix.Iovec) (int, int) {
+func (q *outQueue) peekv(iov []iovec) (int, int) {
 	k, n := 0, 0
 	for i := q.head; i < len(q.segs) && k < len(iov); i++ {
 		s := &q.segs[i]

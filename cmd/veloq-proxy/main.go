@@ -194,7 +194,7 @@ func run(args []string) error {
 	// SIGTERM then.
 	ctx = upg.UpgradeOn(ctx, func(err error) {
 		fmt.Fprintln(os.Stderr, "veloq-proxy: upgrade failed, serving on:", err)
-	}, syscall.SIGUSR2)
+	}, upgradeSignals...)
 	<-ctx.Done()
 	fmt.Println("veloq-proxy: shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

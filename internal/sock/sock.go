@@ -187,3 +187,10 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// LingerZero sets SO_LINGER to zero, so that closing fd resets the
+// connection (RST) instead of ending it (FIN): a proxy's client then sees
+// the stream broke, not a clean end.
+func LingerZero(fd int) error {
+	return os.NewSyscallError("setsockopt SO_LINGER", unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0}))
+}

@@ -3,6 +3,7 @@
 package sock
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
@@ -86,9 +87,11 @@ func Shutdown(h int, wr bool) error {
 	return c.CloseRead()
 }
 
-// Addr is a resolved address; on Windows Net is all net needs.
+// Addr is a resolved address. SA is what Connect dials, the same as Net
+// (the other systems keep the kernel's sockaddr there).
 type Addr struct {
 	Family int
+	SA     net.Addr
 	Net    net.Addr
 }
 
@@ -97,7 +100,8 @@ type Addr struct {
 func Resolve(network, address string) (Addr, error) {
 	switch network {
 	case "unix": // AF_UNIX stream sockets exist since Windows 10 1803
-		return Addr{Family: syscall.AF_UNIX, Net: &net.UnixAddr{Name: address, Net: "unix"}}, nil
+		ua := &net.UnixAddr{Name: address, Net: "unix"}
+		return Addr{Family: syscall.AF_UNIX, SA: ua, Net: ua}, nil
 	case "tcp", "tcp4", "tcp6":
 	default:
 		return Addr{}, fmt.Errorf("%w: %q", ErrNetwork, network)
@@ -106,7 +110,8 @@ func Resolve(network, address string) (Addr, error) {
 	if err != nil {
 		return Addr{}, err
 	}
-	return Addr{Family: family(v4), Net: net.TCPAddrFromAddrPort(ap)}, nil
+	ta := net.TCPAddrFromAddrPort(ap)
+	return Addr{Family: family(v4), SA: ta, Net: ta}, nil
 }
 
 // ResolvePacket is Resolve for "udp", "udp4" and "udp6"; Windows has no
@@ -121,7 +126,8 @@ func ResolvePacket(network, address string) (Addr, error) {
 	if err != nil {
 		return Addr{}, err
 	}
-	return Addr{Family: family(v4), Net: net.UDPAddrFromAddrPort(ap)}, nil
+	ua := net.UDPAddrFromAddrPort(ap)
+	return Addr{Family: family(v4), SA: ua, Net: ua}, nil
 }
 
 func family(v4 bool) int {
@@ -177,14 +183,38 @@ func Accept(h int) (int, net.Addr, error) {
 	return Put(c), c.RemoteAddr(), nil
 }
 
-// Dial connects to a and returns the connection's handle. It blocks:
-// only the portable backend's connect goroutine calls it.
-func Dial(a Addr, timeout time.Duration) (int, error) {
-	c, err := net.DialTimeout(netName(a, false), a.Net.String(), timeout)
+// pending holds a dialled connection's place in the table until its
+// connect is done.
+type pending struct{}
+
+func (pending) Close() error { return nil }
+
+// Socket returns the handle of a connection yet to be dialled: the loop
+// needs one when Dial returns, before the connect is done (Connect).
+func Socket(int) (int, error) { return Put(pending{}), nil }
+
+// Connect dials to (a *net.TCPAddr or *net.UnixAddr) for handle h, made
+// by Socket, and puts the connection behind h. It blocks: only the
+// portable backend's connect goroutine calls it; cancelling ctx ends the
+// dial. If h was closed meanwhile, the connection is closed and Connect
+// fails.
+func Connect(ctx context.Context, h int, to net.Addr) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, to.Network(), to.String())
 	if err != nil {
-		return -1, err
+		return nil, err
 	}
-	return Put(c), nil
+	table.Lock()
+	_, ok := table.m[h].(pending)
+	if ok {
+		table.m[h] = c
+	}
+	table.Unlock()
+	if !ok {
+		c.Close()
+		return nil, errHandle
+	}
+	return c, nil
 }
 
 // LocalAddr returns the address handle h is bound to.
@@ -316,3 +346,12 @@ func ProbeBindPacket(Addr) error { return nil }
 
 // Drops: Windows reports no per-socket drop counter.
 func Drops(int) (uint32, error) { return 0, ErrNoDropCounter }
+
+// LingerZero sets SO_LINGER to zero on handle h's TCP connection, so that
+// closing it resets the connection instead of ending it.
+func LingerZero(h int) error {
+	if c, ok := Get(h).(*net.TCPConn); ok {
+		return c.SetLinger(0)
+	}
+	return nil
+}

@@ -184,6 +184,7 @@
 //	                           the kernel spreads   hands off
 //	ListenFiles, activation,   yes                  yes                  errors.ErrUnsupported
 //	upgrade (fd passing)
+//	WithPortSharing            yes                  yes                  errors.ErrUnsupported
 //	unixgram client replies    autobind (abstract)  unbound: no replies  no unixgram
 //	packet drop counter        SO_MEMINFO           none                 none
 //

@@ -4,6 +4,7 @@ package sock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -152,11 +153,17 @@ func netName(a Addr, udp bool) string {
 	return "tcp"
 }
 
-// Listen makes a listening socket bound to a and returns its handle.
-// Windows has no SO_REUSEPORT that spreads connections, so reusePort is
-// ignored (loop 0 accepts for the others there), and net picks the
-// backlog.
-func Listen(a Addr, _ bool, _ int) (int, net.Addr, error) {
+// errReusePort: Windows has no SO_REUSEPORT. The engine asks for it there
+// only for WithPortSharing (its loops share one socket: loop 0 accepts),
+// which therefore fails instead of listening unshared.
+var errReusePort = fmt.Errorf("veloq: port sharing (SO_REUSEPORT) is not available on Windows: %w", errors.ErrUnsupported)
+
+// Listen makes a listening socket bound to a and returns its handle;
+// net picks the backlog.
+func Listen(a Addr, reusePort bool, _ int) (int, net.Addr, error) {
+	if reusePort {
+		return -1, nil, errReusePort
+	}
 	ln, err := net.Listen(netName(a, false), a.Net.String())
 	if err != nil {
 		return -1, nil, err
@@ -295,9 +302,11 @@ func RawWrite(int, []byte) (int, error) { return 0, syscall.EAGAIN }
 
 // ListenPacket makes a datagram socket bound to a, with its receive and
 // send buffers raised to rcvBuf and sndBuf when those are positive, and
-// returns its handle and bound address. reusePort is ignored, as in
-// Listen.
-func ListenPacket(a Addr, _ bool, rcvBuf, sndBuf int) (int, netip.AddrPort, error) {
+// returns its handle and bound address. reusePort fails, as in Listen.
+func ListenPacket(a Addr, reusePort bool, rcvBuf, sndBuf int) (int, netip.AddrPort, error) {
+	if reusePort {
+		return -1, netip.AddrPort{}, errReusePort
+	}
 	c, err := net.ListenUDP(netName(a, true), a.Net.(*net.UDPAddr))
 	if err != nil {
 		return -1, netip.AddrPort{}, err

@@ -224,8 +224,10 @@ func (b *portableBackend) readDone(slot uint32, p *pconn, data []byte, err error
 	b.grantRead(p)
 }
 
+// grantRead lets the reader read once. Not before a Windows dial is done
+// (nc is set then, and the connect's report grants the read).
 func (b *portableBackend) grantRead(p *pconn) {
-	if p.busy || p.eof || p.closed || !p.want {
+	if p.busy || p.eof || p.closed || !p.want || p.nc == nil {
 		return
 	}
 	p.busy = true

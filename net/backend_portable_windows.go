@@ -73,6 +73,9 @@ func (b *portableBackend) connect(slot uint32, p *pconn, to sockaddr) {
 			b.run(slot, p)
 		}
 		b.ev.connected(slot, err)
+		if err == nil && b.live(slot, p) {
+			b.grantRead(p) // reading may have been turned on during the dial
+		}
 	})
 }
 

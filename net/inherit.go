@@ -214,6 +214,9 @@ func (h *Listener) file() (*os.File, error) {
 // there, as an *os.File called name; nil when sock reports the socket
 // closed or the loop has stopped.
 func dupOnLoop(l *Loop, sock func() (fd int, ok bool), name string) (*os.File, error) {
+	if err := fdPassing(); err != nil {
+		return nil, err // before sock, which hands the socket over
+	}
 	type result struct {
 		fd  int
 		err error

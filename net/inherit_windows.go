@@ -16,6 +16,8 @@ import (
 // wraps errors.ErrUnsupported, the standard library's name for it.
 var errFdPassing = fmt.Errorf("veloq: descriptor passing (ListenFiles, ListenerFiles, activation, upgrade) is not available on Windows: %w", errors.ErrUnsupported)
 
+func fdPassing() error { return errFdPassing }
+
 func checkSocket(*os.File, int) (string, error) { return "", errFdPassing }
 
 func dupFd(*os.File) (int, error) { return -1, errFdPassing }

@@ -58,7 +58,9 @@ func Get(h int) any {
 // table returns, the counterpart of EBADF.
 var errHandle = os.NewSyscallError("veloq handle", syscall.EINVAL)
 
-// Close closes handle h's socket and forgets h.
+// Close closes handle h's socket and forgets h. A socket net has closed
+// already (the portable backend closes it to end a waiting Accept, Read
+// or Write) is no error: closing the handle is what the engine means.
 func Close(h int) error {
 	table.Lock()
 	v := table.m[h]
@@ -68,7 +70,10 @@ func Close(h int) error {
 	if !ok {
 		return errHandle
 	}
-	return c.Close()
+	if err := c.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
 }
 
 // Shutdown half-closes handle h's connection: its write side (wr), else

@@ -6,8 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // ErrActivation reports LISTEN_FDS, LISTEN_PID or LISTEN_FDNAMES that do
@@ -68,13 +66,12 @@ func ActivationFiles(unset bool) ([]*os.File, error) {
 	files := make([]*os.File, 0, n)
 	for i := range n {
 		fd := listenFdsStart + i
-		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+		if err := inheritFd(fd); err != nil {
 			for _, f := range files {
 				f.Close()
 			}
 			return nil, fmt.Errorf("%w: descriptor %d of LISTEN_FDS=%d is not open: %w", ErrActivation, fd, n, err)
 		}
-		unix.CloseOnExec(fd)
 		name := "unknown"
 		if names != nil {
 			name = names[i]

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // The boundary between a loop and its I/O backend runs one way at a time:
@@ -39,7 +37,7 @@ type backend interface {
 	// open registers connection slot (socket fd, output queue q). With a
 	// non-nil dial it first connects to dial and reports connected. No
 	// input is read until setReading(slot, true).
-	open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr) error
+	open(slot uint32, fd int, q *outQueue, dial sockaddr) error
 	// setReading starts or stops receiving input for slot. Stopping is
 	// prompt: at most the input the kernel had already delivered before
 	// the call is still reported.

@@ -128,7 +128,8 @@ func (c *Conn) more() *connAux {
 func (c *Conn) Loop() *Loop { return c.loop }
 
 // Fd returns the socket's file descriptor, for socket options. Do not read,
-// write or close it.
+// write or close it. On Windows it is not an operating-system handle but
+// veloq's key for a socket that Go's net package owns.
 func (c *Conn) Fd() int { return c.fd }
 
 // Value returns the value stored with SetValue (nil if none).

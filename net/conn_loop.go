@@ -9,9 +9,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/veloq/veloq/internal/sock"
 )
@@ -88,7 +87,7 @@ func (l *Loop) register(fd int, peer net.Addr, ln *listener, counted bool) {
 		l.nconn.Add(-1) // newConn counts it again
 	}
 	if l.stopping {
-		unix.Close(fd)
+		closeFD(fd)
 		return
 	}
 	c := l.newConn(fd, ln.network, ln.h)
@@ -97,7 +96,7 @@ func (l *Loop) register(fd int, peer net.Addr, ln *listener, counted bool) {
 	l.configure(c)
 	if err := l.be.open(c.slot, fd, &c.out, nil); err != nil {
 		l.log.Warn("veloq: registering connection", "err", err)
-		unix.Close(fd)
+		closeFD(fd)
 		l.forget(c)
 		return
 	}
@@ -446,7 +445,7 @@ func (l *Loop) runDrain(c *Conn) {
 
 func (l *Loop) shutdownWrite(c *Conn) {
 	c.wrShutDone = true
-	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil && !errors.Is(err, unix.ENOTCONN) {
+	if err := shutdownWr(c.fd); err != nil && !errors.Is(err, syscall.ENOTCONN) {
 		l.abort(c, os.NewSyscallError("shutdown", err))
 		return
 	}

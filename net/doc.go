@@ -159,28 +159,34 @@
 //
 // # Platforms
 //
-// veloq builds on Linux, macOS, FreeBSD, NetBSD and DragonFly (amd64 and
-// arm64; CI checks macOS and FreeBSD). Not yet on OpenBSD, which has no
-// per-socket keep-alive options, nor on Windows. On Linux, BackendAuto runs io_uring (Linux 6.1)
-// or epoll; elsewhere it runs [BackendPortable], on Go's own net package
-// (the runtime's poller: kqueue on macOS and the BSDs) with goroutines
-// doing the blocking reads, writes and accepts, and asking for
+// veloq builds on Linux, macOS, FreeBSD, NetBSD, DragonFly and Windows
+// (amd64 and arm64; CI checks macOS, FreeBSD and Windows), but has not
+// been run on Windows: nothing here can run its binaries, so treat it as
+// untested there. Not on OpenBSD, which has no per-socket keep-alive
+// options. On Linux, BackendAuto runs io_uring (Linux 6.1) or epoll;
+// elsewhere it runs [BackendPortable], on Go's own net package (the
+// runtime's poller: kqueue on macOS and the BSDs, IOCP on Windows) with
+// goroutines doing the blocking reads, writes and accepts, and asking for
 // BackendUring or BackendEpoll there fails with an error wrapping
-// [ErrLinuxOnly]. What depends on the platform:
+// [ErrLinuxOnly]. On Windows Go's net makes and owns every socket (it
+// cannot wrap one made elsewhere), and [Conn.Fd] is veloq's key for it,
+// not an operating-system handle. What depends on the platform:
 //
-//	feature                    Linux                  macOS, BSDs
-//	backends                   io_uring, epoll,       portable
+//	feature                    Linux                macOS, BSDs          Windows
+//	backends                   io_uring, epoll,     portable             portable
 //	                           portable
-//	SpliceTo                   yes (not portable)     ErrCannotSplice
-//	SendFile                   sendfile(2)            copies, 64 KiB at a time
-//	UDP GSO/GRO offload        yes                    no: a datagram per call
-//	WithPin (CPU affinity)     pins each loop         does nothing
-//	BalanceReusePort           a socket per loop,     loop 0 accepts and
-//	                           the kernel spreads     hands off (least conns)
-//	ListenFiles, activation,   yes                    yes
+//	SpliceTo                   yes (not portable)   ErrCannotSplice      ErrCannotSplice
+//	SendFile                   sendfile(2)          copies, 64 KiB       copies, 64 KiB
+//	UDP GSO/GRO offload        yes                  no: one per call     no: one per call
+//	Unix sockets               stream, datagram     stream, datagram     stream
+//	WithPin (CPU affinity)     pins each loop       does nothing         does nothing
+//	BalanceReusePort           a socket per loop,   loop 0 accepts and   as macOS
+//	                           the kernel spreads   hands off
+//	ListenFiles, activation,   yes                  yes                  errors.ErrUnsupported
 //	upgrade (fd passing)
-//	unixgram client replies    autobind (abstract)    unbound: no replies
-//	packet drop counter        SO_MEMINFO             none
+//	WithPortSharing            yes                  yes                  errors.ErrUnsupported
+//	unixgram client replies    autobind (abstract)  unbound: no replies  no unixgram
+//	packet drop counter        SO_MEMINFO           none                 none
 //
 // On the portable backend (any platform) Config.BatchWait does nothing;
 // everything else (TLS, UDP, timers, water marks, Dial) behaves as on the
@@ -188,7 +194,7 @@
 //
 // # Not supported yet
 //
-// Windows and OpenBSD. This package serves TCP and Unix stream sockets
+// OpenBSD, and running on Windows is untested. This package serves TCP and Unix stream sockets
 // (Listen) and datagrams (ListenPacket: UDP and unixgram). TLS is
 // crypto/tls on the loop; kernel TLS (kTLS) is not used, and there is no
 // DTLS or QUIC. Package http serves HTTP/1.1 and HTTP/2, not HTTP/3.

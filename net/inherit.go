@@ -7,8 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 
 	"github.com/veloq/veloq/internal/sock"
 )
@@ -50,7 +49,7 @@ func (s *Server) ListenFiles(files ...*os.File) (net.Addr, error) {
 	if len(files) == 0 {
 		return nil, errors.New("veloq: ListenFiles: no file")
 	}
-	fds, networks, err := dupSockets(files, unix.SOCK_STREAM)
+	fds, networks, err := dupSockets(files, syscall.SOCK_STREAM)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +94,7 @@ func (s *Server) ListenPacketFiles(h PacketHandler, files ...*os.File) (*PacketL
 	if len(files) == 0 {
 		return nil, errors.New("veloq: ListenPacketFiles: no file")
 	}
-	fds, _, err := dupSockets(files, unix.SOCK_DGRAM)
+	fds, _, err := dupSockets(files, syscall.SOCK_DGRAM)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +109,7 @@ func (s *Server) ListenPacketFiles(h PacketHandler, files ...*os.File) (*PacketL
 	for i, fd := range fds {
 		family, _ := sock.Family(fd)
 		var local netip.AddrPort
-		if family != unix.AF_UNIX {
+		if family != syscall.AF_UNIX {
 			if local, err = sock.SockAddrPort(fd, false); err != nil {
 				closeFds(fds[i:])
 				break
@@ -158,81 +157,9 @@ func dupSockets(files []*os.File, typ int) (fds []int, networks []string, err er
 	return fds, networks, nil
 }
 
-// checkSocket returns the network of f's socket, or why it cannot be
-// served as a socket of type typ.
-func checkSocket(f *os.File, typ int) (string, error) {
-	fd := int(f.Fd())
-	where := fmt.Sprintf("%s (fd %d)", f.Name(), fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return "", fmt.Errorf("veloq: %s: %w", where, os.NewSyscallError("fstat", err))
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
-		return "", fmt.Errorf("%w: %s", ErrNotSocket, where)
-	}
-	got, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
-	if err != nil {
-		return "", fmt.Errorf("veloq: %s: %w", where, os.NewSyscallError("getsockopt SO_TYPE", err))
-	}
-	family, err := sock.Family(fd)
-	if err != nil {
-		return "", fmt.Errorf("veloq: %s: %w", where, err)
-	}
-	want := map[int]string{unix.SOCK_STREAM: "stream", unix.SOCK_DGRAM: "datagram"}
-	if got != typ {
-		return "", fmt.Errorf("%w: %s is not a %s socket (SO_TYPE %d)", ErrSocketType, where, want[typ], got)
-	}
-	var network string
-	switch family {
-	case unix.AF_INET, unix.AF_INET6:
-		network = map[int]string{unix.SOCK_STREAM: "tcp", unix.SOCK_DGRAM: "udp"}[typ]
-	case unix.AF_UNIX:
-		network = map[int]string{unix.SOCK_STREAM: "unix", unix.SOCK_DGRAM: "unixgram"}[typ]
-	default:
-		return "", fmt.Errorf("%w: %s is of family %d (IPv4, IPv6 and Unix are served)", ErrSocketType, where, family)
-	}
-	if typ == unix.SOCK_STREAM {
-		on, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN)
-		if err != nil {
-			return "", fmt.Errorf("veloq: %s: %w", where, os.NewSyscallError("getsockopt SO_ACCEPTCONN", err))
-		}
-		if on == 0 {
-			return "", fmt.Errorf("%w: %s", ErrNotListening, where)
-		}
-	}
-	return network, nil
-}
-
-// dupFd returns a non-blocking close-on-exec duplicate of f's descriptor.
-// O_NONBLOCK belongs to the open file description, which the duplicate
-// shares with f (and with any other process holding it): veloq's own
-// sockets are non-blocking already, and Go's net.FileListener sets it the
-// same way on what it is given.
-func dupFd(f *os.File) (int, error) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return -1, fmt.Errorf("veloq: %s: %w", f.Name(), err)
-	}
-	fd := -1
-	var derr error
-	if err := rc.Control(func(raw uintptr) {
-		fd, derr = unix.FcntlInt(raw, unix.F_DUPFD_CLOEXEC, 0)
-	}); err != nil {
-		return -1, fmt.Errorf("veloq: %s: %w", f.Name(), err)
-	}
-	if derr != nil {
-		return -1, fmt.Errorf("veloq: %s: %w", f.Name(), os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", derr))
-	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		return -1, fmt.Errorf("veloq: %s: %w", f.Name(), os.NewSyscallError("fcntl O_NONBLOCK", err))
-	}
-	return fd, nil
-}
-
 func closeFds(fds []int) {
 	for _, fd := range fds {
-		unix.Close(fd)
+		closeFD(fd)
 	}
 }
 
@@ -287,6 +214,9 @@ func (h *Listener) file() (*os.File, error) {
 // there, as an *os.File called name; nil when sock reports the socket
 // closed or the loop has stopped.
 func dupOnLoop(l *Loop, sock func() (fd int, ok bool), name string) (*os.File, error) {
+	if err := fdPassing(); err != nil {
+		return nil, err // before sock, which hands the socket over
+	}
 	type result struct {
 		fd  int
 		err error
@@ -298,10 +228,7 @@ func dupOnLoop(l *Loop, sock func() (fd int, ok bool), name string) (*os.File, e
 			ch <- result{-1, nil}
 			return
 		}
-		dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			err = os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", err)
-		}
+		dup, err := dupRaw(fd)
 		ch <- result{dup, err}
 	}); err != nil {
 		return nil, nil // the loop stopped: the socket is closed
@@ -338,7 +265,7 @@ func (pl *PacketListener) Files() ([]*os.File, error) {
 // file duplicates the socket on its loop (see Listener.file).
 func (pc *PacketConn) file() (*os.File, error) {
 	network := "udp"
-	if pc.family == unix.AF_UNIX {
+	if pc.family == syscall.AF_UNIX {
 		network = "unixgram"
 	}
 	return dupOnLoop(pc.loop, func() (int, bool) { return pc.fd, !pc.closing }, fileName(network, pc.local.String()))

@@ -5,9 +5,8 @@ import (
 	"errors"
 	"net"
 	"os"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/veloq/veloq/internal/sock"
 )
@@ -120,14 +119,14 @@ func (l *Loop) closeListener(ln *listener) {
 }
 
 func (l *Loop) closedListener(ln *listener) {
-	if err := unix.Close(ln.fd); err != nil {
+	if err := closeFD(ln.fd); err != nil {
 		ln.closeErr = os.NewSyscallError("close", err)
 	}
 	if ln.unlink != "" {
 		// Like net.UnixListener, ignore the error: the file may have been
 		// removed or replaced by someone else, and either way the socket
 		// is closed.
-		_ = unix.Unlink(ln.unlink)
+		_ = syscall.Unlink(ln.unlink)
 	}
 	if int(ln.idx) < len(l.listeners) && l.listeners[ln.idx] == ln {
 		l.listeners[ln.idx] = nil
@@ -139,7 +138,7 @@ func (l *Loop) closedListener(ln *listener) {
 func (l *Loop) onAccept(ln *listener, fd int, peer net.Addr) {
 	ln.backoff = 0
 	if ln.closing || l.stopping {
-		unix.Close(fd)
+		closeFD(fd)
 		return
 	}
 	target := l
@@ -155,7 +154,7 @@ func (l *Loop) onAccept(ln *listener, fd int, peer net.Addr) {
 	target.nconn.Add(1)
 	if err := target.Post(func() { target.register(fd, peer, ln, true) }); err != nil {
 		target.nconn.Add(-1)
-		unix.Close(fd)
+		closeFD(fd)
 	}
 }
 
@@ -166,7 +165,7 @@ func (l *Loop) onAccept(ln *listener, fd int, peer net.Addr) {
 // listen again when the back-off ends.
 func (l *Loop) acceptBackOff(ln *listener, err error) bool {
 	switch {
-	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR), errors.Is(err, unix.ECONNABORTED):
+	case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EINTR), errors.Is(err, syscall.ECONNABORTED):
 		return false
 	}
 	l.stats.acceptErrs.Add(1)
@@ -254,7 +253,7 @@ func (l *Loop) dial(network, address string, h Handler, timeout time.Duration) (
 	c.raddr = a.Net
 	l.stats.dialed.Add(1)
 	if err := l.be.open(c.slot, fd, &c.out, a.SA); err != nil {
-		unix.Close(fd)
+		closeFD(fd)
 		l.forget(c)
 		return nil, err
 	}

@@ -122,6 +122,8 @@ func WithCompletionBudget(n int) Option { return func(o *options) { o.cfg.Budget
 // port during a rolling restart; the kernel then spreads new connections
 // over all of them. Default off: Listen fails with "address already in
 // use" when something listens on the port already, as Go's net does.
+// Windows has no SO_REUSEPORT: there Listen fails with an error wrapping
+// errors.ErrUnsupported when it is on.
 func WithPortSharing(on bool) Option { return func(o *options) { o.sharePort = on } }
 
 // WithBacklog sets the listen backlog. Default SOMAXCONN.

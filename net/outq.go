@@ -1,7 +1,5 @@
 package net
 
-import "golang.org/x/sys/unix"
-
 // outQueue is a connection's pending output: a FIFO of segments, each a
 // pooled buffer the connection's writes were copied into, or a receive
 // buffer queued in place by ForwardTo. The backend reads it with peek and
@@ -200,7 +198,7 @@ func (q *outQueue) segments() int { return len(q.segs) - q.head }
 // stack, where a C proxy makes one (strace -c of cmd/veloq-proxy -backend
 // epoll, 16 KiB bodies: 3.0 writes per request, 2.0 with peekv). The
 // bytes stay valid until acked.
-func (q *outQueue) peekv(iov []unix.Iovec) (int, int) {
+func (q *outQueue) peekv(iov []iovec) (int, int) {
 	k, n := 0, 0
 	for i := q.head; i < len(q.segs) && k < len(iov); i++ {
 		s := &q.segs[i]

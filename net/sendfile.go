@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 
 	"github.com/veloq/veloq/executor"
 )
@@ -162,21 +161,6 @@ func (fs *fileSend) copyMode() {
 	fs.buf = make([]byte, min(fs.left, fileChunk))
 }
 
-// dupSocket returns a duplicate of fd, or -1 and why not. It refuses a
-// descriptor in the upper half of the soft RLIMIT_NOFILE, which is kept
-// for sockets (see getPipe).
-func dupSocket(fd int) (int, error) {
-	d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return -1, os.NewSyscallError("fcntl", err)
-	}
-	if limit := softFDLimit(); uint64(d) >= limit/2 {
-		unix.Close(d)
-		return -1, fmt.Errorf("descriptor %d is in the upper half of RLIMIT_NOFILE (%d)", d, limit)
-	}
-	return d, nil
-}
-
 // SendingFile reports whether a SendFile is in progress on c. Call it on
 // c's loop.
 func (c *Conn) SendingFile() bool { return c.aux != nil && c.aux.file != nil }
@@ -233,59 +217,10 @@ func (l *Loop) startTask(fs *fileSend) error {
 func (l *Loop) postDone(fs *fileSend, n int, err error) {
 	if l.Post(func() { l.taskDone(fs, n, err) }) != nil {
 		if fs.sock >= 0 {
-			unix.Close(fs.sock)
+			closeFD(fs.sock)
 		}
 		fs.done(fs.sent+int64(n), ErrClosed)
 	}
-}
-
-// sendfileSome sends up to want bytes of the file at off into the
-// non-blocking socket sock, until the socket is full (errAgain, with the
-// count sent). On the pool it may block on the disk. With shortIsFull a
-// short send counts as a full socket, as nginx takes it, which saves the
-// call that would return EAGAIN: only for a wait that looks at the
-// socket's state when it starts (an io_uring poll request), since an
-// edge-triggered wait is woken only by a socket that EAGAIN marked full.
-func sendfileSome(sock, fd int, off, want int64, shortIsFull bool) (int, error) {
-	sent := 0
-	for int64(sent) < want {
-		o := off + int64(sent)
-		ask := int(want - int64(sent))
-		n, err := unix.Sendfile(sock, fd, &o, ask)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			return sent + max(n, 0), errAgain
-		case err != nil:
-			return sent, os.NewSyscallError("sendfile", err)
-		case n == 0:
-			return sent, io.ErrUnexpectedEOF
-		}
-		sent += n
-		if shortIsFull && n < ask {
-			return sent, errAgain
-		}
-	}
-	return sent, nil
-}
-
-// preadFull reads len(buf) bytes of the file at off (on the pool).
-func preadFull(fd int, buf []byte, off int64) (int, error) {
-	got := 0
-	for got < len(buf) {
-		n, err := unix.Pread(fd, buf[got:], off+int64(got))
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return got, os.NewSyscallError("pread", err)
-		case n == 0:
-			return got, io.ErrUnexpectedEOF
-		}
-		got += n
-	}
-	return got, nil
 }
 
 // taskDone takes a task's result on the loop.
@@ -344,8 +279,7 @@ func (l *Loop) waitWritable(fs *fileSend) {
 		// after the watch.
 		return
 	}
-	pfd := []unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLOUT}}
-	if n, err := unix.Poll(pfd, 0); err == nil && n > 0 && pfd[0].Revents&unix.POLLOUT != 0 {
+	if pollWritable(c.fd) {
 		l.be.watch(c.slot, true, false)
 		fs.waitOut = false
 		l.fileNext(fs)
@@ -405,9 +339,9 @@ func (l *Loop) sendCached(fs *fileSend) bool {
 	}
 	cached, err := pageCached(fs.fd, fs.off, want)
 	switch {
-	case err == unix.ENOSYS: // the kernel's (before Linux 6.5): asked once per loop
+	case err == syscall.ENOSYS: // the kernel's (before Linux 6.5): asked once per loop
 		l.files.noCachestat = true
-	case err == unix.EOPNOTSUPP: // the file's filesystem
+	case err == syscall.EOPNOTSUPP: // the file's filesystem
 		fs.noCachestat = true
 	}
 	if !cached {
@@ -500,7 +434,7 @@ func (l *Loop) fileTeardown(c *Conn) {
 // releaseFile closes the socket's duplicate and calls done.
 func (l *Loop) releaseFile(fs *fileSend) {
 	if fs.sock >= 0 {
-		unix.Close(fs.sock)
+		closeFD(fs.sock)
 		fs.sock = -1
 	}
 	fs.buf, fs.chunk, fs.f = nil, nil, nil

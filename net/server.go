@@ -10,9 +10,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/veloq/veloq/bufpool"
 	"github.com/veloq/veloq/internal/affinity"
@@ -229,9 +228,9 @@ func (s *Server) Listen(network, address string) (net.Addr, error) {
 		}
 		ln, err := l.addListener(fd, network, s.h, dispatch, unlink)
 		if err != nil {
-			unix.Close(fd)
+			closeFD(fd)
 			if unlink != "" {
-				_ = unix.Unlink(unlink) // bound above, never handed to a listener
+				_ = syscall.Unlink(unlink) // bound above, never handed to a listener
 			}
 			undo()
 			return nil, err

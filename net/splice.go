@@ -4,9 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // ErrCannotSplice is wrapped by SpliceTo when the two connections cannot be
@@ -254,9 +253,9 @@ func (l *Loop) pump(s *splice) {
 			}
 			n, err := spliceNB(s.pipe.r, dst.fd, s.queued)
 			switch {
-			case err == unix.EINTR:
+			case err == syscall.EINTR:
 				continue
-			case err == unix.EAGAIN:
+			case err == syscall.EAGAIN:
 				s.waitOut = true
 				l.be.watch(dst.slot, true, true)
 				return
@@ -281,9 +280,9 @@ func (l *Loop) pump(s *splice) {
 		round++
 		n, err := spliceNB(src.fd, s.pipe.w, s.pipe.size)
 		switch {
-		case err == unix.EINTR:
+		case err == syscall.EINTR:
 			continue
-		case err == unix.EAGAIN:
+		case err == syscall.EAGAIN:
 			return // the pipe is empty, so src is: wait for readiness
 		case err != nil:
 			l.abort(src, os.NewSyscallError("splice", err))
@@ -384,18 +383,6 @@ func poolCap() int {
 	return int(min(maxPooledPipes, softFDLimit()/pipeFDShare/2))
 }
 
-// softFDLimit returns the soft RLIMIT_NOFILE (0 if it cannot be read). It
-// is read each time, not once, because the limit can change while the
-// process runs; that is one system call where a pipe is made or returned,
-// against the four or more of a splice.
-func softFDLimit() uint64 {
-	var lim unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
-		return 0
-	}
-	return uint64(lim.Cur) // int64 on FreeBSD
-}
-
 // trimPipes closes the pipes that have been in the pool for pipeIdle and
 // runs again when the oldest of the others will have been. getPipe takes
 // the newest, so the pool is ordered oldest first.
@@ -421,6 +408,6 @@ func (l *Loop) closePipes() {
 }
 
 func closePipe(p spipe) {
-	unix.Close(p.r)
-	unix.Close(p.w)
+	closeFD(p.r)
+	closeFD(p.w)
 }

@@ -6,8 +6,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 
 	"github.com/veloq/veloq/internal/sock"
 )
@@ -331,14 +330,14 @@ func (pc *PacketConn) check(n int, to netip.AddrPort) error {
 	switch {
 	case !to.IsValid() && !pc.conn:
 		return fmt.Errorf("%w: no address on a socket that is not connected", ErrPacketAddr)
-	case to.IsValid() && pc.family == unix.AF_UNIX:
+	case to.IsValid() && pc.family == syscall.AF_UNIX:
 		return fmt.Errorf("%w: %s on a unixgram socket", ErrPacketAddr, to)
-	case to.IsValid() && pc.family == unix.AF_INET && !to.Addr().Unmap().Is4():
+	case to.IsValid() && pc.family == syscall.AF_INET && !to.Addr().Unmap().Is4():
 		return fmt.Errorf("%w: %s from an IPv4 socket", ErrPacketAddr, to)
-	case pc.family == unix.AF_UNIX:
+	case pc.family == syscall.AF_UNIX:
 		// The kernel bounds a unixgram datagram by the send buffer
 		// (EMSGSIZE, counted in Stats.Errors).
-	case n > maxDatagram6 || n > maxDatagram4 && (pc.family == unix.AF_INET || to.Addr().Unmap().Is4()):
+	case n > maxDatagram6 || n > maxDatagram4 && (pc.family == syscall.AF_INET || to.Addr().Unmap().Is4()):
 		return fmt.Errorf("%w: %d bytes", ErrPacketTooLarge, n)
 	}
 	return nil
@@ -359,7 +358,7 @@ func (pc *PacketConn) queueRaw(p, raw []byte, to netip.AddrPort) error {
 		if err := pc.check(len(p), to); err != nil {
 			return err
 		}
-	} else if pc.family != unix.AF_UNIX {
+	} else if pc.family != syscall.AF_UNIX {
 		if err := pc.check(len(p), getSockaddr(raw, uint32(len(raw)))); err != nil {
 			return err
 		}

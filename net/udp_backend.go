@@ -1,6 +1,6 @@
 package net
 
-import "golang.org/x/sys/unix"
+import "syscall"
 
 // A datagram socket has no stream state for a backend to keep. The
 // io_uring backend receives: a multishot recvmsg per socket fills
@@ -46,7 +46,7 @@ type packetSink interface {
 	packetInput(idx uint32, payload, name, ctl []byte, flags uint32)
 	// packetError: a receive on idx failed with e (ECONNREFUSED on a
 	// connected socket); the socket goes on.
-	packetError(idx uint32, e unix.Errno)
+	packetError(idx uint32, e syscall.Errno)
 }
 
 // packetRecv is what a backend that receives needs to know of a socket.

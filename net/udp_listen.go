@@ -4,8 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 
 	"github.com/veloq/veloq/internal/sock"
 )
@@ -72,7 +71,7 @@ func (s *Server) ListenPacket(network, address string, h PacketHandler) (*Packet
 	if err != nil {
 		return nil, err
 	}
-	perLoop := s.opts.balance == BalanceReusePort && reusePortSpreads && len(s.loops) > 1 && a.Family != unix.AF_UNIX
+	perLoop := s.opts.balance == BalanceReusePort && reusePortSpreads && len(s.loops) > 1 && a.Family != syscall.AF_UNIX
 	if perLoop && !s.opts.sharePort {
 		// As for TCP: do not silently share a port another socket holds.
 		if err := sock.ProbeBindPacket(a); err != nil {
@@ -80,7 +79,7 @@ func (s *Server) ListenPacket(network, address string, h PacketHandler) (*Packet
 		}
 	}
 	pl := &PacketListener{srv: s}
-	if a.Family == unix.AF_UNIX && address != "" && address[0] != '@' {
+	if a.Family == syscall.AF_UNIX && address != "" && address[0] != '@' {
 		pl.unlink = address
 	}
 	for i, l := range s.loops {
@@ -138,9 +137,9 @@ func (s *Server) DialPacket(network, address string, h PacketHandler) (*PacketCo
 		return nil, fmt.Errorf("veloq: dial %s %s: %w", network, address, err)
 	}
 	var peer netip.AddrPort
-	if a.Family != unix.AF_UNIX {
+	if a.Family != syscall.AF_UNIX {
 		if peer, err = sock.SockAddrPort(fd, true); err != nil {
-			unix.Close(fd)
+			closeFD(fd)
 			return nil, fmt.Errorf("veloq: dial %s %s: %w", network, address, err)
 		}
 	}
@@ -162,11 +161,11 @@ func (s *Server) startPacket(l *Loop, fd, family int, local, peer netip.AddrPort
 	pc.gso0 = pc.gso
 	errc := make(chan error, 1)
 	if err := l.Post(func() { errc <- l.addPacket(pc) }); err != nil {
-		unix.Close(fd)
+		closeFD(fd)
 		return nil, err
 	}
 	if err := <-errc; err != nil {
-		unix.Close(fd)
+		closeFD(fd)
 		return nil, err
 	}
 	return pc, nil
@@ -213,7 +212,7 @@ func (pl *PacketListener) closeConns() {
 		}
 	}
 	if pl.unlink != "" {
-		_ = unix.Unlink(pl.unlink)
+		_ = syscall.Unlink(pl.unlink)
 		pl.unlink = ""
 	}
 }

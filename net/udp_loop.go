@@ -3,8 +3,7 @@ package net
 import (
 	"fmt"
 	"os"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 
 	"github.com/veloq/veloq/internal/panicstack"
 )
@@ -28,7 +27,7 @@ type udpLoop struct {
 type rxBatch struct {
 	size  int // bytes per buffer
 	hdrs  []mmsghdr
-	iovs  []unix.Iovec
+	iovs  []iovec
 	bufs  []byte
 	names []byte
 	ctl   []byte
@@ -38,7 +37,7 @@ func newRxBatch(n, size int) *rxBatch {
 	r := &rxBatch{
 		size:  size,
 		hdrs:  make([]mmsghdr, n),
-		iovs:  make([]unix.Iovec, n),
+		iovs:  make([]iovec, n),
 		bufs:  make([]byte, n*size),
 		names: make([]byte, n*sockaddrLen),
 		ctl:   make([]byte, n*groCmsgSpace),
@@ -144,14 +143,14 @@ func (l *Loop) receivePackets(pc *PacketConn) {
 		r.reset(n, pc.gro)
 		got, e := mmsg(true, pc.fd, r.hdrs[:n])
 		switch {
-		case e == unix.EAGAIN:
+		case e == syscall.EAGAIN:
 			return
-		case e == unix.EINTR:
+		case e == syscall.EINTR:
 			round--
 			continue
 		case e != 0:
 			pc.recvError(l, e)
-			if e != unix.ECONNREFUSED {
+			if e != syscall.ECONNREFUSED {
 				return // the next report tries again
 			}
 			continue
@@ -206,7 +205,7 @@ func (l *Loop) packetInput(idx uint32, p, name, ctl []byte, flags uint32) {
 }
 
 // packetError is the backend's report of a failed receive on pc.
-func (l *Loop) packetError(idx uint32, e unix.Errno) {
+func (l *Loop) packetError(idx uint32, e syscall.Errno) {
 	l.tick()
 	if pc := l.udp.socks[idx]; pc != nil {
 		pc.recvError(l, e)
@@ -214,9 +213,9 @@ func (l *Loop) packetError(idx uint32, e unix.Errno) {
 }
 
 // recvError counts a failed receive; the socket goes on.
-func (pc *PacketConn) recvError(l *Loop, e unix.Errno) {
+func (pc *PacketConn) recvError(l *Loop, e syscall.Errno) {
 	pc.stats.errors.Add(1)
-	if e == unix.ECONNREFUSED {
+	if e == syscall.ECONNREFUSED {
 		// A connected socket's peer answered an earlier datagram with port
 		// unreachable; the receive that returns the error consumes it.
 		pc.stats.refused.Add(1)
@@ -254,7 +253,7 @@ func (l *Loop) leavePacketHandler(pc *PacketConn, outer bool, rec any, c *rxCoun
 // it, ctl the control messages, flags msg_flags. A truncated datagram is
 // counted and dropped.
 func (l *Loop) handlePacket(pc *PacketConn, p, name, ctl []byte, flags uint32, c *rxCount) {
-	if flags&unix.MSG_TRUNC != 0 {
+	if flags&msgTrunc != 0 {
 		pc.stats.truncated.Add(1)
 		return
 	}

@@ -23,9 +23,6 @@ type mmsghdr struct {
 	Len uint32
 }
 
-// No control messages are ever asked for or sent.
-var gsoCmsgSpace, groCmsgSpace = 0, 0
-
 // mmsg sends or receives hdrs one message at a time, non-blocking. Like
 // recvmmsg, it returns how many messages it moved, and the error only if
 // it moved none.
@@ -85,12 +82,3 @@ func toSockaddr(b []byte) unix.Sockaddr {
 	}
 	return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
 }
-
-// putSegmentCmsg is never called: kernelOffloads reports no GSO.
-func putSegmentCmsg([]byte, uint16) {}
-
-// groSegment: no datagram is coalesced without UDP_GRO.
-func groSegment([]byte, int) int { return 0 }
-
-// kernelOffloads: neither GSO nor GRO exists outside Linux.
-func kernelOffloads(int, bool) (gso, gro bool) { return false, false }

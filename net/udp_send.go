@@ -2,8 +2,7 @@ package net
 
 import (
 	"os"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
 // Sending a socket's queued datagrams: sendmmsg over batches of up to
@@ -26,7 +25,7 @@ const (
 // header i carries.
 type txBatch struct {
 	hdrs  [maxSendBatch]mmsghdr
-	iovs  [maxSendBatch]unix.Iovec
+	iovs  [maxSendBatch]iovec
 	ctl   []byte
 	count [maxSendBatch]int
 }
@@ -55,7 +54,7 @@ func (t *txBatch) build(pc *PacketConn, noGroupAt int) int {
 		}
 		h := &t.hdrs[k]
 		h.Len = 0
-		h.Hdr = unix.Msghdr{}
+		h.Hdr = msghdr{}
 		if m.tolen > 0 {
 			h.Hdr.Name = &m.to[0]
 			h.Hdr.Namelen = m.tolen
@@ -102,11 +101,11 @@ func (l *Loop) sendPackets(pc *PacketConn) {
 		k := t.build(pc, noGroupAt)
 		n, e := mmsg(false, pc.fd, t.hdrs[:k])
 		switch {
-		case e == unix.EAGAIN || e == unix.ENOBUFS:
+		case e == syscall.EAGAIN || e == syscall.ENOBUFS:
 			pc.waitOut = true
 			l.be.watchPacketOut(pc.idx)
 			k = 0
-		case e == unix.EINTR:
+		case e == syscall.EINTR:
 			continue
 		case e != 0:
 			if t.count[0] > 1 {
@@ -114,11 +113,11 @@ func (l *Loop) sendPackets(pc *PacketConn) {
 				// checksum offload; EINVAL: segment above the MTU) is sent
 				// again one datagram at a time.
 				switch e {
-				case unix.EIO:
+				case syscall.EIO:
 					pc.gso = false
 					pc.stats.gsoOff.Store(true)
 					l.log.Info("veloq: UDP GSO refused by the kernel; sending datagrams one by one", "local", pc.local.String(), "err", os.NewSyscallError("sendmmsg", e))
-				case unix.EINVAL:
+				case syscall.EINVAL:
 					// Segments above the route's MTU: runs of this size
 					// and larger go out one datagram at a time from now on.
 					pc.gsoLimit = pc.msgs[pc.head].n
@@ -127,7 +126,7 @@ func (l *Loop) sendPackets(pc *PacketConn) {
 				continue
 			}
 			pc.stats.errors.Add(1)
-			if e == unix.ECONNREFUSED {
+			if e == syscall.ECONNREFUSED {
 				pc.stats.refused.Add(1)
 			}
 			pc.head++ // drop the one the kernel refused

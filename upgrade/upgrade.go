@@ -12,7 +12,6 @@ import (
 	"os/signal"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	vnet "github.com/veloq/veloq/net"
@@ -101,7 +100,9 @@ func New() (*Upgrader, error) {
 	// Close-on-exec, so that a process this one starts before it is
 	// ready does not inherit them (exec cleared the flag).
 	for i, name := range names {
-		syscall.CloseOnExec(3 + i)
+		if err := closeOnExec(3 + i); err != nil {
+			return nil, err
+		}
 		u.inherited = append(u.inherited, os.NewFile(uintptr(3+i), name))
 	}
 	if r, ok := os.LookupEnv(EnvReady); ok {
@@ -109,7 +110,9 @@ func New() (*Upgrader, error) {
 		if err != nil || fd < 3 {
 			return nil, fmt.Errorf("upgrade: %s=%q is not a descriptor", EnvReady, r)
 		}
-		syscall.CloseOnExec(fd)
+		if err := closeOnExec(fd); err != nil {
+			return nil, err
+		}
 		u.ready = os.NewFile(uintptr(fd), "upgrade-ready")
 	}
 	return u, nil
@@ -364,11 +367,13 @@ func (u *Upgrader) command() *exec.Cmd {
 // gracefully and exit. A failed upgrade is passed to report (if not nil)
 // and the program goes on serving. The signals stay caught while the
 // program drains: one more reports ErrUpgraded instead of killing it
-// (SIGUSR2's default action).
+// (SIGUSR2's default action). With no sigs it only waits for ctx.
 func (u *Upgrader) UpgradeOn(ctx context.Context, report func(error), sigs ...os.Signal) context.Context {
 	done, cancel := context.WithCancel(ctx)
 	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, sigs...)
+	if len(sigs) > 0 { // none would catch every signal
+		signal.Notify(ch, sigs...)
+	}
 	go func() {
 		defer signal.Stop(ch)
 		for {

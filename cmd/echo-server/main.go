@@ -123,7 +123,7 @@ func run(args []string) error {
 	// shuts down gracefully as on SIGTERM.
 	ctx = upg.UpgradeOn(ctx, func(err error) {
 		fmt.Fprintln(os.Stderr, "echo-server: upgrade failed, serving on:", err)
-	}, syscall.SIGUSR2)
+	}, upgradeSignals...)
 	if *memprofile != "" {
 		if *memprofilerate > 0 {
 			runtime.MemProfileRate = *memprofilerate

@@ -199,7 +199,7 @@ func run(args []string) error {
 	// SIGTERM then.
 	ctx = upg.UpgradeOn(ctx, func(err error) {
 		fmt.Fprintln(os.Stderr, "veloq-proxy: upgrade failed, serving on:", err)
-	}, syscall.SIGUSR2)
+	}, upgradeSignals...)
 	if *memprofile != "" {
 		ctx = profile.HeapAtStop(ctx, *memprofile, "veloq-proxy", os.Stderr)
 	}

@@ -3,10 +3,9 @@ package proxy
 import (
 	"errors"
 
-	"golang.org/x/sys/unix"
-
 	vhttp "github.com/veloq/veloq/http"
 	"github.com/veloq/veloq/http/client"
+	"github.com/veloq/veloq/internal/sock"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -175,6 +174,6 @@ func resetConn(c *vnet.Conn, cause error) {
 	if c.Closed() {
 		return
 	}
-	_ = unix.SetsockoptLinger(c.Fd(), unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+	_ = sock.LingerZero(c.Fd())
 	c.Abort(cause)
 }

@@ -3,7 +3,6 @@
 package sock
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -176,7 +175,3 @@ func ProbeBindPacket(a Addr) error {
 	}
 	return nil
 }
-
-// ErrNoDropCounter: the kernel does not report a socket's drop counter
-// (no SO_MEMINFO before Linux 4.12, or one without SK_MEMINFO_DROPS).
-var ErrNoDropCounter = errors.New("sock: the kernel reports no socket drop counter")

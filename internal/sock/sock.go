@@ -6,21 +6,13 @@
 package sock
 
 import (
-	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
-	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
-
-// ErrNetwork reports a network name other than tcp, tcp4, tcp6 or unix.
-// Its text starts with "veloq: " like every error package net returns,
-// which exports it as ErrUnsupportedNetwork.
-var ErrNetwork = errors.New("veloq: unsupported network (tcp, tcp4, tcp6 and unix are)")
 
 // Addr is a resolved address in the kernel's sockaddr form.
 type Addr struct {
@@ -29,9 +21,8 @@ type Addr struct {
 	Net    net.Addr
 }
 
-// Resolve turns network and address into a socket address. Host names are
-// resolved with the Go resolver, which may block; callers on a reactor
-// should pass numeric addresses.
+// Resolve turns network and address into a socket address (host names
+// as resolveTCP says).
 func Resolve(network, address string) (Addr, error) {
 	switch network {
 	case "unix":
@@ -44,37 +35,16 @@ func Resolve(network, address string) (Addr, error) {
 	default:
 		return Addr{}, fmt.Errorf("%w: %q", ErrNetwork, network)
 	}
-	host, portStr, err := net.SplitHostPort(address)
+	ap, v4, err := resolveTCP(network, address)
 	if err != nil {
-		return Addr{}, fmt.Errorf("veloq: %w", err)
+		return Addr{}, err
 	}
-	ip, ipErr := netip.ParseAddr(host) // fails for "" and for host names
-	port, portErr := strconv.ParseUint(portStr, 10, 16)
-	if (ipErr != nil && host != "") || portErr != nil {
-		// A host or service name: one resolver call answers both.
-		ta, err := net.ResolveTCPAddr(network, address)
-		if err != nil {
-			return Addr{}, fmt.Errorf("veloq: %w", err)
-		}
-		ip, _ = netip.AddrFromSlice(ta.IP)
-		port = uint64(ta.Port)
+	if v4 {
+		return Addr{Family: unix.AF_INET, SA: &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()},
+			Net: net.TCPAddrFromAddrPort(ap)}, nil
 	}
-	if !ip.IsValid() { // no host: the unspecified address
-		ip = netip.IPv4Unspecified()
-		if network == "tcp6" {
-			ip = netip.IPv6Unspecified()
-		}
-	}
-	ip = ip.Unmap()
-	if ip.Is4() && network != "tcp6" {
-		return Addr{Family: unix.AF_INET, SA: &unix.SockaddrInet4{Port: int(port), Addr: ip.As4()},
-			Net: net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(port)))}, nil
-	}
-	if network == "tcp4" {
-		return Addr{}, fmt.Errorf("veloq: %s is not an IPv4 address", host)
-	}
-	return Addr{Family: unix.AF_INET6, SA: &unix.SockaddrInet6{Port: int(port), Addr: ip.As16()},
-		Net: net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(port)))}, nil
+	return Addr{Family: unix.AF_INET6, SA: &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()},
+		Net: net.TCPAddrFromAddrPort(ap)}, nil
 }
 
 // Listen creates a non-blocking, close-on-exec listening socket bound to a.
@@ -216,4 +186,11 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// LingerZero sets SO_LINGER to zero, so that closing fd resets the
+// connection (RST) instead of ending it (FIN): a proxy's client then sees
+// the stream broke, not a clean end.
+func LingerZero(fd int) error {
+	return os.NewSyscallError("setsockopt SO_LINGER", unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0}))
 }

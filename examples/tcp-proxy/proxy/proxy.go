@@ -8,10 +8,10 @@ import (
 	"math/bits"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/veloq/veloq/internal/sock"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -253,8 +253,8 @@ func (pr *pair) dialFailed(err error) {
 // isLocal reports whether a dial failed for a reason of this process
 // (descriptor table or kernel memory full) rather than of the backend.
 func isLocal(err error) bool {
-	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) ||
-		errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.ENOMEM)
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
 }
 
 // OnOpen runs when the backend connected: forwarding starts.
@@ -398,7 +398,7 @@ func resetConn(c *vnet.Conn, cause error) {
 	if c.Closed() {
 		return
 	}
-	_ = unix.SetsockoptLinger(c.Fd(), unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+	_ = sock.LingerZero(c.Fd())
 	c.Abort(cause)
 }
 

@@ -1,3 +1,5 @@
+//go:build unix
+
 package net
 
 import (
@@ -51,7 +53,7 @@ func (b *portableBackend) packetWaiter(idx uint32, p *ppkt) {
 		var peekErr error
 		err := p.rc.Read(func(fd uintptr) bool {
 			_, _, peekErr = unix.Recvfrom(int(fd), nil, unix.MSG_PEEK|unix.MSG_DONTWAIT)
-			return peekErr != unix.EAGAIN
+			return peekErr != syscall.EAGAIN
 		})
 		if err != nil { // closed
 			return
@@ -59,7 +61,7 @@ func (b *portableBackend) packetWaiter(idx uint32, p *ppkt) {
 		// A queued error (ECONNREFUSED on a connected socket) is taken by
 		// the peek, even with MSG_PEEK: it is reported here, since the
 		// loop's receive will not see it.
-		errno, _ := peekErr.(unix.Errno)
+		errno, _ := peekErr.(syscall.Errno)
 		b.post(func() {
 			if b.pkts[idx] == p {
 				if errno != 0 {
@@ -117,7 +119,7 @@ func (b *portableBackend) closePacket(idx uint32) {
 	go func() {
 		p.wg.Wait()
 		b.post(func() {
-			unix.Close(p.fd) // on the loop, as for connections (close)
+			closeFD(p.fd) // on the loop, as for connections (close)
 			b.ev.packetClosed(idx)
 		})
 	}()

@@ -1,0 +1,55 @@
+package sock
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+)
+
+// ErrNetwork reports a network name other than tcp, tcp4, tcp6 or unix.
+// Its text starts with "veloq: " like every error package net returns,
+// which exports it as ErrUnsupportedNetwork.
+var ErrNetwork = errors.New("veloq: unsupported network (tcp, tcp4, tcp6 and unix are)")
+
+// ErrNoDropCounter: the kernel does not report a socket's drop counter
+// (no SO_MEMINFO before Linux 4.12, or one without SK_MEMINFO_DROPS).
+var ErrNoDropCounter = errors.New("sock: the kernel reports no socket drop counter")
+
+// resolveTCP parses a "tcp", "tcp4" or "tcp6" address into an IP and a
+// port, and says whether it is an IPv4 socket's (v4). Host names are
+// resolved with the Go resolver, which may block; callers on a reactor
+// should pass numeric addresses. Every system's Resolve starts here.
+func resolveTCP(network, address string) (ap netip.AddrPort, v4 bool, err error) {
+	host, portStr, err := net.SplitHostPort(address)
+	if err != nil {
+		return ap, false, fmt.Errorf("veloq: %w", err)
+	}
+	ip, ipErr := netip.ParseAddr(host) // fails for "" and for host names
+	port, portErr := strconv.ParseUint(portStr, 10, 16)
+	if (ipErr != nil && host != "") || portErr != nil {
+		// A host or service name: one resolver call answers both.
+		ta, err := net.ResolveTCPAddr(network, address)
+		if err != nil {
+			return ap, false, fmt.Errorf("veloq: %w", err)
+		}
+		ip, _ = netip.AddrFromSlice(ta.IP)
+		port = uint64(ta.Port)
+	}
+	if !ip.IsValid() { // no host: the unspecified address
+		ip = netip.IPv4Unspecified()
+		if network == "tcp6" {
+			ip = netip.IPv6Unspecified()
+		}
+	}
+	ip = ip.Unmap()
+	ap = netip.AddrPortFrom(ip, uint16(port))
+	if ip.Is4() && network != "tcp6" {
+		return ap, true, nil
+	}
+	if network == "tcp4" {
+		return netip.AddrPort{}, false, fmt.Errorf("veloq: %s is not an IPv4 address", host)
+	}
+	return ap, false, nil
+}

@@ -1,0 +1,274 @@
+//go:build unix
+
+package net
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/veloq/veloq/internal/sock"
+)
+
+// The portable backend's sockets on unix: the loop makes them, and net
+// wraps a duplicate of each (net.FileConn); the acceptor waits for
+// readiness and the loop accepts. backend_portable_windows.go is the
+// other way round.
+
+type plisten struct {
+	fd      int
+	f       *os.File // a pollable duplicate of fd
+	rc      syscall.RawConn
+	running bool          // an accept goroutine is running
+	ack     chan pack     // the loop's answer to a batch
+	done    chan struct{} // closed by unlisten
+	wg      sync.WaitGroup
+}
+
+// withFile hands net's File* constructors (which duplicate what they are
+// given) a descriptor of the loop's. The *os.File wraps a duplicate of
+// its own, closed here: an os.File closes its descriptor when it is
+// garbage collected, which must never be the loop's.
+func withFile(fd int, fn func(*os.File) error) error {
+	d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", err)
+	}
+	f := os.NewFile(uintptr(d), "veloq")
+	defer f.Close()
+	return fn(f)
+}
+
+func (b *portableBackend) open(slot uint32, fd int, q *outQueue, dial sockaddr) error {
+	for int(slot) >= len(b.conns) {
+		b.conns = growTable(b.conns, nil)
+	}
+	if dial != nil {
+		if err := unix.Connect(fd, dial); err != nil && !errors.Is(err, syscall.EINPROGRESS) {
+			return os.NewSyscallError("connect", err)
+		}
+	}
+	var nc net.Conn
+	opts := saveSockOpts(fd)
+	if err := withFile(fd, func(f *os.File) (err error) { nc, err = net.FileConn(f); return err }); err != nil {
+		return err
+	}
+	opts.restore(fd)
+	p := newPconn(fd, q)
+	p.nc = nc
+	b.conns[slot] = p
+	b.run(slot, p)
+	if dial != nil {
+		// Reported from a goroutine, so never from inside Dial.
+		p.connecting = true
+		p.wg.Add(1)
+		go b.connect(slot, p)
+	}
+	return nil
+}
+
+// connect waits through the poller for the connect to finish.
+func (b *portableBackend) connect(slot uint32, p *pconn) {
+	defer p.wg.Done()
+	var cerr error
+	err := rawConn(p.nc, func(rc syscall.RawConn) error {
+		return rc.Write(func(fd uintptr) bool {
+			if cerr = sock.SoError(int(fd)); cerr != nil {
+				return true
+			}
+			return sock.Connected(int(fd))
+		})
+	})
+	if cerr == nil {
+		cerr = err
+	}
+	b.post(func() {
+		if b.live(slot, p) && p.connecting {
+			p.connecting = false
+			b.ev.connected(slot, cerr)
+		}
+	})
+}
+
+// sockOpts are the TCP options the loop set (configure) that
+// net.FileConn overrides: it turns TCP_NODELAY on and keep-alive on with
+// Go's defaults for every TCP connection it makes.
+type sockOpts struct {
+	ok                       bool
+	noDelay, keepAlive       int
+	keepIdle, keepIntvl, cnt int
+}
+
+var keepOpts = [...]struct{ level, opt int }{
+	{unix.IPPROTO_TCP, unix.TCP_NODELAY}, {unix.SOL_SOCKET, unix.SO_KEEPALIVE},
+	{unix.IPPROTO_TCP, sock.KeepIdle}, {unix.IPPROTO_TCP, unix.TCP_KEEPINTVL},
+	{unix.IPPROTO_TCP, unix.TCP_KEEPCNT},
+}
+
+func (o *sockOpts) vals() [5]*int {
+	return [5]*int{&o.noDelay, &o.keepAlive, &o.keepIdle, &o.keepIntvl, &o.cnt}
+}
+
+// saveSockOpts reads fd's options; ok is false for a socket without them
+// (a Unix socket).
+func saveSockOpts(fd int) sockOpts {
+	var o sockOpts
+	for i, v := range o.vals() {
+		var err error
+		if *v, err = unix.GetsockoptInt(fd, keepOpts[i].level, keepOpts[i].opt); err != nil {
+			return sockOpts{}
+		}
+	}
+	o.ok = true
+	return o
+}
+
+func (o sockOpts) restore(fd int) {
+	if !o.ok {
+		return
+	}
+	for i, v := range o.vals() {
+		_ = unix.SetsockoptInt(fd, keepOpts[i].level, keepOpts[i].opt, *v)
+	}
+}
+
+// rawConn runs fn with c's syscall.RawConn.
+func rawConn(c any, fn func(syscall.RawConn) error) error {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return errors.New("veloq: portable backend: the socket has no raw access")
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return fn(rc)
+}
+
+func (b *portableBackend) listen(idx uint32, fd int) error {
+	for int(idx) >= len(b.lns) {
+		b.lns = append(b.lns, nil)
+	}
+	ln := b.lns[idx]
+	if ln == nil || ln.fd != fd {
+		// A net.Listener's raw connection cannot wait for input (its Read
+		// is EINVAL), so the poller waits on a pollable *os.File of the
+		// listening socket's duplicate: the runtime registers a
+		// non-blocking descriptor with its poller.
+		d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", err)
+		}
+		f := os.NewFile(uintptr(d), "veloq listener")
+		ln = &plisten{fd: fd, f: f, ack: make(chan pack, 1), done: make(chan struct{})}
+		if ln.rc, err = f.SyscallConn(); err != nil {
+			_ = f.Close()
+			return err
+		}
+		b.lns[idx] = ln
+	}
+	if !ln.running {
+		ln.running = true
+		ln.wg.Add(1)
+		go b.acceptor(idx, ln)
+	}
+	return nil
+}
+
+// acceptor waits in the runtime's poller until ln's socket has a
+// connection queued and tells the loop, which accepts them itself
+// (accepted), then waits for the loop's answer before it waits again.
+// The goroutine never takes a connection out of the kernel's queue: one
+// taken ahead of the loop would be lost (reset) when the listener stops,
+// where one left queued is served by whoever accepts next (after a hot
+// upgrade, the new process; TestListenerFilesHandOver).
+func (b *portableBackend) acceptor(idx uint32, ln *plisten) {
+	defer ln.wg.Done()
+	// The first round asks the loop at once: connections may have queued
+	// before this goroutine (or its descriptor's registration) existed.
+	empty := false
+	for {
+		if empty {
+			// RawConn.Read forgets earlier readiness, then calls f and
+			// waits for readability each time f says false. So f's first
+			// call looks (poll(2), zero timeout) for a connection queued
+			// before the wait began; after it, the edge-triggered runtime
+			// poller catches every arrival, even one before it parks. The
+			// second call ends the wait. Nothing is consumed.
+			waited := false
+			err := ln.rc.Read(func(fd uintptr) bool {
+				if waited {
+					return true
+				}
+				waited = true
+				pfd := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+				n, _ := unix.Poll(pfd[:], 0)
+				return n > 0
+			})
+			if err != nil { // the duplicate was closed: unlisten
+				return
+			}
+		}
+		b.post(func() { b.accepted(idx, ln) })
+		select {
+		case a := <-ln.ack:
+			if a.stop {
+				return
+			}
+			empty = a.empty
+		case <-ln.done:
+			return
+		}
+	}
+}
+
+// accepted takes, on the loop, up to maxAccepts connections from ln's
+// socket and reports them; nothing once the listener stopped, so that
+// what is queued stays queued.
+func (b *portableBackend) accepted(idx uint32, ln *plisten) {
+	if b.lns[idx] != ln {
+		return
+	}
+	stop, empty := false, false
+	for n := 0; n < maxAccepts; n++ {
+		fd, peer, err := sock.Accept(ln.fd)
+		if err == syscall.EAGAIN {
+			empty = true
+			break
+		}
+		if err != nil {
+			stop = b.ev.acceptFailed(idx, os.NewSyscallError("accept4", err))
+			break
+		}
+		b.ev.accepted(idx, fd, peer)
+		if b.lns[idx] != ln { // a handler stopped the listener
+			return
+		}
+	}
+	if b.lns[idx] != ln {
+		return
+	}
+	if stop {
+		ln.running = false // listen starts a new acceptor
+	}
+	ln.ack <- pack{stop: stop, empty: empty}
+}
+
+func (b *portableBackend) unlisten(idx uint32) {
+	ln := b.lns[idx]
+	if ln == nil {
+		b.ev.listenerClosed(idx)
+		return
+	}
+	b.lns[idx] = nil
+	close(ln.done)
+	_ = ln.f.Close()
+	go func() {
+		ln.wg.Wait()
+		b.post(func() { b.ev.listenerClosed(idx) })
+	}()
+}

@@ -1,0 +1,173 @@
+//go:build windows
+
+package net
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/veloq/veloq/internal/sock"
+)
+
+// The portable backend's sockets on Windows: net made them (net.FileConn
+// does not exist here, see internal/sock), so the backend looks each
+// handle's net value up instead of wrapping a descriptor; a dial runs
+// net.Dial on a goroutine, and the acceptor takes connections with a
+// blocking Accept. The reads and writes are the shared code's.
+
+type plisten struct {
+	fd      int
+	ln      net.Listener
+	running bool          // an accept goroutine is running
+	ack     chan pack     // the loop's answer to a connection
+	done    chan struct{} // closed by unlisten
+	wg      sync.WaitGroup
+}
+
+func (b *portableBackend) open(slot uint32, fd int, q *outQueue, dial sockaddr) error {
+	for int(slot) >= len(b.conns) {
+		b.conns = growTable(b.conns, nil)
+	}
+	p := newPconn(fd, q)
+	if dial == nil {
+		nc, ok := sock.Get(fd).(net.Conn)
+		if !ok {
+			return fmt.Errorf("veloq: portable backend: handle %d is not a connection", fd)
+		}
+		p.nc = nc
+		b.conns[slot] = p
+		b.run(slot, p)
+		return nil
+	}
+	// The reader and writer start once the dial is done; connected is
+	// reported from the goroutine's post, so never from inside Dial.
+	p.connecting = true
+	b.conns[slot] = p
+	p.wg.Add(1)
+	go b.connect(slot, p, dial)
+	return nil
+}
+
+// connect dials for p; close ends a dial under way.
+func (b *portableBackend) connect(slot uint32, p *pconn, to sockaddr) {
+	defer p.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-p.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	nc, err := sock.Connect(ctx, p.fd, to)
+	b.post(func() {
+		if !b.live(slot, p) || !p.connecting {
+			return // closed: the handle (and nc behind it) goes with released
+		}
+		p.connecting = false
+		if err == nil {
+			p.nc = nc
+			b.run(slot, p)
+		}
+		b.ev.connected(slot, err)
+		if err == nil && b.live(slot, p) {
+			b.grantRead(p) // reading may have been turned on during the dial
+		}
+	})
+}
+
+func (b *portableBackend) listen(idx uint32, fd int) error {
+	for int(idx) >= len(b.lns) {
+		b.lns = append(b.lns, nil)
+	}
+	ln := b.lns[idx]
+	if ln == nil || ln.fd != fd {
+		nl, ok := sock.Get(fd).(net.Listener)
+		if !ok {
+			return fmt.Errorf("veloq: portable backend: handle %d is not a listener", fd)
+		}
+		ln = &plisten{fd: fd, ln: nl, ack: make(chan pack, 1), done: make(chan struct{})}
+		b.lns[idx] = ln
+	}
+	if !ln.running {
+		ln.running = true
+		ln.wg.Add(1)
+		go b.acceptor(idx, ln)
+	}
+	return nil
+}
+
+// acceptor takes one connection at a time with a blocking Accept (IOCP
+// has no readiness to wait for without taking it) and hands it to the
+// loop, then waits for the loop's answer before it accepts again, so at
+// most one connection is ahead of the loop. Unlike on unix, that one is
+// out of the kernel's queue: if the listener stops, it is closed (the
+// peer sees a reset), where unix leaves it queued for a hot upgrade's
+// next process, which Windows does not have.
+func (b *portableBackend) acceptor(idx uint32, ln *plisten) {
+	defer ln.wg.Done()
+	for {
+		h, peer, err := sock.Accept(ln.fd)
+		select {
+		case <-ln.done:
+			if err == nil {
+				_ = sock.Close(h)
+			}
+			return
+		default:
+		}
+		b.post(func() { b.accepted(idx, ln, h, peer, err) })
+		select {
+		case a := <-ln.ack:
+			if a.stop {
+				return
+			}
+		case <-ln.done:
+			return // accepted closes a connection the loop did not take
+		}
+	}
+}
+
+// accepted reports, on the loop, the connection (or error) the acceptor
+// took, and answers it.
+func (b *portableBackend) accepted(idx uint32, ln *plisten, h int, peer net.Addr, err error) {
+	if b.lns[idx] != ln {
+		if err == nil {
+			_ = sock.Close(h)
+		}
+		return
+	}
+	stop := false
+	if err != nil {
+		stop = b.ev.acceptFailed(idx, fmt.Errorf("veloq: accept: %w", err))
+	} else {
+		b.ev.accepted(idx, h, peer)
+		if b.lns[idx] != ln { // a handler stopped the listener
+			return
+		}
+	}
+	if stop {
+		ln.running = false // listen starts a new acceptor
+	}
+	ln.ack <- pack{stop: stop}
+}
+
+func (b *portableBackend) unlisten(idx uint32) {
+	ln := b.lns[idx]
+	if ln == nil {
+		b.ev.listenerClosed(idx)
+		return
+	}
+	b.lns[idx] = nil
+	close(ln.done)
+	// Ends a waiting Accept; the handle itself is closed by the loop
+	// after listenerClosed, as a descriptor is elsewhere.
+	_ = ln.ln.Close()
+	go func() {
+		ln.wg.Wait()
+		b.post(func() { b.ev.listenerClosed(idx) })
+	}()
+}

@@ -100,6 +100,45 @@ func (r *Report) page(docDir, jsonPath string, charts map[string]string) string 
 		b.WriteString("\n## io_uring vs epoll\n\n")
 		b.WriteString(t)
 	}
+	b.WriteString(scriptsMarkdown(filepath.Dir(jsonPath)))
+	return b.String()
+}
+
+// scriptSections are the outputs of bench's other scripts, which the
+// suite does not run: the page shows each one's latest result, as the
+// script left it in the results directory, so that every figure the
+// project states is on this page with its command.
+var scriptSections = []struct{ file, title string }{
+	{"portable-latest.md", "The portable backend beside net and net/http (bench/portable.sh)"},
+	{"httpproxy-latest.md", "HTTP reverse proxy (bench/httpproxy.sh)"},
+	{"httpproxy-h2-latest.md", "HTTP reverse proxy, HTTP/2 clients (MODE=h2 bench/httpproxy.sh)"},
+	{"httpproxy-idle-latest.md", "HTTP reverse proxy, memory per idle client (MODE=idle bench/httpproxy.sh)"},
+	{"proxy-latest.md", "TCP proxy (bench/proxy.sh)"},
+	{"udp-latest.md", "UDP echo (bench/udp.sh)"},
+}
+
+// scriptsMarkdown returns the scripts' results found in dir, each under
+// its own heading (the file's own title dropped, its sections one level
+// down); "" when there is none.
+func scriptsMarkdown(dir string) string {
+	var b strings.Builder
+	for _, sec := range scriptSections {
+		data, err := os.ReadFile(filepath.Join(dir, sec.file))
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## %s\n\n", sec.title)
+		for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			switch {
+			case i == 0 && strings.HasPrefix(line, "# "):
+				continue
+			case strings.HasPrefix(line, "#"):
+				line = "#" + line
+			}
+			b.WriteString(line)
+			b.WriteString("\n")
+		}
+	}
 	return b.String()
 }
 

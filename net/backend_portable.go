@@ -349,3 +349,28 @@ func (b *portableBackend) close(slot uint32) {
 }
 
 func (b *portableBackend) shutdown() error { return nil }
+
+// startAcceptor runs listener idx's acceptor goroutine unless one runs.
+func (b *portableBackend) startAcceptor(idx uint32, ln *plisten) {
+	if !ln.running {
+		ln.running = true
+		ln.wg.Add(1)
+		go b.acceptor(idx, ln)
+	}
+}
+
+// retirePacket ends closing datagram socket idx once its goroutines (wg)
+// have returned: on the loop, forget (if any) runs, the descriptor
+// closes, as for connections (close), and the loop hears of it.
+func (b *portableBackend) retirePacket(idx uint32, fd int, wg *sync.WaitGroup, forget func()) {
+	go func() {
+		wg.Wait()
+		b.post(func() {
+			if forget != nil {
+				forget()
+			}
+			closeFD(fd)
+			b.ev.packetClosed(idx)
+		})
+	}()
+}

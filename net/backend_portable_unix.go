@@ -171,11 +171,7 @@ func (b *portableBackend) listen(idx uint32, fd int) error {
 		}
 		b.lns[idx] = ln
 	}
-	if !ln.running {
-		ln.running = true
-		ln.wg.Add(1)
-		go b.acceptor(idx, ln)
-	}
+	b.startAcceptor(idx, ln)
 	return nil
 }
 

@@ -92,11 +92,7 @@ func (b *portableBackend) listen(idx uint32, fd int) error {
 		ln = &plisten{fd: fd, ln: nl, ack: make(chan pack, 1), done: make(chan struct{})}
 		b.lns[idx] = ln
 	}
-	if !ln.running {
-		ln.running = true
-		ln.wg.Add(1)
-		go b.acceptor(idx, ln)
-	}
+	b.startAcceptor(idx, ln)
 	return nil
 }
 

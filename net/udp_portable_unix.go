@@ -116,11 +116,5 @@ func (b *portableBackend) closePacket(idx uint32) {
 	b.pkts[idx] = nil
 	close(p.done)
 	_ = p.pc.Close()
-	go func() {
-		p.wg.Wait()
-		b.post(func() {
-			closeFD(p.fd) // on the loop, as for connections (close)
-			b.ev.packetClosed(idx)
-		})
-	}()
+	b.retirePacket(idx, p.fd, &p.wg, nil)
 }

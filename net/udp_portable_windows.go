@@ -171,14 +171,7 @@ func (b *portableBackend) closePacket(idx uint32) {
 	b.pkts[idx] = nil
 	close(p.done)
 	_ = p.uc.Close() // ends a waiting receive
-	go func() {
-		p.wg.Wait()
-		b.post(func() {
-			inboxes.Delete(p.fd)
-			closeFD(p.fd) // on the loop, as for connections (close)
-			b.ev.packetClosed(idx)
-		})
-	}()
+	b.retirePacket(idx, p.fd, &p.wg, func() { inboxes.Delete(p.fd) })
 }
 
 // mmsg receives the inbox's datagram into hdrs[0] (recv), or sends each

@@ -359,17 +359,37 @@ func (b *portableBackend) startAcceptor(idx uint32, ln *plisten) {
 	}
 }
 
-// retirePacket ends closing datagram socket idx once its goroutines (wg)
-// have returned: on the loop, forget (if any) runs, the descriptor
-// closes, as for connections (close), and the loop hears of it.
-func (b *portableBackend) retirePacket(idx uint32, fd int, wg *sync.WaitGroup, forget func()) {
+func (b *portableBackend) unlisten(idx uint32) {
+	ln := b.lns[idx]
+	if ln == nil {
+		b.ev.listenerClosed(idx)
+		return
+	}
+	b.lns[idx] = nil
+	close(ln.done)
+	ln.interrupt()
 	go func() {
-		wg.Wait()
+		ln.wg.Wait()
+		b.post(func() { b.ev.listenerClosed(idx) })
+	}()
+}
+
+// closePacket stops datagram socket idx's goroutines; once they have
+// returned, on the loop, the socket is forgotten, its descriptor closes
+// (as for connections: close) and the loop hears of it.
+func (b *portableBackend) closePacket(idx uint32) {
+	p := b.pkts[idx]
+	if p == nil {
+		return
+	}
+	b.pkts[idx] = nil
+	close(p.done)
+	p.interrupt()
+	go func() {
+		p.wg.Wait()
 		b.post(func() {
-			if forget != nil {
-				forget()
-			}
-			closeFD(fd)
+			p.forget()
+			closeFD(p.fd)
 			b.ev.packetClosed(idx)
 		})
 	}()

@@ -254,17 +254,5 @@ func (b *portableBackend) accepted(idx uint32, ln *plisten) {
 	ln.ack <- pack{stop: stop, empty: empty}
 }
 
-func (b *portableBackend) unlisten(idx uint32) {
-	ln := b.lns[idx]
-	if ln == nil {
-		b.ev.listenerClosed(idx)
-		return
-	}
-	b.lns[idx] = nil
-	close(ln.done)
-	_ = ln.f.Close()
-	go func() {
-		ln.wg.Wait()
-		b.post(func() { b.ev.listenerClosed(idx) })
-	}()
-}
+// interrupt ends the acceptor's wait: it closes the pollable duplicate.
+func (ln *plisten) interrupt() { _ = ln.f.Close() }

@@ -151,19 +151,6 @@ func (b *portableBackend) accepted(idx uint32, ln *plisten, h int, peer net.Addr
 	ln.ack <- pack{stop: stop}
 }
 
-func (b *portableBackend) unlisten(idx uint32) {
-	ln := b.lns[idx]
-	if ln == nil {
-		b.ev.listenerClosed(idx)
-		return
-	}
-	b.lns[idx] = nil
-	close(ln.done)
-	// Ends a waiting Accept; the handle itself is closed by the loop
-	// after listenerClosed, as a descriptor is elsewhere.
-	_ = ln.ln.Close()
-	go func() {
-		ln.wg.Wait()
-		b.post(func() { b.ev.listenerClosed(idx) })
-	}()
-}
+// interrupt ends a waiting Accept; the handle itself is closed by the
+// loop after listenerClosed, as a descriptor is elsewhere.
+func (ln *plisten) interrupt() { _ = ln.ln.Close() }

@@ -108,13 +108,8 @@ func (b *portableBackend) watchPacketOut(idx uint32) {
 	}()
 }
 
-func (b *portableBackend) closePacket(idx uint32) {
-	p := b.pkts[idx]
-	if p == nil {
-		return
-	}
-	b.pkts[idx] = nil
-	close(p.done)
-	_ = p.pc.Close()
-	b.retirePacket(idx, p.fd, &p.wg, nil)
-}
+// interrupt ends the waiter's wait: it closes net's duplicate.
+func (p *ppkt) interrupt() { _ = p.pc.Close() }
+
+// forget has nothing to drop here.
+func (p *ppkt) forget() {}

@@ -163,17 +163,6 @@ func (b *portableBackend) watchPacketOut(idx uint32) {
 	})
 }
 
-func (b *portableBackend) closePacket(idx uint32) {
-	p := b.pkts[idx]
-	if p == nil {
-		return
-	}
-	b.pkts[idx] = nil
-	close(p.done)
-	_ = p.uc.Close() // ends a waiting receive
-	b.retirePacket(idx, p.fd, &p.wg, func() { inboxes.Delete(p.fd) })
-}
-
 // mmsg receives the inbox's datagram into hdrs[0] (recv), or sends each
 // of hdrs with WriteTo (to the connected peer when it has no address).
 // Like recvmmsg, it returns how many messages it moved, and the error
@@ -247,3 +236,9 @@ func takeInbox(fd int, hdrs []mmsghdr) (int, syscall.Errno) {
 	in.grant()
 	return 1, 0
 }
+
+// interrupt ends a waiting receive.
+func (p *ppkt) interrupt() { _ = p.uc.Close() }
+
+// forget drops the socket's inbox, on the loop before its key closes.
+func (p *ppkt) forget() { inboxes.Delete(p.fd) }

@@ -604,3 +604,37 @@ func TestUpstreamTimeoutAfterReuse(t *testing.T) {
 		require.Equal(t, uint64(1), p.Stats().Upstreams[0].Timeouts)
 	})
 }
+
+// Request smuggling attempts from a client are refused by the server's
+// parser with 400 and never reach the upstream: Content-Length with
+// Transfer-Encoding, two differing lengths, an obfuscated
+// Transfer-Encoding, a bare LF, obs-fold.
+func TestSmugglingNeverReachesUpstream(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		var seen atomic.Int64
+		up := rawUpstream(t, func(r *nethttp.Request) ([]byte, bool) {
+			seen.Add(1)
+			return []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), false
+		})
+		addr := serve(t, b, newProxy(t, WithUpstreams(up)))
+		for _, req := range []string{
+			"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+			"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 40\r\n\r\nhello",
+			"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n",
+			"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n",
+			"GET / HTTP/1.1\nHost: x\n\n",
+			"GET / HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n",
+		} {
+			conn, err := net.Dial("tcp", addr)
+			require.NoError(t, err)
+			conn.SetDeadline(time.Now().Add(10 * time.Second))
+			_, err = io.WriteString(conn, req)
+			require.NoError(t, err)
+			resp, err := nethttp.ReadResponse(bufio.NewReader(conn), nil)
+			require.NoError(t, err, "%q", req)
+			require.Equal(t, vhttp.StatusBadRequest, resp.StatusCode, "%q", req)
+			conn.Close()
+		}
+		require.Zero(t, seen.Load(), "a smuggling attempt reached the upstream")
+	})
+}

@@ -347,6 +347,9 @@ func TestCompletionHookPanic(t *testing.T) {
 // stream. Either way the request is reported once, not completed.
 func TestCompletionClientGone(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		if b == vnet.BackendPortable {
+			backendtest.SkipUnderWine(t, "a reset that arrived before the read reads as EOF")
+		}
 		pool := executor.NewPool(executor.WithWorkers(2))
 		t.Cleanup(func() { _ = pool.Shutdown(context.Background()) })
 		started := make(chan struct{}, 2)

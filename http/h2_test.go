@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/veloq/veloq/executor"
+	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -273,7 +274,7 @@ func TestHTTP2ShutdownGoAway(t *testing.T) {
 // off the loop (a frame header comes before each, so the file cannot go
 // to the socket as it is), whole or by range, paced by the windows.
 func TestHTTP2FileServer(t *testing.T) {
-	dir := t.TempDir()
+	dir := backendtest.TempDir(t)
 	data := make([]byte, 3<<20+123)
 	_, _ = rand.Read(data)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.bin"), data, 0o644))

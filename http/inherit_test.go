@@ -4,10 +4,12 @@ import (
 	"errors"
 	"net"
 	"os"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -15,6 +17,12 @@ import (
 // and ListenerFiles hands it on.
 func TestListenFiles(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		if runtime.GOOS == "windows" {
+			s := newServer(t, HandlerFunc(testHandler), WithNetOptions(vnet.WithBackend(b)))
+			_, err := s.ListenFiles(os.Stdin)
+			require.ErrorIs(t, err, errors.ErrUnsupported, "Windows has no descriptor passing")
+			return
+		}
 		std, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		f, err := std.(*net.TCPListener).File()
@@ -34,7 +42,7 @@ func TestListenFiles(t *testing.T) {
 		for _, f := range files {
 			f.Close()
 		}
-		reg, err := os.CreateTemp(t.TempDir(), "x")
+		reg, err := os.CreateTemp(backendtest.TempDir(t), "x")
 		require.NoError(t, err)
 		defer reg.Close()
 		_, err = s.ListenFiles(reg)

@@ -42,8 +42,9 @@ func unixGet(t *testing.T, path string) string {
 // Request.RemoteAddr of a Unix client that never bound a name is what
 // net/http gives for it ("@"), on the fast path and through FromStd.
 func TestUnixUnnamedRemoteAddr(t *testing.T) {
+	backendtest.SkipUnderWine(t, "it has no AF_UNIX sockets")
 	// What net/http says, measured rather than assumed.
-	stdPath := filepath.Join(t.TempDir(), "std.sock")
+	stdPath := filepath.Join(backendtest.TempDir(t), "std.sock")
 	ln, err := net.Listen("unix", stdPath)
 	require.NoError(t, err)
 	stdSrv := &nethttp.Server{Handler: nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
@@ -66,7 +67,7 @@ func TestUnixUnnamedRemoteAddr(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		for _, tc := range handlers {
 			t.Run(tc.name, func(t *testing.T) {
-				path := filepath.Join(t.TempDir(), "veloq.sock")
+				path := filepath.Join(backendtest.TempDir(t), "veloq.sock")
 				s := newServer(t, tc.h, WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(2)), WithLogger(testLogger(t)))
 				_, err := s.Listen("unix", path)
 				require.NoError(t, err)
@@ -82,6 +83,7 @@ func TestUnixUnnamedRemoteAddr(t *testing.T) {
 // context ends and ErrServerClosed when the server is closed under it. A
 // Unix socket file it bound is gone afterwards.
 func TestServerListenAndServe(t *testing.T) {
+	backendtest.SkipUnderWine(t, "it has no AF_UNIX sockets")
 	stops := []struct {
 		name string
 		stop func(s *Server, cancel context.CancelFunc)
@@ -93,7 +95,7 @@ func TestServerListenAndServe(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		for _, st := range stops {
 			t.Run(st.name, func(t *testing.T) {
-				path := filepath.Join(t.TempDir(), "veloq.sock")
+				path := filepath.Join(backendtest.TempDir(t), "veloq.sock")
 				s := newServer(t, HandlerFunc(testHandler), WithNetOptions(vnet.WithBackend(b)), WithNetOptions(vnet.WithLoops(2)), WithLogger(testLogger(t)))
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()

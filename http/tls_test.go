@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/veloq/veloq/internal/backendtest"
 	"github.com/veloq/veloq/internal/selfsigned"
 	vnet "github.com/veloq/veloq/net"
 )
@@ -121,7 +122,7 @@ func TestHTTPSInterop(t *testing.T) {
 		s := startServer(t, b, HandlerFunc(testHandler), WithTLS(testCert().ServerConfig()))
 		port := s.Addr().(*net.TCPAddr).Port
 		url := fmt.Sprintf("https://localhost:%d/", port)
-		dir := t.TempDir()
+		dir := backendtest.TempDir(t)
 		ca := filepath.Join(dir, "ca.pem")
 		require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: testCert().TLS.Certificate[0]}), 0o600))
 		resolve := fmt.Sprintf("localhost:%d:127.0.0.1", port)

@@ -71,8 +71,8 @@ func (l *Loop) configure(c *Conn) {
 	if c.unixSocket {
 		return
 	}
-	if !l.cfg.Nagle {
-		_ = sock.SetNoDelay(c.fd, true)
+	if !l.cfg.Nagle || sock.NoDelayByDefault {
+		_ = sock.SetNoDelay(c.fd, !l.cfg.Nagle)
 	}
 	if l.cfg.KeepAlive > 0 {
 		_ = sock.SetKeepAlive(c.fd, int(l.cfg.KeepAlive/time.Second))

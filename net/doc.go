@@ -160,9 +160,9 @@
 // # Platforms
 //
 // veloq builds on Linux, macOS, FreeBSD, NetBSD, DragonFly and Windows
-// (amd64 and arm64; CI checks macOS, FreeBSD and Windows), but has not
-// been run on Windows: nothing here can run its binaries, so treat it as
-// untested there. Not on OpenBSD, which has no per-socket keep-alive
+// (amd64 and arm64; CI checks macOS, FreeBSD and Windows, and runs the
+// Windows build of the tests under Wine; no real Windows machine has run
+// it yet). Not on OpenBSD, which has no per-socket keep-alive
 // options. On Linux, BackendAuto runs io_uring (Linux 6.1) or epoll;
 // elsewhere it runs [BackendPortable], on Go's own net package (the
 // runtime's poller: kqueue on macOS and the BSDs, IOCP on Windows) with
@@ -194,7 +194,7 @@
 //
 // # Not supported yet
 //
-// OpenBSD, and running on Windows is untested. This package serves TCP and Unix stream sockets
+// OpenBSD; a real Windows machine (only Wine runs the tests). This package serves TCP and Unix stream sockets
 // (Listen) and datagrams (ListenPacket: UDP and unixgram). TLS is
 // crypto/tls on the loop; kernel TLS (kTLS) is not used, and there is no
 // DTLS or QUIC. Package http serves HTTP/1.1 and HTTP/2, not HTTP/3.

@@ -84,6 +84,7 @@ type Loop struct {
 	stopped chan struct{}
 
 	tid           int // the loop's OS thread, for InLoop
+	stepTID       int // the thread id of the TLS handshake coroutine a step runs, 0 between steps
 	lastAcceptLog int64
 	stats         loopCounters
 
@@ -210,11 +211,18 @@ func (l *Loop) NumConns() int { return int(l.nconn.Load()) }
 // Done is closed when the loop has stopped and released its resources.
 func (l *Loop) Done() <-chan struct{} { return l.stopped }
 
-// InLoop reports whether the caller runs on l's goroutine. The loop's
-// goroutine is locked to one OS thread for its whole life and no other
-// goroutine runs on a locked thread, so comparing thread ids is exact. It
-// costs a system call: use it in assertions, not on hot paths.
-func (l *Loop) InLoop() bool { return threadID() == l.tid }
+// InLoop reports whether the caller runs on l's goroutine, or on the
+// coroutine of a TLS handshake the loop is running (which stands in for
+// it). The loop's goroutine is locked to one OS thread for its whole life
+// and no other goroutine runs on a locked thread, so comparing thread ids
+// is exact. It costs a system call: use it in assertions, not on hot
+// paths.
+func (l *Loop) InLoop() bool { return l.onThread(threadID()) }
+
+// onThread reports whether id, a threadID, is the loop's. Outside Linux
+// threadID names goroutines, and a handshake coroutine is a goroutine of
+// its own on the loop's thread, so the step that runs one names it.
+func (l *Loop) onThread(id int) bool { return id == l.tid || id == l.stepTID && id != 0 }
 
 // Logger returns the loop's logger.
 func (l *Loop) Logger() *slog.Logger { return l.log }
@@ -488,7 +496,7 @@ func (l *Loop) onLoop() bool {
 	if l.userSeq.Load()&1 == 0 {
 		return false
 	}
-	return !raceBuild || threadID() == l.tid
+	return !raceBuild || l.onThread(threadID())
 }
 
 // watch is the blocked-loop watchdog: it samples userSeq every interval d

@@ -1,14 +1,14 @@
-//go:build unix
-
 package net
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
+	"github.com/veloq/veloq/internal/backendtest"
 )
 
 // logBuffer is a log destination the test can read while loops write it.
@@ -73,6 +73,7 @@ func TestOnCloseRuleAndAddrs(t *testing.T) {
 					s := startServer(t, b, h)
 					c := dial(t, s)
 					if how == "reset" {
+						backendtest.SkipUnderWine(t, "a reset that arrived before the read reads as EOF")
 						require.NoError(t, c.(*net.TCPConn).SetLinger(0))
 					}
 					_, err := c.Write([]byte("x"))
@@ -132,10 +133,14 @@ func TestListenOnBusyPortRefused(t *testing.T) {
 		for _, loops := range []int{1, 2, 3} {
 			_, err := Listen("tcp", addr, echoHandler(), WithBackend(b), WithLoops(loops), WithLogger(testLogger(t)))
 			require.Error(t, err, "%d loops", loops)
-			assert.ErrorIs(t, err, unix.EADDRINUSE)
-			assert.Contains(t, err.Error(), "address already in use")
+			assert.ErrorIs(t, err, errAddrInUse)
 		}
 
+		if runtime.GOOS == "windows" {
+			_, err := Listen("tcp", "127.0.0.1:0", echoHandler(), WithBackend(b), WithPortSharing(true), WithLogger(testLogger(t)))
+			require.ErrorIs(t, err, errors.ErrUnsupported, "Windows has no SO_REUSEPORT")
+			return
+		}
 		shared := startServer(t, b, echoHandler(), WithLoops(2), WithPortSharing(true))
 		again, err := Listen("tcp", shared.Addr().String(), echoHandler(),
 			WithBackend(b), WithLoops(2), WithPortSharing(true), WithLogger(testLogger(t)))
@@ -162,6 +167,9 @@ func TestBadAddressErrors(t *testing.T) {
 		s := startServer(t, b, echoHandler(), WithLoops(1))
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
+				if tt.network == "unix" {
+					backendtest.SkipUnderWine(t, "it has no AF_UNIX sockets")
+				}
 				_, err := Listen(tt.network, tt.address, echoHandler(), WithBackend(b), WithLoops(1), WithLogger(testLogger(t)))
 				requireAddressError(t, err, tt.is, tt.contains)
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -342,7 +350,7 @@ func TestWithLoopConfigKeepsDefaults(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b Backend) {
 		nodelay := make(chan int, 1)
 		s := startServer(t, b, &HandlerFuncs{Open: func(c *Conn) {
-			v, err := unix.GetsockoptInt(c.Fd(), unix.IPPROTO_TCP, unix.TCP_NODELAY)
+			v, err := noDelay(c)
 			if err != nil {
 				v = -1
 			}
@@ -352,7 +360,7 @@ func TestWithLoopConfigKeepsDefaults(t *testing.T) {
 		assert.Equal(t, 1, await(t, nodelay, "no OnOpen"))
 
 		s = startServer(t, b, &HandlerFuncs{Open: func(c *Conn) {
-			v, _ := unix.GetsockoptInt(c.Fd(), unix.IPPROTO_TCP, unix.TCP_NODELAY)
+			v, _ := noDelay(c)
 			nodelay <- v
 		}}, WithLoopConfig(Config{RecvBuffers: 64}), WithNoDelay(false))
 		dial(t, s)
@@ -390,7 +398,9 @@ func TestAutoFollowsProbe(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	want := BackendEpoll
-	if ProbeUring() == nil {
+	if runtime.GOOS != "linux" {
+		want = BackendPortable
+	} else if ProbeUring() == nil {
 		want = BackendUring
 	}
 	assert.Equal(t, want, s.Backend())
@@ -420,7 +430,7 @@ func TestNewLoopNoDelay(t *testing.T) {
 			nodelay := make(chan int, 1)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_, err = l.Dial(ctx, "tcp", ln.Addr().String(), &HandlerFuncs{Open: func(c *Conn) {
-				v, err := unix.GetsockoptInt(c.Fd(), unix.IPPROTO_TCP, unix.TCP_NODELAY)
+				v, err := noDelay(c)
 				if err != nil {
 					v = -1
 				}

@@ -283,6 +283,7 @@ func (l *Loop) deferTLSSteps() {
 // several times during a handshake: 3.7% of a server's CPU under a flood
 // of full handshakes, measured with pprof).
 type hsCoro struct {
+	tid  int // the coroutine's threadID
 	next func() (struct{}, bool)
 	stop func()
 	t    *tlsLayer // the handshake it runs; nil once that ended
@@ -296,6 +297,7 @@ const maxIdleCoros = 32
 func newHSCoro() *hsCoro {
 	co := &hsCoro{}
 	co.next, co.stop = iter.Pull(func(yield func(struct{}) bool) {
+		co.tid = threadID()
 		for yield(struct{}{}) { // idle until given a handshake
 			t := co.t
 			h := t.tr.hs
@@ -341,7 +343,9 @@ func (l *Loop) tlsStep(c *Conn, t *tlsLayer) {
 // loop's idle ones.
 func (l *Loop) resume(h *tlsHandshake) (ended bool) {
 	co := h.co
+	l.stepTID = co.tid
 	co.next()
+	l.stepTID = 0
 	if co.t != nil {
 		return false
 	}

@@ -62,15 +62,15 @@ func TestHTTPStdHandler(t *testing.T) {
 // -static is refused outside HTTP mode and for a path that is not a
 // directory, before anything listens.
 func TestStaticFlagRefusals(t *testing.T) {
-	file := t.TempDir() + "/f"
+	file := backendtest.TempDir(t) + "/f"
 	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
-		{"tcp mode", []string{"-mode", "tcp", "-static", t.TempDir(), "-addr", "127.0.0.1:0"}, "-static needs -mode http"},
-		{"missing", []string{"-mode", "http", "-static", t.TempDir() + "/none", "-addr", "127.0.0.1:0"}, "not a directory"},
+		{"tcp mode", []string{"-mode", "tcp", "-static", backendtest.TempDir(t), "-addr", "127.0.0.1:0"}, "-static needs -mode http"},
+		{"missing", []string{"-mode", "http", "-static", backendtest.TempDir(t) + "/none", "-addr", "127.0.0.1:0"}, "not a directory"},
 		{"file", []string{"-mode", "http", "-static", file, "-addr", "127.0.0.1:0"}, "not a directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/veloq/veloq/internal/backendtest"
 )
 
 // The binary starts, says which backend and how many loops, echoes, and
@@ -20,7 +22,7 @@ func TestEchoServerBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "echo-server")
+	bin := filepath.Join(backendtest.TempDir(t), "echo-server")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}

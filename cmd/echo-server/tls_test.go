@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/veloq/veloq/internal/backendtest"
 	"github.com/veloq/veloq/internal/selfsigned"
 )
 
@@ -28,7 +29,7 @@ func TestEchoServerTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	dir := t.TempDir()
+	dir := backendtest.TempDir(t)
 	bin := filepath.Join(dir, "echo-server")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "build: %s", out)

@@ -23,7 +23,7 @@ func TestUDPMode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "echo-server")
+	bin := filepath.Join(backendtest.TempDir(t), "echo-server")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "build: %s", out)
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {

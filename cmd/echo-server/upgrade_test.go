@@ -35,7 +35,7 @@ func TestEchoServerUpgrade(t *testing.T) {
 	// The new process is the old one's child: be its reaper once the old
 	// one exits, to wait for it.
 	require.NoError(t, unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
-	bin := filepath.Join(t.TempDir(), "echo-server")
+	bin := filepath.Join(backendtest.TempDir(t), "echo-server")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "build: %s", out)
 	backendtest.Run(t, func(t *testing.T, b vnet.Backend) {

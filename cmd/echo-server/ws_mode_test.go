@@ -134,7 +134,7 @@ func TestWSModeBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "echo-server")
+	bin := filepath.Join(backendtest.TempDir(t), "echo-server")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-loops", "2", "-mode", "ws", "-ws-compress")

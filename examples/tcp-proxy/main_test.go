@@ -33,7 +33,7 @@ func TestProxyBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "tcp-proxy")
+	bin := filepath.Join(backendtest.TempDir(t), "tcp-proxy")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
@@ -109,7 +109,7 @@ func TestProxyBinary(t *testing.T) {
 // directory, as -tls-cert and -tls-key read them.
 func writePEM(t *testing.T, cert *selfsigned.Cert) (certFile, keyFile string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := backendtest.TempDir(t)
 	key, err := x509.MarshalPKCS8PrivateKey(cert.TLS.PrivateKey)
 	require.NoError(t, err)
 	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/veloq/veloq/internal/backendtest"
 )
 
 // -memprofile: once the command is asked to stop, a heap profile
@@ -15,7 +17,7 @@ import (
 // on is done; a path that cannot be written is reported, and the command
 // stops all the same.
 func TestHeapAtStop(t *testing.T) {
-	dir := t.TempDir()
+	dir := backendtest.TempDir(t)
 	for _, tc := range []struct {
 		name, path string
 		ok         bool

@@ -150,6 +150,10 @@ func newTCPAddr(ip []byte, port int) *net.TCPAddr {
 	return &t.a
 }
 
+// NoDelayByDefault: a new socket has Nagle's algorithm on, so only
+// turning it off needs a call.
+const NoDelayByDefault = false
+
 // SetNoDelay sets TCP_NODELAY.
 func SetNoDelay(fd int, on bool) error {
 	return os.NewSyscallError("setsockopt TCP_NODELAY", unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, b2i(on)))

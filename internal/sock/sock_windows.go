@@ -197,13 +197,15 @@ func Accept(h int) (int, net.Addr, error) {
 
 // pending holds a dialled connection's place in the table until its
 // connect is done.
-type pending struct{}
+type pending struct {
+	nagle bool // SetNoDelay(h, false) came before the connection
+}
 
-func (pending) Close() error { return nil }
+func (*pending) Close() error { return nil }
 
 // Socket returns the handle of a connection yet to be dialled: the loop
 // needs one when Dial returns, before the connect is done (Connect).
-func Socket(int) (int, error) { return Put(pending{}), nil }
+func Socket(int) (int, error) { return Put(&pending{}), nil }
 
 // Connect dials to (a *net.TCPAddr or *net.UnixAddr) for handle h, made
 // by Socket, and puts the connection behind h. It blocks: only the
@@ -217,7 +219,8 @@ func Connect(ctx context.Context, h int, to net.Addr) (net.Conn, error) {
 		return nil, err
 	}
 	table.Lock()
-	_, ok := table.m[h].(pending)
+	p, ok := table.m[h].(*pending)
+	nagle := ok && p.nagle
 	if ok {
 		table.m[h] = c
 	}
@@ -225,6 +228,9 @@ func Connect(ctx context.Context, h int, to net.Addr) (net.Conn, error) {
 	if !ok {
 		c.Close()
 		return nil, errHandle
+	}
+	if tc, isTCP := c.(*net.TCPConn); isTCP && nagle {
+		_ = tc.SetNoDelay(false)
 	}
 	return c, nil
 }
@@ -277,10 +283,19 @@ func Family(h int) (int, error) {
 	return 0, fmt.Errorf("%w: address %T", ErrNetwork, a)
 }
 
+// NoDelayByDefault: Go's net turns TCP_NODELAY on for every connection it
+// makes, so Nagle's algorithm must be turned back on where asked for.
+const NoDelayByDefault = true
+
 // SetNoDelay sets TCP_NODELAY.
 func SetNoDelay(h int, on bool) error {
-	if c, ok := Get(h).(*net.TCPConn); ok {
-		return c.SetNoDelay(on)
+	switch v := Get(h).(type) {
+	case *net.TCPConn:
+		return v.SetNoDelay(on)
+	case *pending: // a dial under way: Connect sets it
+		table.Lock()
+		v.nagle = !on
+		table.Unlock()
 	}
 	return nil // a Unix socket has no Nagle
 }

@@ -1,0 +1,5 @@
+//go:build !windows
+
+package backendtest
+
+const wine = false

@@ -191,11 +191,9 @@ func (d *detached) finish(keep bool) {
 	ls.detFree = append(ls.detFree, d)
 }
 
-// live returns the state of r's answer while it is in progress for its
-// user: not once it ended, nor once a method told the user net.ErrClosed
-// (giveUp).
+// live returns the state of r's answer while it is in progress.
 func (r *Responder) live() *detached {
-	if d := r.d; d.gen == r.gen && d.ex != nil && !d.gaveUp {
+	if d := r.d; d.gen == r.gen && d.ex != nil {
 		return d
 	}
 	return nil
@@ -214,7 +212,8 @@ func (d *detached) closed() bool {
 
 // giveUp ends the answer for its user, who was told net.ErrClosed: no
 // callback of it runs later (see OnGone). d stays with its exchange
-// until the connection's close reports it gone, which releases it.
+// until the connection's close reports it gone, or End or Fail, which
+// release it as for any answer whose connection is closing.
 func (d *detached) giveUp() {
 	d.gaveUp = true
 	d.onGone, d.writable = nil, nil
@@ -450,7 +449,7 @@ func (r *Responder) Buffered() int {
 // an earlier answer asked for): check Buffered before writing much.
 func (r *Responder) WhenWritable(f func(error)) {
 	d := r.live()
-	if d == nil {
+	if d == nil || d.gaveUp {
 		f(net.ErrClosed)
 		return
 	}
@@ -638,16 +637,18 @@ func (d *detached) hijack(h vnet.Handler) {
 // ended: the place to stop producing it. A second call replaces f; nil
 // forgets it.
 //
-// The answer ends once, at the first of: End, Fail, Hijack, f's run,
-// the stall timeout, or a call that returns net.ErrClosed (Write,
-// WriteFrom, Hijack: the connection is closing, its close not reported
-// yet). From then on the Responder is dead (its methods are no-ops) and
-// none of its callbacks runs later: not f, not a function waiting in
-// WhenWritable, not OnBody's, though the connection's close is still to
-// come. What they refer to may serve another answer by then: a proxy's
-// pooled exchange, whose late f canceled another client's request.
+// The answer ends for its user once, at the first of: End, Fail,
+// Hijack, f's run, the stall timeout, or a call that returns
+// net.ErrClosed (Write, WriteFrom, Hijack: the connection is closing,
+// its close not reported yet). From then on none of its callbacks runs:
+// not f, not a function waiting in WhenWritable (a later WhenWritable
+// calls its function at once with net.ErrClosed), not OnBody's, though
+// the connection's close may be still to come. What they refer to may
+// serve another answer by then: a proxy's pooled exchange, whose late f
+// canceled another client's request. After a net.ErrClosed, End or Fail
+// may still be called, and release the answer's state sooner.
 func (r *Responder) OnGone(f func()) {
-	if d := r.live(); d != nil {
+	if d := r.live(); d != nil && !d.gaveUp {
 		d.onGone = f
 	}
 }

@@ -804,13 +804,18 @@ func TestDetachTo(t *testing.T) {
 // TestDetachNothingAfterErrClosed: once a write path told the caller
 // net.ErrClosed (the connection is closing, its close not reported yet),
 // the answer is over for the caller. Neither OnGone, nor OnBody's end
-// (ErrBodyAborted), nor a function given to the dead Responder runs
-// when the close comes later: they may refer to state serving another
-// answer by then (a proxy's pooled exchange).
+// (ErrBodyAborted), nor a function given to the Responder after it runs
+// when the close comes later, nor on End: they may refer to state
+// serving another answer by then (a proxy's pooled exchange).
 func TestDetachNothingAfterErrClosed(t *testing.T) {
 	fail := map[string]func(r *Responder) error{
 		"write": func(r *Responder) error {
 			_, err := r.Write([]byte("late"))
+			return err
+		},
+		"write then End": func(r *Responder) error {
+			_, err := r.Write([]byte("late"))
+			r.End() // releases the answer now: still no callback
 			return err
 		},
 		"hijack": func(r *Responder) error { return r.Hijack(echoHandler()) },

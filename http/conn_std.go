@@ -63,6 +63,9 @@ func (cs *conn) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 // reader is behind, so that the connection stops reading.
 type bodyWriter interface {
 	write(p []byte) (full bool)
+	// setTrailer takes a chunked body's trailer field lines, before
+	// closeWrite ends the body.
+	setTrailer(lines []byte)
 	closeWrite(err error)
 }
 
@@ -92,9 +95,7 @@ func (cs *conn) takeBody(w bodyWriter) (done, full bool, err error) {
 		}
 		if end {
 			done = true
-			if d, ok := w.(*detached); ok {
-				d.setTrailer(cs.dec.Trailer(in)) // before the input is discarded
-			}
+			w.setTrailer(cs.dec.Trailer(in)) // before the input is discarded
 		} else if e == h1.ErrNeedMore {
 			break
 		} else if e != nil {

@@ -53,7 +53,8 @@ func (w *ResponseWriter) Detach() (*Responder, error) {
 // caller provides, so that detaching allocates nothing: a proxy keeps one
 // in each of its pooled per-request states (Detach allocates the small
 // handle for each answer). r may be used for another answer once this one
-// ended (End, Fail, Hijack, or OnGone ran) and nothing calls its methods
+// ended (End, Fail, Hijack, OnGone ran, or a method returned
+// net.ErrClosed: see [Responder.OnGone]) and nothing calls its methods
 // for this one any more: a Responder reused sooner would act on the new
 // answer. Once the handler detached, DetachTo with another r makes r
 // address the same answer.
@@ -124,6 +125,7 @@ type detached struct {
 	headSent  bool
 	bodyless  bool // HEAD, 1xx, 204 or 304: the head announces, no body follows
 	inHandler bool // the handler that detached has not returned yet
+	gaveUp    bool // a method returned net.ErrClosed: see OnGone
 	// What End or Fail asked while the handler was still running: done
 	// once it returns (run).
 	pending  uint8
@@ -176,7 +178,7 @@ func (d *detached) finish(keep bool) {
 	d.gen++
 	d.timer.Stop()
 	d.ex, d.onGone, d.writable = nil, nil, nil
-	d.headSent, d.bodyless, d.inHandler = false, false, false
+	d.headSent, d.bodyless, d.inHandler, d.gaveUp = false, false, false, false
 	d.pending, d.failWith, d.hijackTo = pendNone, 0, nil
 	d.cl, d.sent = -1, 0
 	d.body.reset()
@@ -195,6 +197,29 @@ func (r *Responder) live() *detached {
 		return d
 	}
 	return nil
+}
+
+// closed reports whether d's connection is closing, in which case the
+// method that asks returns net.ErrClosed and the answer is over for its
+// user (giveUp).
+func (d *detached) closed() bool {
+	if !d.ex.transport().Closed() {
+		return false
+	}
+	d.giveUp()
+	return true
+}
+
+// giveUp ends the answer for its user, who was told net.ErrClosed: no
+// callback of it runs later (see OnGone). d stays with its exchange
+// until the connection's close reports it gone, or End or Fail, which
+// release it as for any answer whose connection is closing.
+func (d *detached) giveUp() {
+	d.gaveUp = true
+	d.onGone, d.writable = nil, nil
+	if b := &d.body; b.state != bodyNone {
+		b.state = bodyOver // no part, and no end (ErrBodyAborted), for OnBody
+	}
 }
 
 // run takes over the exchange once the handler that detached returned:
@@ -345,12 +370,11 @@ var ErrBodyTooLong = errors.New("http: body longer than announced")
 // ResponseWriter) and an unknown length. Bytes past the length WriteHead
 // announced are not sent: Write returns [ErrBodyTooLong]. Write does not wait for the client:
 // pace a large body with Buffered and WhenWritable. It returns
-// net.ErrClosed once the answer ended or the client went away; the
-// connection may be closing still, and OnGone runs when it has closed
-// (OnGone(nil) first if what it would reach is reused meanwhile).
+// net.ErrClosed once the answer ended or the client went away, which
+// ends the answer for the caller: OnGone does not run after it.
 func (r *Responder) Write(p []byte) (int, error) {
 	d := r.live()
-	if d == nil || d.ex.transport().Closed() {
+	if d == nil || d.closed() {
 		return 0, net.ErrClosed
 	}
 	if !d.headSent {
@@ -382,7 +406,7 @@ func (r *Responder) Write(p []byte) (int, error) {
 // whatever the outcome; the result is Write's.
 func (r *Responder) WriteFrom(src *vnet.Conn, n int) (int, error) {
 	d := r.live()
-	if d == nil || d.ex.transport().Closed() {
+	if d == nil || d.closed() {
 		src.Discard(n)
 		return 0, net.ErrClosed
 	}
@@ -425,7 +449,7 @@ func (r *Responder) Buffered() int {
 // an earlier answer asked for): check Buffered before writing much.
 func (r *Responder) WhenWritable(f func(error)) {
 	d := r.live()
-	if d == nil {
+	if d == nil || d.gaveUp {
 		f(net.ErrClosed)
 		return
 	}
@@ -570,7 +594,7 @@ func (r *Responder) Hijack(h vnet.Handler) error {
 		return errors.New("http: Hijack with a nil handler")
 	}
 	d := r.live()
-	if d == nil || d.ex.transport().Closed() {
+	if d == nil || d.closed() {
 		return net.ErrClosed
 	}
 	if !d.ex.canHijack() {
@@ -612,8 +636,19 @@ func (d *detached) hijack(h vnet.Handler) {
 // cuts the connection (a timeout, Shutdown's deadline) before the answer
 // ended: the place to stop producing it. A second call replaces f; nil
 // forgets it.
+//
+// The answer ends for its user once, at the first of: End, Fail,
+// Hijack, f's run, the stall timeout, or a call that returns
+// net.ErrClosed (Write, WriteFrom, Hijack: the connection is closing,
+// its close not reported yet). From then on none of its callbacks runs:
+// not f, not a function waiting in WhenWritable (a later WhenWritable
+// calls its function at once with net.ErrClosed), not OnBody's, though
+// the connection's close may be still to come. What they refer to may
+// serve another answer by then: a proxy's pooled exchange, whose late f
+// canceled another client's request. After a net.ErrClosed, End or Fail
+// may still be called, and release the answer's state sooner.
 func (r *Responder) OnGone(f func()) {
-	if d := r.live(); d != nil {
+	if d := r.live(); d != nil && !d.gaveUp {
 		d.onGone = f
 	}
 }

@@ -282,12 +282,18 @@ func (r *Responder) BodyTrailer() []HeaderField {
 // setTrailer is the protocol's, before it ends the body complete: the
 // HTTP/1 trailer section's field lines (validated by the decoder).
 func (d *detached) setTrailer(lines []byte) {
+	eachField(lines, d.body.trailer.AddBytes)
+}
+
+// eachField calls f with the name and value of each field line in
+// lines, an HTTP/1 trailer section the decoder validated.
+func eachField(lines []byte, f func(name, value []byte)) {
 	for {
-		f, rest, ok := h1.NextField(lines)
+		fl, rest, ok := h1.NextField(lines)
 		if !ok {
 			return
 		}
 		lines = rest
-		d.body.trailer.AddBytes(f.Name, f.Value)
+		f(fl.Name, fl.Value)
 	}
 }

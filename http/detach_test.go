@@ -11,6 +11,7 @@ import (
 	"net"
 	nethttp "net/http"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -796,6 +797,92 @@ func TestDetachTo(t *testing.T) {
 			require.Equal(t, 200, resp.StatusCode)
 			require.Equal(t, "detached", body)
 			require.Equal(t, path, resp.Header.Get("X-Path"))
+		}
+	})
+}
+
+// TestDetachNothingAfterErrClosed: once a write path told the caller
+// net.ErrClosed (the connection is closing, its close not reported yet),
+// the answer is over for the caller. Neither OnGone, nor OnBody's end
+// (ErrBodyAborted), nor a function given to the Responder after it runs
+// when the close comes later, nor on End: they may refer to state
+// serving another answer by then (a proxy's pooled exchange).
+func TestDetachNothingAfterErrClosed(t *testing.T) {
+	fail := map[string]func(r *Responder) error{
+		"write": func(r *Responder) error {
+			_, err := r.Write([]byte("late"))
+			return err
+		},
+		"write then End": func(r *Responder) error {
+			_, err := r.Write([]byte("late"))
+			r.End() // releases the answer now: still no callback
+			return err
+		},
+		"hijack": func(r *Responder) error { return r.Hijack(echoHandler()) },
+	}
+	big := make([]byte, 8<<20) // more than the sockets hold: output stays queued
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		for name, failing := range fail {
+			t.Run(name, func(t *testing.T) {
+				type answer struct {
+					r *Responder
+					c *vnet.Conn
+				}
+				answers := make(chan answer, 1)
+				var late atomic.Int32 // callbacks run after the failure
+				s := startServer(t, b, StreamBody(HandlerFunc(func(w *ResponseWriter, req *Request) {
+					r, err := w.Detach()
+					if err != nil {
+						panic(err)
+					}
+					r.OnGone(func() { late.Add(1) })
+					r.OnBody(func(part []byte, end bool, err error) {
+						if end {
+							late.Add(1)
+						}
+					})
+					r.WriteHead(StatusOK, -1)
+					r.Write(big)
+					answers <- answer{r, w.Conn()}
+				}), 1<<20))
+				// A small receive buffer, set before the connect (which
+				// turns its autotuning off), and nothing read: the
+				// server's socket fills, and its Close waits.
+				small := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+					return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+				}}
+				c, err := small.Dial("tcp", s.Addr().String())
+				require.NoError(t, err)
+				defer c.Close()
+				// The body is incomplete: OnBody's end would come with the close.
+				io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nsome")
+				a := <-answers
+				onLoop := func(fn func()) {
+					done := make(chan struct{})
+					require.NoError(t, a.r.Loop().Post(func() { fn(); close(done) }))
+					<-done
+				}
+				require.Eventually(t, func() bool {
+					var n int
+					onLoop(func() { n = a.c.OutputBuffered() })
+					return n > 1<<20
+				}, 5*time.Second, time.Millisecond, "the answer queued in the server")
+				onLoop(func() {
+					a.c.Close() // closing, output queued: no OnClose yet
+					err = failing(a.r)
+					a.r.OnGone(func() { late.Add(1) }) // dead: not kept
+					a.r.WhenWritable(func(err error) {
+						if err == nil {
+							late.Add(1)
+						}
+					})
+				})
+				require.ErrorIs(t, err, net.ErrClosed)
+				onLoop(func() { a.c.Abort(io.ErrUnexpectedEOF) }) // the close comes now
+				require.Eventually(t, func() bool { return s.Stats().Conns == 0 }, 5*time.Second, time.Millisecond)
+				onLoop(func() {}) // the close's callbacks have all run
+				require.Zero(t, late.Load(), "a callback ran after the answer was over")
+			})
 		}
 	})
 }

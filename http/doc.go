@@ -70,8 +70,9 @@
 // [WithTLS], and in plaintext (h2c) for clients that open with HTTP/2's
 // preface or ask with "Upgrade: h2c". Every handler style serves its
 // streams unchanged, many streams of one connection at once (Hijack
-// excepted: [ErrHijackUnavailable]); a FromStd handler sees ProtoMajor 2
-// and can send trailers, so grpc-go's Server mounts through FromStd. The
+// excepted: [ErrHijackUnavailable]); a FromStd handler sees ProtoMajor 2,
+// the request's trailers (r.Trailer, as over HTTP/1.1 chunked) and can
+// send trailers, so grpc-go's Server mounts through FromStd. The
 // server bounds streams (250 at once), header blocks, flow-control windows
 // both ways and cheap frames (rapid reset and the floods of RFC 9113
 // §10.5 end in GOAWAY ENHANCE_YOUR_CALM); [Stats] counts its connections,

@@ -558,6 +558,10 @@ func (hc *h2Conn) endBlock(id uint32, block []byte) error {
 			for _, f := range hc.ls.h2.fields {
 				d.body.trailer.Add(f.Name, f.Value) // for BodyTrailer
 			}
+		} else if x := st.stdx; x != nil && x.pipe != nil && !x.bodyDone {
+			for _, f := range hc.ls.h2.fields {
+				x.pipe.addTrailer(f.Name, f.Value) // for the handler's Request.Trailer
+			}
 		}
 		return st.bodyEnded()
 	}

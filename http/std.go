@@ -34,7 +34,9 @@ const (
 //   - a real *net/http.Request: method, URL, protocol, header, Host,
 //     RemoteAddr, ContentLength, TransferEncoding, and a Body that streams
 //     the request body as it arrives (when the handler does not keep up,
-//     the loop stops reading from the client);
+//     the loop stops reading from the client), and Trailer: the names
+//     the request's Trailer field announced, with their values once Body
+//     returned io.EOF (a chunked HTTP/1.1 body's or HTTP/2's);
 //   - a request context canceled when the client closes or resets the
 //     connection, and when the handler returns;
 //   - a ResponseWriter that buffers the body and sends it with
@@ -66,8 +68,9 @@ const (
 // Below the root, called on the loop by a fast handler chain (e.g. a
 // middleware that wraps it), it runs off the loop all the same, once the
 // chain returns: the body has then been collected under the server's
-// [Limits], the fields the chain set on its ResponseWriter start the
-// response, and what the chain writes after calling it is dropped. Under
+// [Limits] (without its trailers), the fields the chain set on its
+// ResponseWriter start the response, and what the chain writes after
+// calling it is dropped. Under
 // [Offloaded] it runs on that pool's worker with the response buffered
 // until it returns (Flush commits only the status and header).
 func FromStd(h nethttp.Handler, opts ...StdOption) Handler {

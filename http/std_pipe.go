@@ -1,6 +1,8 @@
 package http
 
 import (
+	"io"
+	"maps"
 	nethttp "net/http"
 	"os"
 	"sync"
@@ -22,6 +24,10 @@ type bodyPipe struct {
 	readStart bool
 	deadline  time.Time   // set by SetReadDeadline; zero: none
 	dtimer    *time.Timer // wakes readers at the deadline
+	// trailer holds the body's trailer fields, set by the loop before
+	// the end; the reader hands them to the request at io.EOF
+	// (giveTrailer), and forgets them.
+	trailer nethttp.Header
 }
 
 func newBodyPipe(x *stdExchange) *bodyPipe {
@@ -74,6 +80,52 @@ func (p *bodyPipe) write(b []byte) bool {
 	return false
 }
 
+// setTrailer is the protocol's, before it ends the body complete: the
+// HTTP/1 trailer section's field lines (validated by the decoder).
+func (p *bodyPipe) setTrailer(lines []byte) {
+	eachField(lines, func(name, value []byte) { p.addTrailer(string(name), string(value)) })
+}
+
+// addTrailer adds a trailer field (loop side), before the body's end.
+func (p *bodyPipe) addTrailer(name, value string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rclosed {
+		return // the handler closed the body: nothing reads to its end
+	}
+	if p.trailer == nil {
+		p.trailer = make(nethttp.Header)
+	}
+	p.trailer.Add(name, value)
+}
+
+// giveTrailer sets the trailer fields in the handler's request, as
+// net/http does in the Read that reaches the body's end: over HTTP/1,
+// each field received; over HTTP/2, only those the Trailer field
+// announced. It runs on the handler's goroutine, which owns the
+// request.
+func (p *bodyPipe) giveTrailer() {
+	t := p.trailer
+	if t == nil {
+		return
+	}
+	p.trailer = nil
+	req := p.x.req
+	if p.x.head.major == 2 {
+		for k, vs := range t {
+			if _, ok := req.Trailer[k]; ok {
+				req.Trailer[k] = vs
+			}
+		}
+		return
+	}
+	if req.Trailer == nil {
+		req.Trailer = t
+		return
+	}
+	maps.Copy(req.Trailer, t)
+}
+
 // closeWrite ends the body (loop side) with err, io.EOF for a complete one.
 func (p *bodyPipe) closeWrite(err error) {
 	p.mu.Lock()
@@ -118,6 +170,9 @@ func (p *bodyPipe) Read(b []byte) (int, error) {
 	}
 	if len(p.buf)-p.r == 0 {
 		err := p.err
+		if err == io.EOF {
+			p.giveTrailer()
+		}
 		p.mu.Unlock()
 		return 0, err
 	}

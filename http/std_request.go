@@ -2,6 +2,8 @@ package http
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	nethttp "net/http"
 	"net/url"
 	"strings"
@@ -62,7 +64,52 @@ func stdRequest(ctx context.Context, r *Request, raddr string, scratch *[]byte, 
 	case r.ContentLength < 0:
 		sr.ContentLength = 0
 	}
+	if r.Chunked || r.ProtoMajor == 2 {
+		// As net/http: the names the Trailer field announces are
+		// r.Trailer's keys, their values set when the body has been read
+		// to its end (bodyPipe.Read); the field itself leaves the header.
+		// A body of HTTP/1 framing other than chunked has no trailers:
+		// the field stays, as net/http keeps it.
+		if vs, ok := sr.Header["Trailer"]; ok {
+			delete(sr.Header, "Trailer")
+			if sr.Trailer, err = announcedTrailer(vs, r.ProtoMajor != 2); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return sr.WithContext(ctx), nil
+}
+
+// errBadTrailerKey is the error of a request whose Trailer field
+// announces a field that framing needs in the head.
+var errBadTrailerKey = errors.New("http: bad trailer key")
+
+// announcedTrailer returns a request's Trailer field values as
+// net/http's Request.Trailer starts: each name announced, canonical, with
+// no value yet; nil if none. The framing fields (Transfer-Encoding,
+// Content-Length, Trailer) cannot be trailers: net/http refuses an
+// HTTP/1 request announcing one (strict), and ignores it over HTTP/2.
+func announcedTrailer(vs []string, strict bool) (nethttp.Header, error) {
+	var t nethttp.Header
+	for _, v := range vs {
+		for name := range strings.SplitSeq(v, ",") {
+			name = nethttp.CanonicalHeaderKey(strings.Trim(name, " \t"))
+			switch name {
+			case "":
+				continue
+			case "Transfer-Encoding", "Content-Length", "Trailer":
+				if strict {
+					return nil, fmt.Errorf("%w: %s", errBadTrailerKey, name)
+				}
+				continue
+			}
+			if t == nil {
+				t = make(nethttp.Header)
+			}
+			t[name] = nil
+		}
+	}
+	return t, nil
 }
 
 // parseOriginForm sets *u to what url.ParseRequestURI makes of target

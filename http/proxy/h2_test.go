@@ -3,9 +3,12 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
 	"io"
 	"net"
 	nethttp "net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,7 +17,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 
+	"github.com/veloq/veloq/internal/backendtest"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -104,5 +110,64 @@ func TestH2CUpstream(t *testing.T) {
 		}
 		wg.Wait()
 		require.EqualValues(t, 1, conns.Load(), "one upstream connection per loop")
+	})
+}
+
+// An h2c upstream whose DATA goes past its content-length (malformed,
+// RFC 9113 section 8.1.1; the client library passes the bytes on) is a
+// bad reply, not a client gone: the client's answer is cut, so its
+// connection closes, rather than left open until the server's stall
+// timeout, and the upstream is charged for it.
+func TestH2CUpstreamBodyPastContentLength(t *testing.T) {
+	up := backendtest.ServeTCP(t, func(c net.Conn, _ int) {
+		if _, err := io.ReadFull(c, make([]byte, len(http2.ClientPreface))); err != nil {
+			return
+		}
+		fr := http2.NewFramer(c, c)
+		if fr.WriteSettings() != nil {
+			return
+		}
+		var block bytes.Buffer
+		enc := hpack.NewEncoder(&block)
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			switch f := f.(type) {
+			case *http2.SettingsFrame:
+				if !f.IsAck() {
+					_ = fr.WriteSettingsAck()
+				}
+			case *http2.HeadersFrame:
+				block.Reset()
+				_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+				_ = enc.WriteField(hpack.HeaderField{Name: "content-length", Value: "4"})
+				_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: f.StreamID, BlockFragment: block.Bytes(), EndHeaders: true})
+				_ = fr.WriteData(f.StreamID, true, []byte("abcdefgh"))
+			}
+		}
+	})
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		p := newProxy(t, WithUpstreams("h2c://"+up))
+		addr := serve(t, b, p)
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		_, err = io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		require.NoError(t, err)
+		br := bufio.NewReader(c)
+		resp, err := nethttp.ReadResponse(br, nil)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, "abcd", string(body), "what was announced went out")
+		_, err = br.ReadByte()
+		require.Error(t, err)
+		require.False(t, os.IsTimeout(err), "the answer is cut: its connection closes")
+		st := p.Stats().Upstreams[0]
+		require.Equal(t, uint64(1), st.BadResponses)
+		require.Zero(t, st.Canceled, "the client did not leave")
 	})
 }

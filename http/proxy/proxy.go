@@ -204,6 +204,7 @@ type exchange struct {
 	paused    bool // the call is paused waiting for the client
 	timedOut  bool // the current attempt's timer fired
 	badSwitch bool // the upstream answered 101 to a request without Upgrade
+	badBody   bool // the upstream sent more body than it announced
 	upgrade   bool // the request asks for an Upgrade (upgrade.go)
 	retried   bool // counted in liveRetries
 	settled   bool // no longer counted as live
@@ -476,7 +477,7 @@ func (ex *exchange) send(l *vnet.Loop, up *upstream) {
 	up.inflight.Add(1)
 	up.requests.Add(1)
 	ex.attempt++
-	ex.callLive, ex.timedOut, ex.paused, ex.badSwitch = true, false, false, false
+	ex.callLive, ex.timedOut, ex.paused, ex.badSwitch, ex.badBody = true, false, false, false, false
 	ex.sent = ex.now(l)
 	ex.active = l.Clock()
 	ex.req.Addr, ex.req.TLS, ex.req.Proto = up.addr, up.tls, up.proto
@@ -557,15 +558,9 @@ func (ex *exchange) clientGone() {
 		return
 	}
 	ex.gone = true
-	if ex.rsp != nil {
-		// Reached from a failed Write: the connection is closing, but
-		// its Responder keeps this OnGone until the connection's
-		// OnClose, by when this exchange may be back in the pool and
-		// serving another client, whose request it would cancel
-		// (TestFailedWriteDoesNotCancelTheNextClient). From the
-		// Responder's own OnGone the answer is over already: no-op.
-		ex.rsp.OnGone(nil)
-	}
+	// From a failed Write as from OnGone, the Responder's answer is
+	// over: its OnGone will not run later, when this exchange may serve
+	// another client (TestFailedWriteDoesNotCancelTheNextClient).
 	ex.rsp = nil
 	if ex.callLive && ex.call != nil {
 		ex.call.Cancel()
@@ -711,10 +706,20 @@ func (ex *exchange) OnResponseBodyFrom(call *client.Call, src *vnet.Conn, n int)
 // wrote follows a part of the body given to the client, pausing the
 // upstream while the client is more than the limit behind.
 func (ex *exchange) wrote(call *client.Call, rsp *vhttp.Responder, err error) {
-	if err != nil {
-		// The client is gone (its OnGone may not have run yet): the
-		// upstream did nothing wrong.
+	switch {
+	case errors.Is(err, net.ErrClosed):
+		// The client is gone (its connection is closing; OnGone will
+		// not run): the upstream did nothing wrong.
 		ex.clientGone()
+		return
+	case err != nil:
+		// ErrBodyTooLong: more body than the upstream's head announced
+		// (HTTP/2 DATA past its content-length, RFC 9113 section
+		// 8.1.1): a malformed answer, cut by OnResponseEnd. Taken for
+		// the client's going, it left the answer open until the
+		// server's stall timeout.
+		ex.badBody = true
+		call.Cancel()
 		return
 	}
 	if !ex.paused && rsp.Buffered() > ex.p.cfg.maxBuffer {
@@ -794,7 +799,7 @@ func (ex *exchange) requestTrailer() []client.Field {
 func (ex *exchange) classify(err error, now int64) int {
 	p, up := ex.p, ex.up
 	switch {
-	case ex.badSwitch:
+	case ex.badSwitch, ex.badBody:
 		// Cancelled by the proxy, but for the upstream's fault: checked
 		// before the cancellations that are not.
 		up.badReplies.Add(1)
@@ -835,7 +840,7 @@ func (ex *exchange) classify(err error, now int64) int {
 // available.
 func (ex *exchange) retry(err error, now int64) bool {
 	p := ex.p
-	if ex.timedOut || ex.gone || ex.badSwitch || ex.attempt > p.cfg.retries || responseStarted(err) {
+	if ex.timedOut || ex.gone || ex.badSwitch || ex.badBody || ex.attempt > p.cfg.retries || responseStarted(err) {
 		return false
 	}
 	if ex.streamed && ex.bodyTaken > 0 {

@@ -849,7 +849,7 @@ func TestDetachNothingAfterErrClosed(t *testing.T) {
 				// turns its autotuning off), and nothing read: the
 				// server's socket fills, and its Close waits.
 				small := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
-					return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+					return rc.Control(func(fd uintptr) { _ = setRcvBuf(fd, 4096) })
 				}}
 				c, err := small.Dial("tcp", s.Addr().String())
 				require.NoError(t, err)

@@ -453,7 +453,14 @@ type loopState struct {
 	stdReq  Request     // a FromStd request's head fields, as writeHead takes them
 	st      loopStats
 	done    Completion // the completion hook's argument, reused
-	_       [64]byte   // keep the next loop's counters off this cache line
+	// armed is set while a serveLoop's deferred disarm is on the stack;
+	// inline is then its connection, whose handlers serve calls without
+	// a defer of their own, or nil while such a handler runs, with the
+	// input its request consumes.
+	armed         bool
+	inline        *conn
+	inlineConsume int
+	_             [64]byte // keep the next loop's counters off this cache line
 }
 
 func newLoopState(s *Server) *loopState {

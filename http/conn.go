@@ -180,12 +180,17 @@ func (cs *conn) now() int64 { return cs.c.Loop().Clock() }
 
 // date returns the Date header value for the loop's current time.
 func (cs *conn) date() []byte {
-	ls, l := cs.ls, cs.c.Loop()
-	if l.Clock() < ls.dateUntil {
+	if ls := cs.ls; cs.c.Loop().Clock() < ls.dateUntil {
 		return ls.dates.Last()
 	}
-	// A new wall-clock second, or the first request: until the loop clock
-	// passes the end of this second, the cached text stands.
+	return cs.newDate()
+}
+
+// newDate is date for a new wall-clock second, or the first request:
+// until the loop clock passes the end of this second, the text it caches
+// stands.
+func (cs *conn) newDate() []byte {
+	ls, l := cs.ls, cs.c.Loop()
 	now := l.Now()
 	date := ls.dates.Bytes(now)
 	ls.dateUntil = l.Clock() + int64(time.Second) - int64(now.Nanosecond())
@@ -219,9 +224,15 @@ func (s *Server) firstTimeout() time.Duration {
 
 // armAt makes the timer fire no later than deadline.
 func (cs *conn) armAt(deadline int64) {
-	if cs.timer.Pending() && cs.timerAt <= deadline {
-		return
+	// Inlined: every answer asks for its idle deadline, which the pending
+	// timer nearly always covers.
+	if cs.timerAt > deadline || !cs.timer.Pending() {
+		cs.rearm(deadline)
 	}
+}
+
+// rearm makes the timer fire at deadline.
+func (cs *conn) rearm(deadline int64) {
 	d := deadline - cs.now()
 	cs.timer.Reset(time.Duration(max(d, 0)))
 	cs.timerAt = deadline
@@ -380,7 +391,9 @@ func (cs *conn) serveLoop() {
 			}
 			cs.phase = phaseHead // the head timeout runs from the accept
 		}
-		cs.begin()
+		if cs.reqState == nil { // begin, which serveLoop is too big to inline
+			cs.takeState()
+		}
 		req := &ls.req
 		n, err := cs.parser.Parse(buf, req)
 		if err != nil {
@@ -569,27 +582,20 @@ func (cs *conn) readBody() bool {
 
 // serve runs the handler for req, writes its response and consumes consume bytes of input. It reports
 // whether the next request may be served.
-func (cs *conn) serve(req *Request, consume int) bool { return cs.runHandler(req, consume, true) }
-
-// runHandler is serve; with call false it only finishes the request whose
-// handler panicked under serveLoop's recover (disarm): the step the
-// handler chose, or the response it wrote, and the input it consumed.
-func (cs *conn) runHandler(req *Request, consume int, call bool) bool {
+func (cs *conn) serve(req *Request, consume int) bool {
 	ls := cs.ls
 	w := &ls.w
-	if call {
-		w.reset(cs, ls.body)
-		if ls.inline == cs {
-			// Under serveLoop's recover: no defer here (see disarm).
-			ls.inline, ls.inlineConsume = nil, consume
-			w.req = req // req.pattern is "": the parser cleared it (setLine)
-			cs.srv.h.ServeHTTP(w, req)
-			ls.inline = cs
-			cs.pattern = req.pattern
-			w.req = nil
-		} else {
-			cs.callHandler(w, req)
-		}
+	w.reset(cs, ls.body)
+	if ls.inline == cs {
+		// Under serveLoop's recover: no defer here (see disarm).
+		ls.inline, ls.inlineConsume = nil, consume
+		w.req = req // req.pattern is "": the parser cleared it (setLine)
+		cs.srv.h.ServeHTTP(w, req)
+		ls.inline = cs
+		cs.pattern = req.pattern
+		w.req = nil
+	} else {
+		cs.callHandler(w, req)
 	}
 	if b := w.resp.Body(); cap(b) > cap(ls.body) && cap(b) <= 64<<10 {
 		ls.body = b[:0]
@@ -741,7 +747,7 @@ func (ls *loopState) disarm(cs *conn) {
 	// serveStreamed's are ls.req.
 	req := &ls.req
 	cs.handlerReturned(&ls.w, req, r)
-	cs.runHandler(req, ls.inlineConsume, false)
+	cs.takeStep(&ls.w, req, ls.inlineConsume) // stepFail or stepAbort
 }
 
 // handlerPanicked logs a handler's recovered panic r with its stack (one
@@ -926,8 +932,12 @@ func (cs *conn) writeResponse(resp *response, req *Request) {
 		req.Close = true
 	}
 	body := resp.Body()
-	date := cs.date()
 	ls := cs.ls
+	// date, by hand: too big to inline, its call cost 17 instructions.
+	date := ls.dates.Last()
+	if cs.c.Loop().Clock() >= ls.dateUntil {
+		date = cs.newDate()
+	}
 	cs.rec.status = resp.status // 0 is 200: see complete
 	// Built in the output queue's own free space when it surely fits, so
 	// the response is not copied there afterwards.

@@ -115,6 +115,11 @@ type reqState struct {
 // many as its connections had requests in progress at once, up to this.
 const maxFreeReqStates = 1024
 
+// maxPending bounds the answers a serveLoop batch holds before queuing
+// them (loopState.pend): sixteen pipelined answers of a few hundred bytes
+// fit; a larger one is queued by itself, after those before it.
+const maxPending = 16 << 10
+
 // begin gives cs a request state if it has none.
 func (cs *conn) begin() {
 	if cs.reqState == nil {
@@ -355,6 +360,9 @@ func (cs *conn) serveLoop() {
 		// depth=16).
 		ls.armed, ls.inline = true, cs
 		defer ls.disarm(cs)
+		if ls.pend == nil {
+			ls.pend = make([]byte, 0, maxPending)
+		}
 	}
 	for {
 		if c.Backlogged() {
@@ -415,6 +423,7 @@ func (cs *conn) serveLoop() {
 		}
 		if req.Upgrade != nil && cs.srv.opts.h2c && h1.EqualFold(req.Upgrade, "h2c") && !req.HasBody() {
 			if settings, ok := req.Lookup("http2-settings"); ok {
+				ls.flushPending()
 				cs.upgradeH2(req, settings)
 				c.Discard(n)
 				return
@@ -429,6 +438,7 @@ func (cs *conn) serveLoop() {
 			// head: the collected path pays no more than before.
 			if s.std != nil {
 				c.Discard(n)
+				ls.flushPending()
 				cs.startStd(s.std, req, nil)
 				return
 			}
@@ -619,6 +629,7 @@ func (cs *conn) serve(req *Request, consume int) bool {
 // that is still to do, else ok reports whether the next request may be
 // served.
 func (cs *conn) takeStep(w *ResponseWriter, req *Request, consume int) (ok, done bool) {
+	cs.ls.flushPending() // every step writes, closes or hands the connection on
 	next := w.then
 	w.then = then{}
 	det := w.takeDetached(next.step)
@@ -681,6 +692,7 @@ func (cs *conn) takeStep(w *ResponseWriter, req *Request, consume int) (ok, done
 // followed the request.
 func (cs *conn) handOver(h vnet.Handler) {
 	ls := cs.ls
+	ls.flushPending()
 	cs.report(true)
 	ls.countServed(cs.c.Loop())
 	ls.st.hijacked.Add(1)
@@ -736,6 +748,7 @@ func (cs *conn) handlerReturned(w *ResponseWriter, req *Request, r any) {
 func (ls *loopState) disarm(cs *conn) {
 	running := ls.inline == nil
 	ls.armed, ls.inline = false, nil
+	ls.flushPending()
 	if !running {
 		return
 	}
@@ -939,9 +952,27 @@ func (cs *conn) writeResponse(resp *response, req *Request) {
 		date = cs.newDate()
 	}
 	cs.rec.status = resp.status // 0 is 200: see complete
+	need := resp.headBound(date) + len(body)
+	if ls.inline == cs && len(ls.pend)+need <= cap(ls.pend) {
+		// Between two handlers of serveLoop's batch: the answer joins the
+		// batch's, queued once when the batch ends (flushPending). One
+		// Write per answer, with AvailableBuffer, cost 220 instructions a
+		// pipelined request (callgrind, BenchmarkServerFastPath
+		// depth=16).
+		start := len(ls.pend)
+		buf := resp.appendHeadCached(ls.pend, req, date, int64(len(body)), ls.head200, &ls.heads)
+		if resp.BodyAllowed() {
+			buf = append(buf, body...)
+		}
+		cs.rec.out += int64(len(buf) - start)
+		ls.pend, ls.pendConn = buf, cs
+		cs.outClose = resp.ShouldClose()
+		return
+	}
+	ls.flushPending()
 	// Built in the output queue's own free space when it surely fits, so
 	// the response is not copied there afterwards.
-	if buf := cs.c.AvailableBuffer(); cap(buf) >= resp.headBound(date)+len(body) {
+	if buf := cs.c.AvailableBuffer(); cap(buf) >= need {
 		buf = resp.appendHeadCached(buf, req, date, int64(len(body)), ls.head200, &ls.heads)
 		if resp.BodyAllowed() {
 			buf = append(buf, body...)
@@ -971,6 +1002,7 @@ func (cs *conn) writeBodyPart(data []byte, chunked bool) {
 	case len(data) == 0:
 	case chunked:
 		ls := cs.ls
+		ls.flushPending()
 		ls.scratch = h1.AppendChunkHeader(ls.scratch[:0], len(data))
 		ls.iov = [3][]byte{ls.scratch, data, crlf}
 		cs.rec.out += int64(len(ls.scratch) + len(data) + len(crlf))
@@ -1011,8 +1043,23 @@ func (cs *conn) fail(status int) {
 
 // write queues p, counted as part of the answer in progress.
 func (cs *conn) write(p []byte) {
+	cs.ls.flushPending()
 	cs.rec.out += int64(len(p))
 	cs.c.Write(p)
+}
+
+// flushPending queues the answers of serveLoop's batch on their
+// connection: at the batch's end, and before anything else is written to
+// the connection or it is closed or handed on, so that the output keeps
+// its order. Only the loop calls it.
+func (ls *loopState) flushPending() {
+	cs := ls.pendConn
+	if cs == nil {
+		return
+	}
+	ls.pendConn = nil
+	cs.c.Write(ls.pend)
+	ls.pend = ls.pend[:0]
 }
 
 // report tells the completion hook about the request in progress, if it
@@ -1094,6 +1141,7 @@ func (cs *conn) linger() {
 	if cs.phase == phaseDraining {
 		return
 	}
+	cs.ls.flushPending() // a close sends what was queued first
 	c := cs.c
 	c.Discard(-1)
 	c.ResumeRead() // the peer's close must be seen

@@ -49,6 +49,7 @@ func (cs *conn) forwardBody(src *vnet.Conn, n int) {
 		p, _ := src.Peek(n)
 		cs.writeBodyPart(p, true)
 	default:
+		cs.ls.flushPending()
 		m, _ := src.ForwardTo(cs.c, n)
 		cs.rec.out += int64(m)
 		n -= m
@@ -108,6 +109,7 @@ func (cs *conn) resume() {
 func (cs *conn) abort(err error) {
 	cs.report(false)
 	if err != nil {
+		cs.ls.flushPending() // the order stays; Abort drops it all anyway
 		cs.c.Abort(err)
 		return
 	}

@@ -460,7 +460,14 @@ type loopState struct {
 	armed         bool
 	inline        *conn
 	inlineConsume int
-	_             [64]byte // keep the next loop's counters off this cache line
+	// pend holds the answers serveLoop's batch wrote for pendConn and
+	// not yet queued on it (writeResponse, flushPending): one Write per
+	// batch. Its capacity is fixed, maxPending, so it is never grown;
+	// it is made for the first batch (a Server holds no more until it
+	// serves).
+	pend     []byte
+	pendConn *conn
+	_        [64]byte // keep the next loop's counters off this cache line
 }
 
 func newLoopState(s *Server) *loopState {

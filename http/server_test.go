@@ -563,6 +563,47 @@ func TestServerPanicInBatch(t *testing.T) {
 	})
 }
 
+// TestServerBatchOrder: the answers of pipelined requests, which
+// serveLoop queues together at the end of their batch, leave in the
+// requests' order however the others between them are written: an answer
+// too big for the batch, a detached one answered in its handler, bytes a
+// handler writes to the connection itself, and a last one that closes.
+func TestServerBatchOrder(t *testing.T) {
+	big := strings.Repeat("b", maxPending+1)
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, r *Request) {
+			switch string(r.Path) {
+			case "/big":
+				w.WriteString(big)
+			case "/detach":
+				d, err := w.Detach()
+				require.NoError(t, err)
+				d.Respond(StatusOK, []byte("detached"))
+			case "/conn":
+				w.Conn().WriteString("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nraw")
+				w.WriteString("after raw")
+			case "/close":
+				w.Header().Set("Connection", "close")
+				w.WriteString("last")
+			default:
+				w.Write(r.Path)
+			}
+		}), WithNetOptions(vnet.WithLoops(1)))
+		c, br := rawConn(t, s)
+		var reqs strings.Builder
+		for _, p := range []string{"/1", "/big", "/2", "/detach", "/3", "/conn", "/4", "/close"} {
+			reqs.WriteString("GET " + p + " HTTP/1.1\r\nHost: x\r\n\r\n")
+		}
+		io.WriteString(c, reqs.String())
+		for _, want := range []string{"/1", big, "/2", "detached", "/3", "raw", "after raw", "/4", "last"} {
+			if resp, body := readResponse(t, br, "GET"); resp.StatusCode != 200 || body != want {
+				t.Fatalf("got %d %.40q, want %.40q", resp.StatusCode, body, want)
+			}
+		}
+		expectClosed(t, c, br)
+	})
+}
+
 func TestServerOffloadedInOrder(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		pool := testPool(t)

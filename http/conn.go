@@ -600,7 +600,11 @@ func (cs *conn) serve(req *Request, consume int) bool {
 		// Under serveLoop's recover: no defer here (see disarm).
 		ls.inline, ls.inlineConsume = nil, consume
 		w.req = req // req.pattern is "": the parser cleared it (setLine)
-		cs.srv.h.ServeHTTP(w, req)
+		if f := cs.srv.hf; f != nil {
+			f(w, req)
+		} else {
+			cs.srv.h.ServeHTTP(w, req)
+		}
 		ls.inline = cs
 		cs.pattern = req.pattern
 		w.req = nil

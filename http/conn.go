@@ -349,21 +349,30 @@ func (cs *conn) onData() {
 // serveLoop answers every complete request in the input, in order. All the
 // responses are written before it returns, so they leave in one send.
 func (cs *conn) serveLoop() {
+	ls := cs.ls
+	if ls.armed {
+		cs.serveBatch()
+		return
+	}
+	// One recover for the whole batch instead of a defer per request
+	// (callHandler's): serve calls the handler straight, and a panic
+	// unwinds to disarm, which answers it as callHandler would. The defer
+	// and recover per request cost 75 of the 2,426 instructions of a
+	// pipelined request (callgrind, BenchmarkServerFastPath depth=16).
+	// The defer is here, apart from serveBatch's many returns, so that it
+	// is open-coded: deferproc and deferreturn cost 33 a batch.
+	ls.armed, ls.inline, ls.batched = true, cs, 0
+	defer ls.disarm(cs)
+	if ls.pend == nil {
+		ls.pend = make([]byte, 0, maxPending)
+	}
+	cs.serveBatch()
+}
+
+// serveBatch is serveLoop's loop.
+func (cs *conn) serveBatch() {
 	c := cs.c
 	ls := cs.ls
-	if !ls.armed {
-		// One recover for the whole batch instead of a defer per request
-		// (callHandler's): serve calls the handler straight, and a panic
-		// unwinds to disarm, which answers it as callHandler would. The
-		// defer and recover per request cost 75 of the 2,426 instructions
-		// of a pipelined request (callgrind, BenchmarkServerFastPath
-		// depth=16).
-		ls.armed, ls.inline = true, cs
-		defer ls.disarm(cs)
-		if ls.pend == nil {
-			ls.pend = make([]byte, 0, maxPending)
-		}
-	}
 	for {
 		if c.Backlogged() {
 			// The client is not reading its answers: the requests it
@@ -957,12 +966,13 @@ func (cs *conn) writeResponse(resp *response, req *Request) {
 	}
 	cs.rec.status = resp.status // 0 is 200: see complete
 	need := resp.headBound(date) + len(body)
-	if ls.inline == cs && len(ls.pend)+need <= cap(ls.pend) {
-		// Between two handlers of serveLoop's batch: the answer joins the
-		// batch's, queued once when the batch ends (flushPending). One
-		// Write per answer, with AvailableBuffer, cost 220 instructions a
-		// pipelined request (callgrind, BenchmarkServerFastPath
-		// depth=16).
+	if ls.inline == cs && ls.batched > 0 && len(ls.pend)+need <= cap(ls.pend) {
+		// Between two handlers of serveLoop's batch, after its first
+		// answer: the answer joins the batch's, queued once when the batch
+		// ends (flushPending). One Write per answer, with AvailableBuffer,
+		// cost 220 instructions a pipelined request (callgrind,
+		// BenchmarkServerFastPath depth=16). The first is queued at once,
+		// built where it is queued: a batch of one is not copied again.
 		start := len(ls.pend)
 		buf := resp.appendHeadCached(ls.pend, req, date, int64(len(body)), ls.head200, &ls.heads)
 		if resp.BodyAllowed() {
@@ -974,6 +984,9 @@ func (cs *conn) writeResponse(resp *response, req *Request) {
 		return
 	}
 	ls.flushPending()
+	if ls.inline == cs {
+		ls.batched++
+	}
 	// Built in the output queue's own free space when it surely fits, so
 	// the response is not copied there afterwards.
 	if buf := cs.c.AvailableBuffer(); cap(buf) >= need {

@@ -472,6 +472,7 @@ type loopState struct {
 	// serves).
 	pend     []byte
 	pendConn *conn
+	batched  int      // answers queued straight in the batch so far
 	_        [64]byte // keep the next loop's counters off this cache line
 }
 

@@ -174,6 +174,11 @@ func (w *ResponseWriter) Conn() *vnet.Conn {
 	if w.off || w.ex == nil {
 		return nil
 	}
+	if cs, ok := w.ex.(*conn); ok {
+		// The answers before this request's are queued first: the handler
+		// may write to the connection itself.
+		cs.ls.flushPending()
+	}
 	return w.ex.transport()
 }
 

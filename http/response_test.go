@@ -23,6 +23,36 @@ func TestTimeFormat(t *testing.T) {
 	}
 }
 
+// TestResponseHeaderRepeatedPair: the pair last added clean is copied
+// without its checks (addString) however it comes back: again after a
+// Reset, into a full arena, as the same bytes at another address or a
+// prefix at the same address, and a special one keeps its bit.
+func TestResponseHeaderRepeatedPair(t *testing.T) {
+	var h ResponseHeader
+	long := "text/plain; charset=utf-8"
+	for i := 0; i < 3; i++ {
+		h.Reset()
+		h.Set("Content-Type", long)
+		h.Set("Content-Type", long)
+		expect(t, "replaced", h.Len(), 1)
+		h.Add("Content-Type", long[:10]) // same address, shorter
+		h.Add("Content-Type", strings.Clone(long))
+		expect(t, "added", h.Len(), 3)
+		expect(t, "prefix", string(h.value(1)), "text/plain")
+		expect(t, "clone", string(h.value(2)), long)
+	}
+	h.Reset()
+	h.arena = h.arena[:0:0] // no room: the pair takes the checked path
+	h.Add("Content-Type", long[:10])
+	h.Add("Content-Type", long[:10])
+	expect(t, "full arena", string(h.value(1)), "text/plain")
+	h.Reset()
+	h.Add("Server", "x")
+	h.Reset()
+	h.Add("Server", "x")
+	expect(t, "special bit", h.special, uint8(hasServer))
+}
+
 func TestResponseHeader(t *testing.T) {
 	var h ResponseHeader
 	h.Add("X-A", "1")

@@ -514,6 +514,96 @@ func TestServerPanic(t *testing.T) {
 	})
 }
 
+// TestServerPanicInBatch: a handler's panic in the middle of pipelined
+// requests, which serveLoop runs under one recover for the whole batch,
+// is answered as before: the requests before it are answered, an
+// ErrAbortHandler closes the connection without an answer, any other
+// panic gets a 500, a request whose body came later (answered outside the
+// batch) too, and the next connection's batch is served as usual.
+func TestServerPanicInBatch(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, r *Request) {
+			if string(r.Path) == "/abort" {
+				panic(nethttp.ErrAbortHandler)
+			}
+			testHandler(w, r)
+		}), WithNetOptions(vnet.WithLoops(1)))
+		get := "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+
+		c, br := rawConn(t, s)
+		io.WriteString(c, get+get+"GET /abort HTTP/1.1\r\nHost: x\r\n\r\n"+get)
+		for i := 0; i < 2; i++ {
+			if resp, body := readResponse(t, br, "GET"); resp.StatusCode != 200 || body != "Hello, World!" {
+				t.Fatalf("request %d before the abort: %d %q", i, resp.StatusCode, body)
+			}
+		}
+		expectClosed(t, c, br)
+
+		c, br = rawConn(t, s)
+		io.WriteString(c, get+"POST /panic HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\n")
+		if resp, _ := readResponse(t, br, "GET"); resp.StatusCode != 200 {
+			t.Fatalf("request before the panic: %d", resp.StatusCode)
+		}
+		io.WriteString(c, "body"+get)
+		if resp, _ := readResponse(t, br, "POST"); resp.StatusCode != 500 {
+			t.Fatalf("panic with a late body: %d, want 500", resp.StatusCode)
+		}
+		expectClosed(t, c, br)
+
+		c, br = rawConn(t, s)
+		io.WriteString(c, get+get+get)
+		for i := 0; i < 3; i++ {
+			if resp, body := readResponse(t, br, "GET"); resp.StatusCode != 200 || body != "Hello, World!" {
+				t.Fatalf("request %d after the panics: %d %q", i, resp.StatusCode, body)
+			}
+		}
+		if st := s.Stats(); st.Panics != 1 {
+			t.Errorf("Panics = %d, want 1 (ErrAbortHandler is none)", st.Panics)
+		}
+	})
+}
+
+// TestServerBatchOrder: the answers of pipelined requests, which
+// serveLoop queues together at the end of their batch, leave in the
+// requests' order however the others between them are written: an answer
+// too big for the batch, a detached one answered in its handler, bytes a
+// handler writes to the connection itself, and a last one that closes.
+func TestServerBatchOrder(t *testing.T) {
+	big := strings.Repeat("b", maxPending+1)
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, r *Request) {
+			switch string(r.Path) {
+			case "/big":
+				w.WriteString(big)
+			case "/detach":
+				d, err := w.Detach()
+				require.NoError(t, err)
+				d.Respond(StatusOK, []byte("detached"))
+			case "/conn":
+				w.Conn().WriteString("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nraw")
+				w.WriteString("after raw")
+			case "/close":
+				w.Header().Set("Connection", "close")
+				w.WriteString("last")
+			default:
+				w.Write(r.Path)
+			}
+		}), WithNetOptions(vnet.WithLoops(1)))
+		c, br := rawConn(t, s)
+		var reqs strings.Builder
+		for _, p := range []string{"/1", "/big", "/2", "/detach", "/3", "/conn", "/4", "/close"} {
+			reqs.WriteString("GET " + p + " HTTP/1.1\r\nHost: x\r\n\r\n")
+		}
+		io.WriteString(c, reqs.String())
+		for _, want := range []string{"/1", big, "/2", "detached", "/3", "raw", "after raw", "/4", "last"} {
+			if resp, body := readResponse(t, br, "GET"); resp.StatusCode != 200 || body != want {
+				t.Fatalf("got %d %.40q, want %.40q", resp.StatusCode, body, want)
+			}
+		}
+		expectClosed(t, c, br)
+	})
+}
+
 func TestServerOffloadedInOrder(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		pool := testPool(t)

@@ -1,6 +1,7 @@
 package net
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -10,11 +11,48 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// massExpiryConns is how many idle connections expire together in
-// TestMassExpirySpreadsTimers: the test holds both ends, two descriptors
-// each, inside the usual 20,000-descriptor limit, and stays quick under
-// -race on a shared two-core machine.
+// massExpiryConns is how many idle connections expire together in the
+// mass expiry tests: the test holds both ends, two descriptors each,
+// inside the usual 20,000-descriptor limit, and stays quick under -race
+// on a shared two-core machine.
 const massExpiryConns = 3000
+
+// idleConns dials n connections to s (one loop) and returns the clients
+// and the server's ends, which the handler sends to opened.
+func idleConns(t *testing.T, s *Server, opened <-chan *Conn, n int) ([]net.Conn, []*Conn) {
+	t.Helper()
+	clients := make([]net.Conn, n)
+	for i := range clients {
+		clients[i] = dial(t, s)
+	}
+	conns := make([]*Conn, n)
+	for i := range conns {
+		conns[i] = <-opened
+	}
+	return clients, conns
+}
+
+// expireAll arms, in one posted closure, a timer per connection that
+// closes it after d, so the timers are all due in the same iteration.
+func expireAll(t *testing.T, l *Loop, conns []*Conn, d time.Duration) {
+	t.Helper()
+	require.NoError(t, l.Post(func() {
+		for _, c := range conns {
+			c.AfterFunc(d, func() { c.Close() })
+		}
+	}))
+}
+
+// awaitEOF waits until every client has read the end of its connection.
+func awaitEOF(t *testing.T, clients []net.Conn) {
+	t.Helper()
+	for i, c := range clients {
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+			t.Fatalf("client %d: read %v, want EOF", i, err)
+		}
+	}
+}
 
 // Thousands of connections whose timers are due at once (HTTP clients
 // that connected together and said nothing reach the head timeout
@@ -28,32 +66,76 @@ func TestMassExpirySpreadsTimers(t *testing.T) {
 		opened := make(chan *Conn, massExpiryConns)
 		s := startServer(t, b, &HandlerFuncs{Open: func(c *Conn) { opened <- c }}, WithLoops(1))
 		l := s.Loops()[0]
-		clients := make([]net.Conn, massExpiryConns)
-		for i := range clients {
-			clients[i] = dial(t, s)
-		}
-		conns := make([]*Conn, massExpiryConns)
-		for i := range conns {
-			conns[i] = <-opened
-		}
-		// One posted closure arms every timer, so they are all due in the
-		// same iteration.
-		require.NoError(t, l.Post(func() {
-			for _, c := range conns {
-				c.AfterFunc(20*time.Millisecond, func() { c.Close() })
-			}
-		}))
-		for i, c := range clients {
-			c.SetReadDeadline(time.Now().Add(30 * time.Second))
-			if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
-				t.Fatalf("client %d: read %v, want EOF", i, err)
-			}
-		}
+		clients, conns := idleConns(t, s, opened, massExpiryConns)
+		expireAll(t, l, conns, 20*time.Millisecond)
+		awaitEOF(t, clients)
 		require.Eventually(t, func() bool { return s.NumConns() == 0 }, 10*time.Second, time.Millisecond)
 		peak := make(chan int, 1)
 		require.NoError(t, l.Post(func() { peak <- l.timerPeak }))
 		if p, budget := <-peak, l.cfg.Budget; p > budget {
 			t.Fatalf("%d timers ran in one loop iteration, want at most the budget, %d", p, budget)
+		}
+	})
+}
+
+// maxProbeIterations bounds the loop iterations between another
+// connection's input reaching the kernel during a mass expiry and its
+// dispatch: the closes' completions ahead of it take a budget's worth
+// of them an iteration.
+const maxProbeIterations = 8
+
+// Input that arrives while thousands of connections are being closed is
+// dispatched within a few loop iterations, not after the closes. On
+// io_uring the kernel runs the closes' cancellations, and every
+// receive, as deferred task work, first in first out, when the loop
+// enters it; the loop used to let it run 40 items a call while its
+// timers cancelled 64 operations an iteration, and a receive then
+// waited behind the backlog (here about 1,100 cancellations, 30
+// iterations and more). The probe is a connection the loop dialed to
+// itself, so its send and the iteration counts are the loop's own; it
+// sends from a timer armed after the expiring ones, which runs in the
+// last batch, when the most closes are under way.
+func TestMassExpiryLetsOthersThrough(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		opened := make(chan *Conn, massExpiryConns+1)
+		arrived := make(chan uint64, 1)
+		var l *Loop
+		s := startServer(t, b, &HandlerFuncs{
+			Open: func(c *Conn) { opened <- c },
+			Data: func(c *Conn) {
+				c.Discard(-1)
+				select {
+				case arrived <- l.ctr.iterations:
+				default:
+				}
+			},
+		}, WithLoops(1))
+		l = s.Loops()[0]
+		clients, conns := idleConns(t, s, opened, massExpiryConns)
+		probe, err := l.Dial(context.Background(), "tcp", s.Addr().String(), &HandlerFuncs{})
+		require.NoError(t, err)
+		peer := <-opened // the probe's server end, which stays open
+		t.Cleanup(func() {
+			_ = l.Post(func() { probe.Close(); peer.Close() })
+		})
+		expireAll(t, l, conns, 20*time.Millisecond)
+		sent := make(chan uint64, 1)
+		require.NoError(t, l.Post(func() {
+			l.AfterFunc(20*time.Millisecond, func() {
+				sent <- l.ctr.iterations
+				_, _ = probe.Write([]byte("x"))
+			})
+		}))
+		from, to := <-sent, <-arrived
+		awaitEOF(t, clients)
+		t.Logf("dispatched %d iterations after the send", to-from)
+		if b == BackendPortable {
+			// Its reader goroutines hand input to the loop on the Go
+			// scheduler's time, not within a number of iterations.
+			return
+		}
+		if waited := to - from; waited > maxProbeIterations {
+			t.Fatalf("the probe's input was dispatched %d loop iterations after it was sent, want at most %d", waited, maxProbeIterations)
 		}
 	})
 }

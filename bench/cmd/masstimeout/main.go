@@ -9,8 +9,11 @@
 //
 // It prints one JSON line: the backend, n, how long the expiry took (first
 // close to last), the prober's longest and median round trip and its
-// count (one every 0.5 ms), and the CPU time the process used in the
-// expiry window. Loopback only; it stops by itself.
+// count (one every 0.5 ms), the longest and median wait of a request in
+// the server (from the prober's write to the handler's run: the round
+// trip without the prober's own wake-up for the answer, which a loaded
+// machine delays by milliseconds), and the CPU time the process used in
+// the expiry window. Loopback only; it stops by itself.
 package main
 
 import (
@@ -26,6 +29,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,7 +54,14 @@ func main() {
 	if *backend == "epoll" {
 		be = vnet.BackendEpoll
 	}
+	// handledAt is when the handler last ran (since base): with the time
+	// the prober's write returned, it splits a round trip into the
+	// server's part and the prober's own (its wake-up for the answer,
+	// which a loaded machine delays by milliseconds).
+	base := time.Now()
+	var handledAt atomic.Int64
 	s, err := vhttp.NewServer(vhttp.HandlerFunc(func(w *vhttp.ResponseWriter, _ *vhttp.Request) {
+		handledAt.Store(int64(time.Since(base)))
 		_, _ = w.Write([]byte("ok"))
 	}), vhttp.WithNetOptions(vnet.WithLoops(1)), vhttp.WithNetOptions(vnet.WithBackend(be)), vhttp.WithReadHeaderTimeout(*timeout))
 	if err != nil {
@@ -68,11 +79,15 @@ func main() {
 		log.Fatal(err)
 	}
 	pr := bufio.NewReader(probe)
-	roundTrip := func() time.Duration {
+	// roundTrip returns the round trip and the server's part of it: from
+	// the write's return (the request is in the server's socket then, on
+	// loopback) to the handler's run, 0 if that came first.
+	roundTrip := func() (rtt, server time.Duration) {
 		t0 := time.Now()
 		if _, err := probe.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
 			log.Fatal(err)
 		}
+		written := time.Since(base)
 		// "HTTP/1.1 200 OK" ... headers ... "\r\n\r\nok": read to the body.
 		for {
 			line, err := pr.ReadString('\n')
@@ -86,7 +101,7 @@ func main() {
 		if _, err := pr.Discard(2); err != nil {
 			log.Fatal(err)
 		}
-		return time.Since(t0)
+		return time.Since(t0), max(time.Duration(handledAt.Load())-written, 0)
 	}
 	roundTrip()
 
@@ -116,9 +131,11 @@ func main() {
 		}
 	}
 	t0 := time.Now()
-	var rtts []time.Duration
+	var rtts, waits []time.Duration
 	for s.Stats().Conns > 1 {
-		rtts = append(rtts, roundTrip())
+		rt, wait := roundTrip()
+		rtts = append(rtts, rt)
+		waits = append(waits, wait)
 		time.Sleep(probeGap)
 		if time.Since(t0) > *timeout+30*time.Second {
 			log.Fatalf("still %d connections after %v", s.Stats().Conns, time.Since(t0))
@@ -133,14 +150,17 @@ func main() {
 	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
 	sys := time.Duration(ru1.Stime.Nano() - ru0.Stime.Nano())
 	slices.Sort(rtts)
+	slices.Sort(waits)
 	out := map[string]any{
 		"backend": *backend, "n": *n,
 		"dial_ms": ms(dialSpan), "accept_ms": ms(acceptSpan),
-		"expiry_ms":  ms(expiry),
-		"probes":     len(rtts),
-		"rtt_max_ms": ms(rtts[len(rtts)-1]),
-		"rtt_p50_ms": ms(rtts[len(rtts)/2]),
-		"cpu_ms":     ms(cpu), "sys_ms": ms(sys),
+		"expiry_ms":   ms(expiry),
+		"probes":      len(rtts),
+		"rtt_max_ms":  ms(rtts[len(rtts)-1]),
+		"rtt_p50_ms":  ms(rtts[len(rtts)/2]),
+		"wait_max_ms": ms(waits[len(waits)-1]),
+		"wait_p50_ms": ms(waits[len(waits)/2]),
+		"cpu_ms":      ms(cpu), "sys_ms": ms(sys),
 		"timeouts": s.Stats().Timeouts,
 	}
 	_ = json.NewEncoder(os.Stdout).Encode(out)

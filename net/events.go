@@ -59,7 +59,7 @@ func (l *Loop) ready(slot uint32, out bool) {
 	l.tick()
 	c := l.conns[slot]
 	if out {
-		if s := c.spliceDst; s != nil && s.waitOut {
+		if s := c.spliceDst(); s != nil && s.waitOut {
 			s.waitOut = false
 			l.pump(s)
 		}
@@ -68,7 +68,7 @@ func (l *Loop) ready(slot uint32, out bool) {
 		}
 		return
 	}
-	if s := c.spliceSrc; s != nil {
+	if s := c.spliceSrc(); s != nil {
 		s.started = true
 		l.pump(s)
 	}

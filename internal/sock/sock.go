@@ -143,7 +143,9 @@ type tcpAddr struct {
 	ip [16]byte
 }
 
-func newTCPAddr(ip []byte, port int) *net.TCPAddr {
+// NewTCPAddr returns a *net.TCPAddr of ip (copied) and port in one
+// allocation.
+func NewTCPAddr(ip []byte, port int) *net.TCPAddr {
 	t := new(tcpAddr)
 	n := copy(t.ip[:], ip)
 	t.a = net.TCPAddr{IP: t.ip[:n:n], Port: port}

@@ -134,10 +134,10 @@ func rawToNet(raw *unix.RawSockaddrAny, n uint32) net.Addr {
 	switch raw.Addr.Family {
 	case unix.AF_INET:
 		p := (*unix.RawSockaddrInet4)(unsafe.Pointer(raw)) // the family says which form the kernel wrote
-		return newTCPAddr(p.Addr[:], int(htons(p.Port)))
+		return NewTCPAddr(p.Addr[:], int(htons(p.Port)))
 	case unix.AF_INET6:
 		p := (*unix.RawSockaddrInet6)(unsafe.Pointer(raw)) // as above
-		return newTCPAddr(p.Addr[:], int(htons(p.Port)))
+		return NewTCPAddr(p.Addr[:], int(htons(p.Port)))
 	case unix.AF_UNIX:
 		p := (*unix.RawSockaddrUnix)(unsafe.Pointer(raw)) // as above
 		path := p.Path[:min(max(int(n)-2, 0), len(p.Path))]

@@ -52,11 +52,16 @@ func (l *Loop) newConn(fd int, network string, h Handler) *Conn {
 // (epoll's accept4), so most servers pay at most one getpeername per
 // connection. The fields never change afterwards, so the getters are safe
 // from any goroutine.
-func (l *Loop) captureAddrs(c *Conn, peer, listenAddr net.Addr) {
-	if peer == nil {
-		peer, _ = sock.PeerAddr(c.fd)
+func (l *Loop) captureAddrs(c *Conn, peer sock.Peer, listenAddr net.Addr) {
+	switch {
+	case peer.IP.IsValid():
+		c.setPeerIP(peer.IP)
+	case peer.Addr != nil:
+		c.setPeer(peer.Addr)
+	default:
+		a, _ := sock.PeerAddr(c.fd)
+		c.setPeer(a)
 	}
-	c.setPeer(peer)
 	if a, ok := listenAddr.(*net.TCPAddr); ok && !a.IP.IsUnspecified() {
 		c.laddr = listenAddr
 	} else if c.unixSocket {
@@ -81,7 +86,7 @@ func (l *Loop) configure(c *Conn) {
 // register adopts an accepted fd: table slot, socket options, reading,
 // idle timer, OnOpen. counted says the connection was already added to
 // NumConns at handoff.
-func (l *Loop) register(fd int, peer net.Addr, ln *listener, counted bool) {
+func (l *Loop) register(fd int, peer sock.Peer, ln *listener, counted bool) {
 	if counted {
 		l.nconn.Add(-1) // newConn counts it again
 	}

@@ -1,6 +1,6 @@
 package net
 
-import "net"
+import "github.com/veloq/veloq/internal/sock"
 
 // The loop's implementation of sink: each report of the backend, mapped
 // from a slot to its connection (or listener) and handed to the code that
@@ -17,7 +17,7 @@ func (l *Loop) tick() {
 	l.reports++
 }
 
-func (l *Loop) accepted(idx uint32, fd int, peer net.Addr) {
+func (l *Loop) accepted(idx uint32, fd int, peer sock.Peer) {
 	l.tick()
 	l.onAccept(l.listeners[idx], fd, peer)
 }

@@ -135,7 +135,7 @@ func (l *Loop) closedListener(ln *listener) {
 }
 
 // onAccept places a newly accepted fd.
-func (l *Loop) onAccept(ln *listener, fd int, peer net.Addr) {
+func (l *Loop) onAccept(ln *listener, fd int, peer sock.Peer) {
 	ln.backoff = 0
 	if ln.closing || l.stopping {
 		closeFD(fd)

@@ -48,6 +48,19 @@ func (c *Conn) setPeer(a net.Addr) {
 	}
 }
 
+// setPeerIP records ap as c's peer address, as setPeer does.
+func (c *Conn) setPeerIP(ap netip.AddrPort) {
+	a := ap.Addr()
+	if a.Is4() {
+		*(*[4]byte)(c.peer.ip[:]) = a.As4()
+		c.peer.kind = peerIPv4
+	} else {
+		c.peer.ip = a.As16()
+		c.peer.kind = peerIPv6
+	}
+	c.peer.port = ap.Port()
+}
+
 // addr returns the address as a new *net.TCPAddr, or nil with none. Not
 // for peerOther.
 func (p *peerAddr) addr() net.Addr {

@@ -136,22 +136,6 @@ func Socket(family int) (int, error) {
 	return fd, nil
 }
 
-// tcpAddr is a net.TCPAddr with room for its IP, so that an address is one
-// allocation instead of two.
-type tcpAddr struct {
-	a  net.TCPAddr
-	ip [16]byte
-}
-
-// NewTCPAddr returns a *net.TCPAddr of ip (copied) and port in one
-// allocation.
-func NewTCPAddr(ip []byte, port int) *net.TCPAddr {
-	t := new(tcpAddr)
-	n := copy(t.ip[:], ip)
-	t.a = net.TCPAddr{IP: t.ip[:n:n], Port: port}
-	return &t.a
-}
-
 // SetNoDelay sets TCP_NODELAY.
 func SetNoDelay(fd int, on bool) error {
 	return os.NewSyscallError("setsockopt TCP_NODELAY", unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, b2i(on)))

@@ -23,7 +23,7 @@ type epollBackend struct {
 	p       *epoll.Poller
 	events  []epoll.Event
 	readBuf []byte
-	conns   []econn
+	conns   table[econn]
 	lns     []elisten
 	pkts    []epkt // datagram sockets (udp_epoll.go)
 	// Work that no new edge will announce, continued on the next poll:
@@ -93,10 +93,10 @@ func newEpollBackend(cfg *Config, ev sink) (*epollBackend, error) {
 func (b *epollBackend) wake() { _ = b.p.Wake() }
 
 func (b *epollBackend) conn(slot, gen uint32) *econn {
-	if int(slot) >= len(b.conns) {
+	if int(slot) >= b.conns.len() {
 		return nil
 	}
-	e := &b.conns[slot]
+	e := b.conns.at(slot)
 	if e.gen != gen || e.fd < 0 {
 		return nil
 	}
@@ -228,7 +228,7 @@ func (b *epollBackend) event(slot, gen uint32, ev uint32) {
 
 // read drains the socket into the read buffer, reporting each chunk.
 func (b *epollBackend) read(slot uint32, toEOF bool) {
-	gen := b.conns[slot].gen
+	gen := b.conns.at(slot).gen
 	for i := 0; ; i++ {
 		e := b.conn(slot, gen)
 		if e == nil || !e.reading || e.eof || e.watchIn {
@@ -263,7 +263,7 @@ func (b *epollBackend) read(slot uint32, toEOF bool) {
 // send writes the output queue until it is empty or the socket is full;
 // then the Out edge continues.
 func (b *epollBackend) send(slot uint32) {
-	gen := b.conns[slot].gen
+	gen := b.conns.at(slot).gen
 	for {
 		e := b.conn(slot, gen)
 		if e == nil || e.waitOut || e.connecting {
@@ -333,10 +333,10 @@ func (b *epollBackend) unlisten(idx uint32) {
 }
 
 func (b *epollBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr) error {
-	for int(slot) >= len(b.conns) {
-		b.conns = growTable(b.conns, econn{fd: -1})
+	for int(slot) >= b.conns.len() {
+		b.conns.add(econn{fd: -1})
 	}
-	e := &b.conns[slot]
+	e := b.conns.at(slot)
 	*e = econn{fd: fd, gen: (e.gen + 1) & 0xffffff, q: q}
 	if dial != nil {
 		err := unix.Connect(fd, dial)
@@ -357,7 +357,7 @@ func (b *epollBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr
 }
 
 func (b *epollBackend) setReading(slot uint32, on bool) {
-	e := &b.conns[slot]
+	e := b.conns.at(slot)
 	if on && !e.reading {
 		// Edges seen while not reading were not acted on, and input that
 		// arrived before raises no new edge: try a read now.
@@ -370,7 +370,7 @@ func (b *epollBackend) setReading(slot uint32, on bool) {
 // and Out edges, and event routes them to ready reports. An input watch
 // reports once at the start, since input may wait without a new edge.
 func (b *epollBackend) watch(slot uint32, out, on bool) {
-	e := &b.conns[slot]
+	e := b.conns.at(slot)
 	if out {
 		e.watchOut = on
 		return
@@ -388,7 +388,7 @@ func (b *epollBackend) pace(uint32) {}
 func (b *epollBackend) recycle(uint16) {} // epoll reads into one buffer: nothing is kept
 
 func (b *epollBackend) close(slot uint32) {
-	e := &b.conns[slot]
+	e := b.conns.at(slot)
 	if e.fd < 0 {
 		return
 	}

@@ -39,7 +39,7 @@ type uringBackend struct {
 	waker   *uring.Waker
 	bufSize int
 
-	conns   []uconn
+	conns   table[uconn]
 	msgs    []*usendmsg // by slot: a gathered send's header, made on first use
 	lns     []ulisten
 	again   []uint32 // listeners whose accepting stopped at maxAccepts
@@ -287,10 +287,10 @@ func (b *uringBackend) batch() uint32 {
 // conn returns the record a completion is for, or nil when the slot has
 // been released and reopened since the operation was issued.
 func (b *uringBackend) conn(slot, gen uint32) *uconn {
-	if int(slot) >= len(b.conns) {
+	if int(slot) >= b.conns.len() {
 		return nil
 	}
-	u := &b.conns[slot]
+	u := b.conns.at(slot)
 	if u.gen&0xffffff != gen || u.fd < 0 {
 		return nil
 	}
@@ -618,10 +618,10 @@ func (b *uringBackend) unlisten(idx uint32) {
 }
 
 func (b *uringBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr) error {
-	for int(slot) >= len(b.conns) {
-		b.conns = growTable(b.conns, uconn{fd: -1})
+	for int(slot) >= b.conns.len() {
+		b.conns.add(uconn{fd: -1})
 	}
-	u := &b.conns[slot]
+	u := b.conns.at(slot)
 	*u = uconn{fd: fd, gen: (u.gen + 1) & 0xffffff, q: q, mode: recvOneshot}
 	if dial == nil {
 		return nil
@@ -655,7 +655,7 @@ func (b *uringBackend) armRecv(slot uint32, u *uconn) {
 }
 
 func (b *uringBackend) setReading(slot uint32, on bool) {
-	u := &b.conns[slot]
+	u := b.conns.at(slot)
 	u.reading = on
 	switch {
 	case on && !u.recv && !u.eof && !u.closing:
@@ -683,7 +683,7 @@ func (b *uringBackend) setReading(slot uint32, on bool) {
 // the proxy's 64 buffers of 64 KiB). A submission per receive is the cost,
 // on connections that are paced anyway.
 func (b *uringBackend) pace(slot uint32) {
-	u := &b.conns[slot]
+	u := b.conns.at(slot)
 	was := u.mode
 	u.mode = recvPaced
 	if was == recvMultishot && u.recv && !u.recvCancel {
@@ -740,7 +740,7 @@ func (b *uringBackend) sendmsg(slot uint32) *usendmsg {
 }
 
 func (b *uringBackend) send(slot uint32) {
-	u := &b.conns[slot]
+	u := b.conns.at(slot)
 	if u.sending > 0 || u.closing || u.connecting || u.q.len() == 0 {
 		return // the completion goes on with what was added meanwhile
 	}
@@ -754,7 +754,7 @@ func (b *uringBackend) send(slot uint32) {
 // thread, and on a non-blocking socket it fails with EAGAIN instead of
 // waiting for data.
 func (b *uringBackend) watch(slot uint32, out, on bool) {
-	u := &b.conns[slot]
+	u := b.conns.at(slot)
 	if u.closing {
 		return
 	}
@@ -791,7 +791,7 @@ func (b *uringBackend) armPollIn(slot uint32, u *uconn) {
 func (b *uringBackend) recycle(bid uint16) { b.br.Recycle(b.arena.Buf(int(bid)), bid) }
 
 func (b *uringBackend) close(slot uint32) {
-	u := &b.conns[slot]
+	u := b.conns.at(slot)
 	if u.closing {
 		return
 	}

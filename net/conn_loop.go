@@ -35,10 +35,9 @@ func (l *Loop) newConn(fd int, network string, h Handler) *Conn {
 	if n := len(l.free); n > 0 {
 		c.slot = l.free[n-1]
 		l.free = l.free[:n-1]
-		l.conns[c.slot] = c
+		*l.conns.at(c.slot) = c
 	} else {
-		c.slot = uint32(len(l.conns))
-		l.conns = growTable(l.conns, c)
+		c.slot = l.conns.add(c)
 	}
 	l.nconn.Add(1)
 	return c
@@ -548,7 +547,7 @@ func (l *Loop) finalize(c *Conn) {
 // forget frees c's slot.
 func (l *Loop) forget(c *Conn) {
 	c.state = connClosed
-	l.conns[c.slot] = nil
+	*l.conns.at(c.slot) = nil
 	l.free = append(l.free, c.slot)
 	l.nconn.Add(-1)
 }

@@ -96,12 +96,17 @@ func (b *epollBackend) conn(slot, gen uint32) *econn {
 	if int(slot) >= b.conns.len() {
 		return nil
 	}
-	e := b.conns.at(slot)
-	if e.gen != gen || e.fd < 0 {
-		return nil
+	if e := b.conns.at(slot); e.live(gen) {
+		return e
 	}
-	return e
+	return nil
 }
+
+// live reports whether e is still the record of the connection of
+// generation gen: a report may close the slot or reopen it for another.
+// A record never moves (table), so after a report the caller checks the
+// record it holds instead of looking the slot up again.
+func (e *econn) live(gen uint32) bool { return e.gen == gen && e.fd >= 0 }
 
 func (b *epollBackend) poll(timeout time.Duration) (bool, error) {
 	if len(b.retry) > 0 {
@@ -196,7 +201,7 @@ func (b *epollBackend) event(slot, gen uint32, ev uint32) {
 		}
 		return
 	}
-	// Each report may close or reopen the slot: look the record up again
+	// Each report may close or reopen the slot: check the record again
 	// after every one.
 	if ev&inEv != 0 {
 		switch {
@@ -210,13 +215,13 @@ func (b *epollBackend) event(slot, gen uint32, ev uint32) {
 		// Not reading: setReading(true) retries the read, since the edge
 		// is spent.
 	}
-	if e = b.conn(slot, gen); e == nil || ev&outEv == 0 {
+	if !e.live(gen) || ev&outEv == 0 {
 		return
 	}
 	if e.watchOut {
 		e.watchOut = false
 		b.ev.ready(slot, true)
-		if e = b.conn(slot, gen); e == nil {
+		if !e.live(gen) {
 			return
 		}
 	}
@@ -228,10 +233,10 @@ func (b *epollBackend) event(slot, gen uint32, ev uint32) {
 
 // read drains the socket into the read buffer, reporting each chunk.
 func (b *epollBackend) read(slot uint32, toEOF bool) {
-	gen := b.conns.at(slot).gen
+	e := b.conns.at(slot)
+	gen := e.gen
 	for i := 0; ; i++ {
-		e := b.conn(slot, gen)
-		if e == nil || !e.reading || e.eof || e.watchIn {
+		if !e.live(gen) || !e.reading || e.eof || e.watchIn {
 			return
 		}
 		if i == maxReadsOnce {
@@ -263,10 +268,10 @@ func (b *epollBackend) read(slot uint32, toEOF bool) {
 // send writes the output queue until it is empty or the socket is full;
 // then the Out edge continues.
 func (b *epollBackend) send(slot uint32) {
-	gen := b.conns.at(slot).gen
+	e := b.conns.at(slot)
+	gen := e.gen
 	for {
-		e := b.conn(slot, gen)
-		if e == nil || e.waitOut || e.connecting {
+		if !e.live(gen) || e.waitOut || e.connecting {
 			return
 		}
 		k, total := e.q.peekv(b.iov[:])

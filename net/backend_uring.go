@@ -290,12 +290,17 @@ func (b *uringBackend) conn(slot, gen uint32) *uconn {
 	if int(slot) >= b.conns.len() {
 		return nil
 	}
-	u := b.conns.at(slot)
-	if u.gen&0xffffff != gen || u.fd < 0 {
-		return nil
+	if u := b.conns.at(slot); u.live(gen) {
+		return u
 	}
-	return u
+	return nil
 }
+
+// live reports whether u is still the record of the connection of
+// generation gen: a report may close the slot or reopen it for another.
+// A record never moves (table), so after a report the caller checks the
+// record it holds instead of looking the slot up again.
+func (u *uconn) live(gen uint32) bool { return u.gen&0xffffff == gen && u.fd >= 0 }
 
 func (b *uringBackend) complete(cqe *uring.CQE) {
 	op, slot, gen := untoken(cqe.UserData)
@@ -439,7 +444,7 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 		b.ev.failed(slot, os.NewSyscallError("recv", cqe.Err()))
 	}
 	// The report may have closed, reopened or paused the slot.
-	if u = b.conn(slot, gen); u == nil || u.closing || u.recv {
+	if !u.live(gen) || u.closing || u.recv {
 		return
 	}
 	switch {
@@ -470,7 +475,7 @@ func (b *uringBackend) sent(slot, gen uint32, res int32) {
 	b.ev.sent(slot, int(res))
 	// The queue goes on from where the kernel stopped, unless the report
 	// closed the slot or started the next send itself.
-	if u = b.conn(slot, gen); u != nil && !u.closing && u.sending == 0 && u.q.len() > 0 {
+	if u.live(gen) && !u.closing && u.sending == 0 && u.q.len() > 0 {
 		b.submitSend(slot, u)
 	}
 }

@@ -8,7 +8,8 @@ package net
 // connection, which stay in the process's RSS as long as the heap has
 // not reached Go's collection goal (it had not while 5,000 idle clients
 // connected to cmd/veloq-proxy). A lookup costs a shift and a mask more
-// than a slice's.
+// than a slice's; in exchange an entry never moves, so a pointer to one
+// stays valid while the table grows.
 type table[T any] struct {
 	chunks []*[tableChunk]T
 	n      int // entries appended

@@ -39,8 +39,12 @@ type uringBackend struct {
 	waker   *uring.Waker
 	bufSize int
 
-	conns   table[uconn]
-	msgs    []*usendmsg // by slot: a gathered send's header, made on first use
+	conns table[uconn]
+	msgs  []*usendmsg // by slot: a gathered send's header, made on first use
+	// dialing holds, by slot, the address a connect in flight reads
+	// until its completion: few connections dial, and a field of uconn
+	// would cost every slot 8 bytes.
+	dialing map[uint32]*unix.RawSockaddrAny
 	lns     []ulisten
 	again   []uint32 // listeners whose accepting stopped at maxAccepts
 	pkts    []upkt   // datagram sockets (udp_uring.go)
@@ -55,8 +59,12 @@ type uringBackend struct {
 }
 
 // uconn is the backend's record of one connection slot.
+//
+// Every slot of the table pays its size: 40 bytes, with fd an int32 (a
+// Linux descriptor is one) and a connect's address kept aside
+// (uringBackend.dialing).
 type uconn struct {
-	fd         int
+	fd         int32
 	gen        uint32 // bumped by open; carried in every token
 	ops        int32  // operations the kernel holds
 	q          *outQueue
@@ -72,8 +80,7 @@ type uconn struct {
 	pollIn     bool // multishot POLLIN armed
 	pollOut    bool // one-shot POLLOUT armed
 	closing    bool
-	epoch      uint8                // activity epoch of its last input (wraps; a heuristic)
-	sa         *unix.RawSockaddrAny // read by the kernel until connect's CQE
+	epoch      uint8 // activity epoch of its last input (wraps; a heuristic)
 }
 
 // ulisten is the backend's record of one listener.
@@ -322,7 +329,7 @@ func (b *uringBackend) complete(cqe *uring.CQE) {
 			return
 		}
 		u.ops--
-		u.sa = nil
+		delete(b.dialing, slot)
 		if b.settle(slot, u) {
 			return
 		}
@@ -369,7 +376,7 @@ func (b *uringBackend) settle(slot uint32, u *uconn) bool {
 		return false
 	}
 	if u.ops == 0 {
-		unix.Close(u.fd)
+		unix.Close(int(u.fd))
 		u.fd = -1
 		u.q = nil
 		b.ev.released(slot)
@@ -627,7 +634,7 @@ func (b *uringBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr
 		b.conns.add(uconn{fd: -1})
 	}
 	u := b.conns.at(slot)
-	*u = uconn{fd: fd, gen: (u.gen + 1) & 0xffffff, q: q, mode: recvOneshot}
+	*u = uconn{fd: int32(fd), gen: (u.gen + 1) & 0xffffff, q: q, mode: recvOneshot}
 	if dial == nil {
 		return nil
 	}
@@ -636,7 +643,10 @@ func (b *uringBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr
 		u.fd = -1
 		return err
 	}
-	u.sa = raw
+	if b.dialing == nil {
+		b.dialing = make(map[uint32]*unix.RawSockaddrAny)
+	}
+	b.dialing[slot] = raw
 	u.connecting = true
 	s := b.sqe()
 	s.PrepConnect(fd, raw, n)
@@ -648,9 +658,9 @@ func (b *uringBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr
 func (b *uringBackend) armRecv(slot uint32, u *uconn) {
 	s := b.sqe()
 	if u.mode != recvMultishot {
-		s.PrepRecv(u.fd, nil, 0)
+		s.PrepRecv(int(u.fd), nil, 0)
 	} else {
-		s.PrepRecvMultishot(u.fd, nil, 0)
+		s.PrepRecvMultishot(int(u.fd), nil, 0)
 	}
 	s.SetFlags(uring.SQEBufferSelect)
 	s.SetBufGroup(bufGroup)
@@ -710,11 +720,11 @@ func (b *uringBackend) submitSend(slot uint32, u *uconn) {
 		k, n := u.q.peekv(m.iov[:])
 		m.hdr.Iov = &m.iov[0]
 		m.hdr.SetIovlen(k)
-		s.PrepSendmsg(u.fd, &m.hdr, unix.MSG_NOSIGNAL)
+		s.PrepSendmsg(int(u.fd), &m.hdr, unix.MSG_NOSIGNAL)
 		u.sending = int32(n) // at most len(m.iov) segments
 	} else {
 		p := u.q.peek()
-		s.PrepSend(u.fd, p, unix.MSG_NOSIGNAL)
+		s.PrepSend(int(u.fd), p, unix.MSG_NOSIGNAL)
 		u.sending = int32(len(p)) // a segment: at most maxSeg or a receive buffer
 	}
 	s.SetUserData(token(opSend, slot, u.gen))
@@ -766,7 +776,7 @@ func (b *uringBackend) watch(slot uint32, out, on bool) {
 	switch {
 	case out && on && !u.pollOut:
 		sq := b.sqe()
-		sq.PrepPollAdd(u.fd, uint32(unix.POLLOUT))
+		sq.PrepPollAdd(int(u.fd), uint32(unix.POLLOUT))
 		sq.SetUserData(token(opPollOut, slot, u.gen))
 		u.pollOut = true
 		u.ops++
@@ -787,7 +797,7 @@ func (b *uringBackend) watch(slot uint32, out, on bool) {
 
 func (b *uringBackend) armPollIn(slot uint32, u *uconn) {
 	sq := b.sqe()
-	sq.PrepPollMultishot(u.fd, uint32(unix.POLLIN|unix.POLLRDHUP))
+	sq.PrepPollMultishot(int(u.fd), uint32(unix.POLLIN|unix.POLLRDHUP))
 	sq.SetUserData(token(opPollIn, slot, u.gen))
 	u.pollIn = true
 	u.ops++

@@ -19,7 +19,7 @@ import (
 // added to one of them should either fit or move rare state into connAux.
 func TestIdleFootprint(t *testing.T) {
 	require.LessOrEqual(t, unsafe.Sizeof(Conn{}), uintptr(256), "Conn")
-	require.LessOrEqual(t, unsafe.Sizeof(uconn{}), uintptr(48), "uconn")
+	require.LessOrEqual(t, unsafe.Sizeof(uconn{}), uintptr(40), "uconn")
 	require.LessOrEqual(t, unsafe.Sizeof(econn{}), uintptr(32), "econn")
 }
 

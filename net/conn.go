@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 )
 
@@ -70,7 +71,7 @@ type Conn struct {
 	// (Go's size classes go 256, 288: 32 bytes a field more).
 	state      connState
 	hold       holds
-	viewOwned  bool // view aliases in[:inTail] (else the backend's read memory)
+	viewOwned  bool // view is a window of in (else the backend's read memory)
 	unixSocket bool
 	reading    bool // the backend was last asked to read
 	eof        bool // peer sent FIN
@@ -86,9 +87,8 @@ type Conn struct {
 	err error // close cause reported to OnClose
 
 	// input
-	view   []byte // unconsumed input shown to the handler
-	in     []byte // owned buffer holding input left between callbacks
-	inTail int    // with viewOwned: in[inTail:] is buffered beyond the view
+	view []byte // unconsumed input shown to the handler
+	in   []byte // owned buffer holding input left between callbacks
 
 	out outQueue // pending output, read by the backend
 
@@ -99,6 +99,11 @@ type Conn struct {
 
 	value any
 	laddr net.Addr
+	// raddr is the *net.TCPAddr RemoteAddr built from peer, made by the
+	// first call (from any goroutine, hence atomic): a connection whose
+	// peer nobody asks for (the proxy reads RemoteAddrPort) pays no
+	// allocation for it.
+	raddr atomic.Pointer[net.TCPAddr]
 }
 
 // connAux holds a connection's rarely used state, allocated by the first
@@ -196,13 +201,22 @@ func (c *Conn) LocalAddr() net.Addr { return c.laddr }
 // RemoteAddr returns the peer's address. It is recorded when the
 // connection is accepted (or dialed), so it answers in OnClose too, even
 // after a reset, and from any goroutine. A TCP peer's address is kept
-// compactly (see RemoteAddrPort), and each call returns a new
-// *net.TCPAddr.
+// compactly and made a *net.TCPAddr by the first call; RemoteAddrPort
+// reads it without that allocation.
 func (c *Conn) RemoteAddr() net.Addr {
-	if c.peer.kind == peerOther {
+	switch c.peer.kind {
+	case peerNone:
+		return nil
+	case peerOther:
 		return c.aux.raddr
 	}
-	return c.peer.addr()
+	if a := c.raddr.Load(); a != nil {
+		return a
+	}
+	if a := c.peer.tcpAddr(); !c.raddr.CompareAndSwap(nil, a) {
+		return c.raddr.Load() // another goroutine's, made at the same time
+	}
+	return c.raddr.Load()
 }
 
 // RemoteAddrPort returns a TCP peer's address and port without

@@ -245,7 +245,7 @@ func (l *Loop) present(c *Conn) {
 	off, window := 0, presentWindow
 	for c.state == connOpen && c.hold&stopsDelivery == 0 && c.in != nil && off < len(c.in) {
 		end := min(off+window, len(c.in))
-		c.view, c.viewOwned, c.inTail = c.in[off:end], true, end
+		c.view, c.viewOwned = c.in[off:end], true
 		l.callData(c)
 		if c.in == nil { // closed, or spliced, inside the callback
 			c.view = nil

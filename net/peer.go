@@ -61,16 +61,13 @@ func (c *Conn) setPeerIP(ap netip.AddrPort) {
 	c.peer.port = ap.Port()
 }
 
-// addr returns the address as a new *net.TCPAddr, or nil with none. Not
-// for peerOther.
-func (p *peerAddr) addr() net.Addr {
-	switch p.kind {
-	case peerIPv4:
+// tcpAddr returns the address as a new *net.TCPAddr. Only for peerIPv4
+// and peerIPv6.
+func (p *peerAddr) tcpAddr() *net.TCPAddr {
+	if p.kind == peerIPv4 {
 		return sock.NewTCPAddr(p.ip[:net.IPv4len], int(p.port))
-	case peerIPv6:
-		return sock.NewTCPAddr(p.ip[:], int(p.port))
 	}
-	return nil
+	return sock.NewTCPAddr(p.ip[:], int(p.port))
 }
 
 // addrPort returns the address as a netip.AddrPort (zero with none). Not

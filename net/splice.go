@@ -181,12 +181,15 @@ func (c *Conn) spliceRefusal(dst *Conn) error {
 // lifts the holds that kept it, for the splice to take over.
 func (c *Conn) spliceBuffered(dst *Conn) error {
 	// Inside OnData, view holds the unconsumed rest of the current chunk
-	// (a window of in when owned, with in[inTail:] behind it); elsewhere
-	// the buffered input is in.
+	// (a window of in when owned, with the rest of in behind it);
+	// elsewhere the buffered input is in.
 	pending, tail := c.view, []byte(nil)
 	switch {
 	case c.viewOwned && c.view != nil:
-		tail = c.in[c.inTail:] // present shows the buffered input a window at a time
+		// present shows the buffered input a window at a time, in[off:end],
+		// and consuming only advances the view's start, so its end in in is
+		// where its capacity, counted from in's, says.
+		tail = c.in[cap(c.in)-cap(c.view)+len(c.view):]
 	case c.view == nil:
 		pending = c.in
 	}

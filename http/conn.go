@@ -42,10 +42,11 @@ const longPoll = time.Minute
 // embedded by pointer: taken from the loop's free list when a request's
 // first byte arrives and given back when the connection goes idle with
 // nothing buffered, as nginx frees its request buffers on keep-alive. An
-// idle keep-alive connection so holds a 144-byte conn instead of a
-// 576-byte one (bench/httpproxy.sh MODE=idle).
+// idle keep-alive connection so holds a 128-byte conn instead of a
+// 576-byte one (bench/httpproxy.sh MODE=idle). The server is its loop
+// state's (ls.srv), and a FromStd exchange in progress its stdConn's:
+// fields of their own made the conn 144 bytes, the next size class.
 type conn struct {
-	srv        *Server
 	ls         *loopState
 	c          *vnet.Conn
 	prev, next *conn
@@ -58,9 +59,8 @@ type conn struct {
 	lastPending int
 	progressAt  int64
 
-	h2   *h2Conn      // set in phaseH2
-	stdx *stdExchange // the FromStd request in progress
-	stdc *stdConn     // FromStd state, made for the first FromStd request
+	h2   *h2Conn  // set in phaseH2
+	stdc *stdConn // FromStd state, made for the first FromStd request
 	// feedFn is cs.feedLater, made once for a connection that streams a
 	// request body (a method value allocates); it outlives its requests,
 	// so it is the connection's, not the request state's.
@@ -138,14 +138,14 @@ func (cs *conn) takeState() {
 		return
 	}
 	rs := new(reqState)
-	rs.parser.Limits = h1.Limits(cs.srv.limits)
-	if cs.srv.streamRoot != nil {
+	rs.parser.Limits = h1.Limits(cs.ls.srv.limits)
+	if cs.ls.srv.streamRoot != nil {
 		// The body's limit depends on its handler, known after the head:
 		// serveLoop checks Content-Length then (streamedHead), which also
 		// sets the chunked decoder's for each request.
 		rs.parser.Limits.MaxBodyBytes = math.MaxInt64
 	}
-	rs.dec.Limits = h1.Limits(cs.srv.limits)
+	rs.dec.Limits = h1.Limits(cs.ls.srv.limits)
 	cs.reqState = rs
 }
 
@@ -250,7 +250,7 @@ func (cs *conn) onTimer() {
 	if c.Closed() {
 		return
 	}
-	o := &cs.srv.opts
+	o := &cs.ls.srv.opts
 	now := cs.now()
 	next := int64(longPoll)
 	var deadline int64
@@ -393,7 +393,7 @@ func (cs *conn) serveBatch() {
 			cs.phase = phaseHead
 			cs.phaseStart = cs.now()
 		case phaseNew:
-			if cs.srv.opts.h2c && isH2Preface(buf) {
+			if cs.ls.srv.opts.h2c && isH2Preface(buf) {
 				if len(buf) < len(h2.ClientPreface) {
 					// A proper prefix of the preface ("P" of a POST sent a
 					// byte at a time, or "PRI * HTTP/2.0\r\n") may still be
@@ -417,14 +417,14 @@ func (cs *conn) serveBatch() {
 		n, err := cs.parser.Parse(buf, req)
 		if err != nil {
 			if err == h1.ErrNeedMore {
-				if rht := cs.srv.opts.readHeaderTimeout; rht > 0 {
+				if rht := cs.ls.srv.opts.readHeaderTimeout; rht > 0 {
 					cs.armAt(cs.phaseStart + int64(rht))
 				}
 				return
 			}
-			if err == errNotHTTPVersion && cs.mayBePreface() && !lineEnded(buf, cs.srv.limits.maxHeaderBytes()) {
+			if err == errNotHTTPVersion && cs.mayBePreface() && !lineEnded(buf, cs.ls.srv.limits.maxHeaderBytes()) {
 				// protoError judges the whole first line.
-				if rht := cs.srv.opts.readHeaderTimeout; rht > 0 {
+				if rht := cs.ls.srv.opts.readHeaderTimeout; rht > 0 {
 					cs.armAt(cs.phaseStart + int64(rht))
 				}
 				return
@@ -432,7 +432,7 @@ func (cs *conn) serveBatch() {
 			cs.protoError(err)
 			return
 		}
-		if req.Upgrade != nil && cs.srv.opts.h2c && h1.EqualFold(req.Upgrade, "h2c") && !req.HasBody() {
+		if req.Upgrade != nil && cs.ls.srv.opts.h2c && h1.EqualFold(req.Upgrade, "h2c") && !req.HasBody() {
 			if settings, ok := req.Lookup("http2-settings"); ok {
 				ls.flushPending()
 				cs.upgradeH2(req, settings)
@@ -440,11 +440,11 @@ func (cs *conn) serveBatch() {
 				return
 			}
 		}
-		if cs.srv.opts.completion != nil {
+		if cs.ls.srv.opts.completion != nil {
 			cs.rec.begin(req, int64(n), cs.now())
 			cs.pattern = ""
 		}
-		if s := cs.srv; s.onHead {
+		if s := cs.ls.srv; s.onHead {
 			// One test for both root handlers that take a request on its
 			// head: the collected path pays no more than before.
 			if s.std != nil {
@@ -510,9 +510,9 @@ func (cs *conn) serveBatch() {
 // is collected, under the server's limit, which the parser left to this
 // decision. An over-long Content-Length is answered 413 either way.
 func (cs *conn) streamedHead(req *Request, n int) bool {
-	limit, streams := cs.srv.streamRoot.streamLimit(req)
+	limit, streams := cs.ls.srv.streamRoot.streamLimit(req)
 	if !streams {
-		limit = cs.srv.limits.MaxBodyBytes
+		limit = cs.ls.srv.limits.MaxBodyBytes
 	}
 	if req.ContentLength > limit {
 		cs.protoError(errBodyTooLarge)
@@ -611,10 +611,10 @@ func (cs *conn) serve(req *Request, consume int) bool {
 		// Under serveLoop's recover: no defer here (see disarm).
 		ls.inline, ls.inlineConsume = nil, consume
 		w.req = req // req.pattern is "": the parser cleared it (setLine)
-		if f := cs.srv.hf; f != nil {
+		if f := ls.srv.hf; f != nil {
 			f(w, req)
 		} else {
-			cs.srv.h.ServeHTTP(w, req)
+			ls.srv.h.ServeHTTP(w, req)
 		}
 		ls.inline = cs
 		cs.pattern = req.pattern
@@ -712,7 +712,7 @@ func (cs *conn) handOver(h vnet.Handler) {
 	ls.countServed(cs.c.Loop())
 	ls.st.hijacked.Add(1)
 	ls.conns.remove(cs)
-	cs.srv.active.Add(-1)
+	cs.ls.srv.active.Add(-1)
 	cs.timer.Stop()
 	cs.phase = phaseHijacked
 	c := cs.c
@@ -730,7 +730,7 @@ func (cs *conn) callHandler(w *ResponseWriter, req *Request) {
 	defer cs.recoverHandler(w, req)
 	req.pattern = ""
 	w.req = req // for Detach; the loop's writer never streams (Flush)
-	cs.srv.h.ServeHTTP(w, req)
+	cs.ls.srv.h.ServeHTTP(w, req)
 }
 
 func (cs *conn) recoverHandler(w *ResponseWriter, req *Request) {
@@ -746,7 +746,7 @@ func (cs *conn) handlerReturned(w *ResponseWriter, req *Request, r any) {
 	w.req = nil
 	if r != nil {
 		w.then = then{step: stepAbort}
-		if !cs.srv.handlerPanicked(r, "remote", cs.c.RemoteAddr()) {
+		if !cs.ls.srv.handlerPanicked(r, "remote", cs.c.RemoteAddr()) {
 			w.then.step = stepFail
 			cs.ls.st.panics.Add(1)
 		}
@@ -796,10 +796,10 @@ func (s *Server) handlerPanicked(r any, attrs ...any) (aborted bool) {
 // and the growth is charged to the server-wide budget for buffered bodies;
 // when that is spent the client gets 503 and appendBody reports false.
 func (cs *conn) appendBody(data []byte, total int64) bool {
-	body, ok := cs.srv.growBody(cs.body, len(data), total, &cs.bodyHeld)
+	body, ok := cs.ls.srv.growBody(cs.body, len(data), total, &cs.bodyHeld)
 	if !ok {
 		cs.ls.st.overBudget.Add(1)
-		cs.srv.opts.logger.Debug("http: buffered request bodies over budget", "remote", cs.c.RemoteAddr(), "budget", cs.srv.opts.maxBufferedBody)
+		cs.ls.srv.opts.logger.Debug("http: buffered request bodies over budget", "remote", cs.c.RemoteAddr(), "budget", cs.ls.srv.opts.maxBufferedBody)
 		cs.endBody()
 		cs.fail(StatusServiceUnavailable)
 		return false
@@ -846,7 +846,7 @@ func (cs *conn) waitingForBody() bool {
 	case phaseBody:
 		return true
 	case phaseStdBody:
-		x := cs.stdx
+		x := cs.std()
 		return x != nil && !x.readPaused && (!x.expect100 || x.continued)
 	case phaseDetBody:
 		b := &cs.dbody.body
@@ -897,7 +897,7 @@ func (cs *conn) bodyArrived(n int) {
 // bodyDeadline is when the body clocks end the request unless more of it
 // arrives (loop clock), or 0 when neither rule is on.
 func (cs *conn) bodyDeadline() int64 {
-	o := &cs.srv.opts
+	o := &cs.ls.srv.opts
 	var d int64
 	if o.readBodyTimeout > 0 {
 		d = cs.bodyAt + int64(o.readBodyTimeout)
@@ -918,9 +918,9 @@ func (cs *conn) bodyDeadline() int64 {
 // 408 Request Timeout; a FromStd handler's body read fails with
 // ErrBodyReadTimeout, and the connection closes after its response.
 func (cs *conn) bodyTimeout() {
-	cs.srv.opts.logger.Debug("http: request body timeout", "remote", cs.c.RemoteAddr())
+	cs.ls.srv.opts.logger.Debug("http: request body timeout", "remote", cs.c.RemoteAddr())
 	if cs.phase == phaseStdBody {
-		x := cs.stdx
+		x := cs.std()
 		cs.phase = phaseBusy
 		x.pipe.closeWrite(ErrBodyReadTimeout)
 		cs.timer.Reset(longPoll)
@@ -941,7 +941,7 @@ func (cs *conn) endBody() {
 	cs.sent100 = false
 	cs.remaining = 0
 	if cs.bodyHeld > 0 {
-		cs.srv.bodyBytes.Add(-cs.bodyHeld)
+		cs.ls.srv.bodyBytes.Add(-cs.bodyHeld)
 		cs.bodyHeld = 0
 	}
 	if cap(cs.body) > bodyMinAlloc {
@@ -956,7 +956,7 @@ func (cs *conn) endBody() {
 
 // writeResponse serializes resp, the answer to req, into the output.
 func (cs *conn) writeResponse(resp *response, req *Request) {
-	if cs.srv.shutting.Load() {
+	if cs.ls.srv.shutting.Load() {
 		req.Close = true
 	}
 	body := resp.Body()
@@ -1038,7 +1038,7 @@ var crlf = []byte("\r\n") // read only: the CRLF that ends a chunk
 func (cs *conn) enterIdle() {
 	cs.phase = phaseIdle
 	cs.phaseStart = cs.now()
-	if it := cs.srv.opts.idleTimeout; it > 0 {
+	if it := cs.ls.srv.opts.idleTimeout; it > 0 {
 		cs.armAt(cs.phaseStart + int64(it))
 	}
 }
@@ -1098,7 +1098,7 @@ func (cs *conn) reportNow(completed bool) {
 	// runs on the connection until it ends, and begin cleared it for a
 	// request no fast handler saw.
 	cs.rec.route = cs.pattern
-	cs.srv.complete(cs.ls, &cs.rec, cs.c, completed)
+	cs.ls.srv.complete(cs.ls, &cs.rec, cs.c, completed)
 }
 
 // protoError answers a malformed request with the status of err and
@@ -1131,14 +1131,14 @@ func (cs *conn) protoError(err error) {
 		buf, _ := cs.c.Peek(0)
 		silent = !isRequestLine(buf)
 	}
-	if l := cs.srv.opts.logger; l.Enabled(context.Background(), slog.LevelDebug) {
+	if l := cs.ls.srv.opts.logger; l.Enabled(context.Background(), slog.LevelDebug) {
 		l.Debug("http: rejected request", "status", status, "reason", err.Error(), "answered", !silent, "remote", cs.c.RemoteAddr())
 	}
 	if silent {
 		cs.linger()
 		return
 	}
-	if cs.srv.opts.completion != nil && !cs.rec.pending {
+	if cs.ls.srv.opts.completion != nil && !cs.rec.pending {
 		cs.rec.begin(nil, 0, cs.now()) // rejected before its head parsed
 	}
 	cs.fail(status)
@@ -1146,7 +1146,7 @@ func (cs *conn) protoError(err error) {
 
 // mayBePreface reports whether the connection's input may still be a
 // client's HTTP/2 preface: HTTP/2 is on and nothing was answered yet.
-func (cs *conn) mayBePreface() bool { return cs.srv.opts.h2c && !cs.answered }
+func (cs *conn) mayBePreface() bool { return cs.ls.srv.opts.h2c && !cs.answered }
 
 // linger closes the connection after its output: it half-closes, then
 // discards input until the peer closes too or the linger timeout passes.
@@ -1170,7 +1170,7 @@ func (cs *conn) linger() {
 		return
 	}
 	cs.phaseStart = cs.now()
-	cs.armAt(cs.phaseStart + int64(cs.srv.opts.lingerTimeout))
+	cs.armAt(cs.phaseStart + int64(cs.ls.srv.opts.lingerTimeout))
 }
 
 func (cs *conn) onEOF() {
@@ -1184,8 +1184,8 @@ func (cs *conn) onEOF() {
 		// The response in progress still goes out; then the connection
 		// closes. A FromStd request sees its context canceled, a
 		// detached answer OnGone (and an unfinished body ErrBodyAborted).
-		if cs.stdx != nil {
-			cs.stdx.peerGone()
+		if x := cs.std(); x != nil {
+			x.peerGone()
 		}
 		if cs.offCancel != nil {
 			cs.offCancel()
@@ -1202,13 +1202,13 @@ func (cs *conn) onClose(err error) {
 			cs.offCancel()
 		}
 		if cs.bodyHeld > 0 {
-			cs.srv.bodyBytes.Add(-cs.bodyHeld)
+			cs.ls.srv.bodyBytes.Add(-cs.bodyHeld)
 			cs.bodyHeld = 0
 		}
 	}
-	if cs.stdx != nil {
-		cs.stdx.connClosed(err)
-		cs.stdx = nil
+	if x := cs.std(); x != nil {
+		x.connClosed(err)
+		cs.stdc.x = nil
 	}
 	if cs.h2 != nil {
 		cs.h2.closeAll()

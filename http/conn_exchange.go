@@ -18,7 +18,7 @@ func (cs *conn) shared() *loopState { return cs.ls }
 
 // writeHead serializes the head of a streamed answer.
 func (cs *conn) writeHead(resp *response, req *Request, cl int64) {
-	if cs.srv.shutting.Load() {
+	if cs.ls.srv.shutting.Load() {
 		req.Close = true
 	}
 	ls := cs.ls
@@ -89,7 +89,7 @@ func (cs *conn) end(reusable bool) bool {
 	cs.outStarted, cs.outChunked, cs.outClose = false, false, false
 	cs.answered = true
 	cs.ls.countServed(cs.c.Loop())
-	if closing || cs.eof || cs.srv.shutting.Load() {
+	if closing || cs.eof || cs.ls.srv.shutting.Load() {
 		cs.linger()
 		return false
 	}

@@ -10,9 +10,18 @@ import (
 // connection's input into the exchange's pipe, and the connection's
 // phases around it.
 
-func (cs *conn) std() *stdExchange { return cs.stdx }
+func (cs *conn) std() *stdExchange {
+	if cs.stdc == nil {
+		return nil
+	}
+	return cs.stdc.x
+}
 
-func (cs *conn) setStd(x *stdExchange) { cs.stdx = x }
+func (cs *conn) setStd(x *stdExchange) {
+	if x != nil || cs.stdc != nil {
+		cs.stdState().x = x
+	}
+}
 
 // stdReturned: an HTTP/1 connection runs one FromStd handler at a time,
 // and reads no further request until it returns, so it counts none.
@@ -20,7 +29,7 @@ func (cs *conn) stdReturned() {}
 
 func (cs *conn) stdState() *stdConn {
 	if cs.stdc == nil {
-		cs.stdc = newStdConn(cs.srv, cs.c)
+		cs.stdc = newStdConn(cs.ls.srv, cs.c)
 	}
 	return cs.stdc
 }
@@ -36,7 +45,7 @@ func (cs *conn) startStd(sh *stdHandler, req *Request, w *ResponseWriter) {
 		cs.fail(StatusBadRequest)
 		return
 	}
-	cs.stdx = x
+	cs.stdc.x = x
 	cs.phase = phaseBusy
 	switch {
 	case w != nil:
@@ -110,7 +119,7 @@ func (cs *conn) takeBody(w bodyWriter) (done, full bool, err error) {
 
 // feedStd moves request body bytes from the input into the pipe.
 func (cs *conn) feedStd() {
-	x := cs.stdx
+	x := cs.std()
 	done, full, err := cs.takeBody(x.pipe)
 	if err != nil {
 		x.pipe.closeWrite(err) // the handler's Body.Read returns it
@@ -223,7 +232,7 @@ func (cs *conn) bodyDrained() {
 		cs.c.Loop().Defer(cs.feedFn)
 		return
 	}
-	if x := cs.stdx; x != nil && x.readPaused {
+	if x := cs.std(); x != nil && x.readPaused {
 		x.readPaused = false
 		cs.restartBodyClock()
 	}

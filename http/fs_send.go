@@ -100,7 +100,7 @@ func (s *fileSender) next() {
 	if len(p.head) > 0 {
 		s.cs.write(p.head)
 	}
-	err := c.SendFile(s.cs.srv.opts.filePool, s.body.f, p.r.start, p.r.length, func(sent int64, err error) {
+	err := c.SendFile(s.cs.ls.srv.opts.filePool, s.body.f, p.r.start, p.r.length, func(sent int64, err error) {
 		if err != nil {
 			s.body.discard() // the connection was aborted
 			return

@@ -129,8 +129,8 @@ const (
 func (cs *conn) startH2() {
 	cs.dropState() // HTTP/1's request state: an h2c upgrade's request was the last
 	ls := cs.ls
-	hc := &h2Conn{cs: cs, srv: cs.srv, ls: ls, peer: h2.DefaultSettings}
-	hc.maxListSize = uint32(cs.srv.limits.maxHeaderBytes())
+	hc := &h2Conn{cs: cs, srv: cs.ls.srv, ls: ls, peer: h2.DefaultSettings}
+	hc.maxListSize = uint32(cs.ls.srv.limits.maxHeaderBytes())
 	hc.dec = hpack.NewDecoder(4096, hc.emitField)
 	hc.dec.SetMaxStringLength(int(hc.maxListSize))
 	ls.h2Shared() // made with the loop's first HTTP/2 connection
@@ -311,7 +311,7 @@ func (hc *h2Conn) connError(err error) {
 	if e.Code == h2.EnhanceYourCalm {
 		cs.ls.st.h2calm.Add(1)
 	}
-	cs.srv.opts.logger.Debug("http: HTTP/2 connection error", "code", e.Code.String(), "reason", e.Reason, "remote", cs.c.RemoteAddr())
+	cs.ls.srv.opts.logger.Debug("http: HTTP/2 connection error", "code", e.Code.String(), "reason", e.Reason, "remote", cs.c.RemoteAddr())
 	ls := hc.ls
 	ls.scratch = h2.AppendGoAway(ls.scratch[:0], hc.lastID, e.Code, []byte(e.Reason))
 	cs.c.Write(ls.scratch)

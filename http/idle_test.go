@@ -23,21 +23,23 @@ import (
 // (parser, body, answer framing, completion record), which goes back to
 // the loop between requests.
 func TestIdleConnFootprint(t *testing.T) {
-	require.LessOrEqual(t, unsafe.Sizeof(conn{}), uintptr(144), "conn")
+	require.LessOrEqual(t, unsafe.Sizeof(conn{}), uintptr(128), "conn")
 }
 
 // TestIdleKeepAliveHeap: a keep-alive connection that made a request and
 // waits for the next holds no per-request state. N clients (raw sockets,
 // so that only the server's heap counts) each make one GET and stay;
-// the server's live heap per connection is then its vnet.Conn (288
-// bytes), conn (144), peer address (64), timer (48) and the backend's
-// slot record, about 530 bytes on io_uring and epoll; before the request
-// state went back to the loop it was 1,050 (measured without -race;
-// about 100 more under it).
+// the server's live heap per connection is then its vnet.Conn (256
+// bytes, the peer address inside), conn (128), timer (32 and a 16-byte
+// closure) and the loop's and backend's slot records, about 400 bytes
+// on io_uring and epoll. Before the request state went back to the loop
+// it was 1,050; before the Conn held the peer address and the conn
+// dropped two fields, 540 (io_uring, the epoll figure varied with when
+// the flat slot tables doubled: 250 to 620).
 func TestIdleKeepAliveHeap(t *testing.T) {
 	const n = 400
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		limit := 800.0
+		limit := 500.0
 		if b == vnet.BackendPortable {
 			// The portable backend's own cost comes on top, about 18 KB
 			// (its 16 KiB read buffer, Go's net.Conn, the reader's
@@ -67,6 +69,9 @@ func TestIdleKeepAliveHeap(t *testing.T) {
 			got := 0
 			for !bytes.HasSuffix(buf[:got], []byte("\r\n\r\nok")) {
 				k, err := unix.Read(fd, buf[got:])
+				if err == unix.EINTR { // Go's preemption signal interrupted the blocking read
+					continue
+				}
 				require.NoError(t, err)
 				require.NotZero(t, k, "closed after %q", buf[:got])
 				got += k

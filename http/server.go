@@ -584,7 +584,7 @@ func (h netHandler) OnOpen(c *vnet.Conn) {
 	ls.st.accepted.Add(1)
 	n := s.active.Add(1)
 	cs := ls.newConn()
-	cs.srv, cs.ls, cs.c = s, ls, c
+	cs.ls, cs.c = ls, c
 	c.SetValue(cs)
 	ls.conns.add(cs)
 	cs.phase = phaseNew
@@ -593,8 +593,8 @@ func (h netHandler) OnOpen(c *vnet.Conn) {
 	// connection itself and OnClose stops the timer, so the closure
 	// Conn.AfterFunc wraps around it (24 bytes per connection) is not
 	// needed.
-	cs.timer = c.Loop().AfterFunc(cs.srv.firstTimeout(), cs.onTimer)
-	cs.timerAt = cs.phaseStart + int64(cs.srv.firstTimeout())
+	cs.timer = c.Loop().AfterFunc(cs.ls.srv.firstTimeout(), cs.onTimer)
+	cs.timerAt = cs.phaseStart + int64(cs.ls.srv.firstTimeout())
 	switch {
 	case s.opts.maxConns > 0 && n > int64(s.opts.maxConns):
 		ls.st.rejected.Add(1)
@@ -615,8 +615,8 @@ func (h netHandler) OnEOF(c *vnet.Conn) { c.Value().(*conn).onEOF() }
 func (h netHandler) OnClose(c *vnet.Conn, err error) {
 	cs := c.Value().(*conn)
 	cs.ls.conns.remove(cs)
-	cs.srv.active.Add(-1)
-	if cs.srv.shutting.Load() {
+	cs.ls.srv.active.Add(-1)
+	if cs.ls.srv.shutting.Load() {
 		if errors.Is(err, vnet.ErrClosed) {
 			cs.ls.st.cut.Add(1)
 		} else {

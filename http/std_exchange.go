@@ -76,6 +76,9 @@ func (h *stdHead) request(ls *loopState) *Request {
 // stdConn is a connection's FromStd state, made for its first FromStd
 // request.
 type stdConn struct {
+	// x is an HTTP/1 connection's FromStd request in progress (kept here,
+	// not in the conn every connection pays for).
+	x     *stdExchange
 	ctx   context.Context // base of request contexts, made once
 	raddr string          // the peer's address as net/http shows it
 	// The writer's head and body buffers, kept for the next request

@@ -2,8 +2,9 @@ package net
 
 import (
 	"fmt"
-	"net"
 	"time"
+
+	"github.com/veloq/veloq/internal/sock"
 )
 
 // The boundary between a loop and its I/O backend runs one way at a time:
@@ -76,9 +77,9 @@ type backend interface {
 // A report may re-enter the backend (a handler writes, closes, pauses).
 type sink interface {
 	// accepted: listener idx accepted fd, now the loop's; peer is the
-	// address the accept reported, or nil where it reports none (the
+	// address the accept reported, or none where it reports none (the
 	// loop asks the kernel then).
-	accepted(idx uint32, fd int, peer net.Addr)
+	accepted(idx uint32, fd int, peer sock.Peer)
 	// acceptFailed: listener idx failed to accept. retry false means the
 	// error is transient and accepting goes on; true means the loop backs
 	// off and will call listen again, so the backend stops accepting.

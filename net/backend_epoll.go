@@ -23,14 +23,18 @@ type epollBackend struct {
 	p       *epoll.Poller
 	events  []epoll.Event
 	readBuf []byte
-	conns   []econn
+	conns   table[econn]
 	lns     []elisten
 	pkts    []epkt // datagram sockets (udp_epoll.go)
 	// Work that no new edge will announce, continued on the next poll:
 	// reads and accepts stopped before EAGAIN, reading switched on with
 	// input possibly already there, and input watches just begun.
-	retry []eretry
-	act   activity
+	// retrySpare is the other of the two lists runRetries alternates
+	// between, so that the list is not made anew for every poll that
+	// has retries: it was for every batch of new connections (each has
+	// one), 120 KB of garbage for 4,000 connecting clients.
+	retry, retrySpare []eretry
+	act               activity
 	// iov gathers the output queue's segments for one writev (see
 	// outQueue.peekv); 16 covers a head, a chunk's framing around its
 	// data and the receive buffers ForwardTo queues (4 per connection).
@@ -93,15 +97,20 @@ func newEpollBackend(cfg *Config, ev sink) (*epollBackend, error) {
 func (b *epollBackend) wake() { _ = b.p.Wake() }
 
 func (b *epollBackend) conn(slot, gen uint32) *econn {
-	if int(slot) >= len(b.conns) {
+	if int(slot) >= b.conns.len() {
 		return nil
 	}
-	e := &b.conns[slot]
-	if e.gen != gen || e.fd < 0 {
-		return nil
+	if e := b.conns.at(slot); e.live(gen) {
+		return e
 	}
-	return e
+	return nil
 }
+
+// live reports whether e is still the record of the connection of
+// generation gen: a report may close the slot or reopen it for another.
+// A record never moves (table), so after a report the caller checks the
+// record it holds instead of looking the slot up again.
+func (e *econn) live(gen uint32) bool { return e.gen == gen && e.fd >= 0 }
 
 func (b *epollBackend) poll(timeout time.Duration) (bool, error) {
 	if len(b.retry) > 0 {
@@ -164,7 +173,7 @@ func (b *epollBackend) pause(timeout time.Duration) time.Duration {
 
 func (b *epollBackend) runRetries() {
 	work := b.retry
-	b.retry = nil
+	b.retry = b.retrySpare[:0] // what the reports below add (poll alone calls runRetries)
 	for _, r := range work {
 		switch r.what {
 		case retryAccept:
@@ -181,6 +190,7 @@ func (b *epollBackend) runRetries() {
 			}
 		}
 	}
+	b.retrySpare = work[:0]
 }
 
 func (b *epollBackend) event(slot, gen uint32, ev uint32) {
@@ -196,7 +206,7 @@ func (b *epollBackend) event(slot, gen uint32, ev uint32) {
 		}
 		return
 	}
-	// Each report may close or reopen the slot: look the record up again
+	// Each report may close or reopen the slot: check the record again
 	// after every one.
 	if ev&inEv != 0 {
 		switch {
@@ -210,13 +220,13 @@ func (b *epollBackend) event(slot, gen uint32, ev uint32) {
 		// Not reading: setReading(true) retries the read, since the edge
 		// is spent.
 	}
-	if e = b.conn(slot, gen); e == nil || ev&outEv == 0 {
+	if !e.live(gen) || ev&outEv == 0 {
 		return
 	}
 	if e.watchOut {
 		e.watchOut = false
 		b.ev.ready(slot, true)
-		if e = b.conn(slot, gen); e == nil {
+		if !e.live(gen) {
 			return
 		}
 	}
@@ -228,10 +238,10 @@ func (b *epollBackend) event(slot, gen uint32, ev uint32) {
 
 // read drains the socket into the read buffer, reporting each chunk.
 func (b *epollBackend) read(slot uint32, toEOF bool) {
-	gen := b.conns[slot].gen
+	e := b.conns.at(slot)
+	gen := e.gen
 	for i := 0; ; i++ {
-		e := b.conn(slot, gen)
-		if e == nil || !e.reading || e.eof || e.watchIn {
+		if !e.live(gen) || !e.reading || e.eof || e.watchIn {
 			return
 		}
 		if i == maxReadsOnce {
@@ -263,10 +273,10 @@ func (b *epollBackend) read(slot uint32, toEOF bool) {
 // send writes the output queue until it is empty or the socket is full;
 // then the Out edge continues.
 func (b *epollBackend) send(slot uint32) {
-	gen := b.conns[slot].gen
+	e := b.conns.at(slot)
+	gen := e.gen
 	for {
-		e := b.conn(slot, gen)
-		if e == nil || e.waitOut || e.connecting {
+		if !e.live(gen) || e.waitOut || e.connecting {
 			return
 		}
 		k, total := e.q.peekv(b.iov[:])
@@ -333,10 +343,10 @@ func (b *epollBackend) unlisten(idx uint32) {
 }
 
 func (b *epollBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr) error {
-	for int(slot) >= len(b.conns) {
-		b.conns = growTable(b.conns, econn{fd: -1})
+	for int(slot) >= b.conns.len() {
+		b.conns.add(econn{fd: -1})
 	}
-	e := &b.conns[slot]
+	e := b.conns.at(slot)
 	*e = econn{fd: fd, gen: (e.gen + 1) & 0xffffff, q: q}
 	if dial != nil {
 		err := unix.Connect(fd, dial)
@@ -357,7 +367,7 @@ func (b *epollBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr
 }
 
 func (b *epollBackend) setReading(slot uint32, on bool) {
-	e := &b.conns[slot]
+	e := b.conns.at(slot)
 	if on && !e.reading {
 		// Edges seen while not reading were not acted on, and input that
 		// arrived before raises no new edge: try a read now.
@@ -370,7 +380,7 @@ func (b *epollBackend) setReading(slot uint32, on bool) {
 // and Out edges, and event routes them to ready reports. An input watch
 // reports once at the start, since input may wait without a new edge.
 func (b *epollBackend) watch(slot uint32, out, on bool) {
-	e := &b.conns[slot]
+	e := b.conns.at(slot)
 	if out {
 		e.watchOut = on
 		return
@@ -388,7 +398,7 @@ func (b *epollBackend) pace(uint32) {}
 func (b *epollBackend) recycle(uint16) {} // epoll reads into one buffer: nothing is kept
 
 func (b *epollBackend) close(slot uint32) {
-	e := &b.conns[slot]
+	e := b.conns.at(slot)
 	if e.fd < 0 {
 		return
 	}

@@ -87,7 +87,7 @@ func acceptBatch(ev sink, idx uint32, fd func() int) (more, backOff bool) {
 		if lfd < 0 {
 			return false, false
 		}
-		c, peer, err := sock.Accept(lfd)
+		c, peer, err := sock.AcceptPeer(lfd)
 		if err != nil {
 			if err == unix.EAGAIN {
 				return false, false

@@ -240,7 +240,7 @@ func (b *portableBackend) accepted(idx uint32, ln *plisten) {
 			stop = b.ev.acceptFailed(idx, os.NewSyscallError("accept4", err))
 			break
 		}
-		b.ev.accepted(idx, fd, peer)
+		b.ev.accepted(idx, fd, sock.Peer{Addr: peer})
 		if b.lns[idx] != ln { // a handler stopped the listener
 			return
 		}

@@ -140,7 +140,7 @@ func (b *portableBackend) accepted(idx uint32, ln *plisten, h int, peer net.Addr
 	if err != nil {
 		stop = b.ev.acceptFailed(idx, fmt.Errorf("veloq: accept: %w", err))
 	} else {
-		b.ev.accepted(idx, h, peer)
+		b.ev.accepted(idx, h, sock.Peer{Addr: peer})
 		if b.lns[idx] != ln { // a handler stopped the listener
 			return
 		}

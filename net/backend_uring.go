@@ -39,8 +39,12 @@ type uringBackend struct {
 	waker   *uring.Waker
 	bufSize int
 
-	conns   []uconn
-	msgs    []*usendmsg // by slot: a gathered send's header, made on first use
+	conns table[uconn]
+	msgs  []*usendmsg // by slot: a gathered send's header, made on first use
+	// dialing holds, by slot, the address a connect in flight reads
+	// until its completion: few connections dial, and a field of uconn
+	// would cost every slot 8 bytes.
+	dialing map[uint32]*unix.RawSockaddrAny
 	lns     []ulisten
 	again   []uint32 // listeners whose accepting stopped at maxAccepts
 	pkts    []upkt   // datagram sockets (udp_uring.go)
@@ -59,8 +63,12 @@ type uringBackend struct {
 }
 
 // uconn is the backend's record of one connection slot.
+//
+// Every slot of the table pays its size: 40 bytes, with fd an int32 (a
+// Linux descriptor is one) and a connect's address kept aside
+// (uringBackend.dialing).
 type uconn struct {
-	fd         int
+	fd         int32
 	gen        uint32 // bumped by open; carried in every token
 	ops        int32  // operations the kernel holds
 	q          *outQueue
@@ -76,8 +84,7 @@ type uconn struct {
 	pollIn     bool // multishot POLLIN armed
 	pollOut    bool // one-shot POLLOUT armed
 	closing    bool
-	epoch      uint8                // activity epoch of its last input (wraps; a heuristic)
-	sa         *unix.RawSockaddrAny // read by the kernel until connect's CQE
+	epoch      uint8 // activity epoch of its last input (wraps; a heuristic)
 }
 
 // ulisten is the backend's record of one listener.
@@ -309,15 +316,20 @@ func (b *uringBackend) batch() uint32 {
 // conn returns the record a completion is for, or nil when the slot has
 // been released and reopened since the operation was issued.
 func (b *uringBackend) conn(slot, gen uint32) *uconn {
-	if int(slot) >= len(b.conns) {
+	if int(slot) >= b.conns.len() {
 		return nil
 	}
-	u := &b.conns[slot]
-	if u.gen&0xffffff != gen || u.fd < 0 {
-		return nil
+	if u := b.conns.at(slot); u.live(gen) {
+		return u
 	}
-	return u
+	return nil
 }
+
+// live reports whether u is still the record of the connection of
+// generation gen: a report may close the slot or reopen it for another.
+// A record never moves (table), so after a report the caller checks the
+// record it holds instead of looking the slot up again.
+func (u *uconn) live(gen uint32) bool { return u.gen&0xffffff == gen && u.fd >= 0 }
 
 func (b *uringBackend) complete(cqe *uring.CQE) {
 	op, slot, gen := untoken(cqe.UserData)
@@ -339,7 +351,7 @@ func (b *uringBackend) complete(cqe *uring.CQE) {
 			return
 		}
 		u.ops--
-		u.sa = nil
+		delete(b.dialing, slot)
 		if b.settle(slot, u) {
 			return
 		}
@@ -387,7 +399,7 @@ func (b *uringBackend) settle(slot uint32, u *uconn) bool {
 	}
 	if u.ops == 0 {
 		b.draining--
-		unix.Close(u.fd)
+		unix.Close(int(u.fd))
 		u.fd = -1
 		u.q = nil
 		b.ev.released(slot)
@@ -462,7 +474,7 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 		b.ev.failed(slot, os.NewSyscallError("recv", cqe.Err()))
 	}
 	// The report may have closed, reopened or paused the slot.
-	if u = b.conn(slot, gen); u == nil || u.closing || u.recv {
+	if !u.live(gen) || u.closing || u.recv {
 		return
 	}
 	switch {
@@ -493,7 +505,7 @@ func (b *uringBackend) sent(slot, gen uint32, res int32) {
 	b.ev.sent(slot, int(res))
 	// The queue goes on from where the kernel stopped, unless the report
 	// closed the slot or started the next send itself.
-	if u = b.conn(slot, gen); u != nil && !u.closing && u.sending == 0 && u.q.len() > 0 {
+	if u.live(gen) && !u.closing && u.sending == 0 && u.q.len() > 0 {
 		b.submitSend(slot, u)
 	}
 }
@@ -641,11 +653,11 @@ func (b *uringBackend) unlisten(idx uint32) {
 }
 
 func (b *uringBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr) error {
-	for int(slot) >= len(b.conns) {
-		b.conns = growTable(b.conns, uconn{fd: -1})
+	for int(slot) >= b.conns.len() {
+		b.conns.add(uconn{fd: -1})
 	}
-	u := &b.conns[slot]
-	*u = uconn{fd: fd, gen: (u.gen + 1) & 0xffffff, q: q, mode: recvOneshot}
+	u := b.conns.at(slot)
+	*u = uconn{fd: int32(fd), gen: (u.gen + 1) & 0xffffff, q: q, mode: recvOneshot}
 	if dial == nil {
 		return nil
 	}
@@ -654,7 +666,10 @@ func (b *uringBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr
 		u.fd = -1
 		return err
 	}
-	u.sa = raw
+	if b.dialing == nil {
+		b.dialing = make(map[uint32]*unix.RawSockaddrAny)
+	}
+	b.dialing[slot] = raw
 	u.connecting = true
 	s := b.sqe()
 	s.PrepConnect(fd, raw, n)
@@ -666,9 +681,9 @@ func (b *uringBackend) open(slot uint32, fd int, q *outQueue, dial unix.Sockaddr
 func (b *uringBackend) armRecv(slot uint32, u *uconn) {
 	s := b.sqe()
 	if u.mode != recvMultishot {
-		s.PrepRecv(u.fd, nil, 0)
+		s.PrepRecv(int(u.fd), nil, 0)
 	} else {
-		s.PrepRecvMultishot(u.fd, nil, 0)
+		s.PrepRecvMultishot(int(u.fd), nil, 0)
 	}
 	s.SetFlags(uring.SQEBufferSelect)
 	s.SetBufGroup(bufGroup)
@@ -678,7 +693,7 @@ func (b *uringBackend) armRecv(slot uint32, u *uconn) {
 }
 
 func (b *uringBackend) setReading(slot uint32, on bool) {
-	u := &b.conns[slot]
+	u := b.conns.at(slot)
 	u.reading = on
 	switch {
 	case on && !u.recv && !u.eof && !u.closing:
@@ -706,7 +721,7 @@ func (b *uringBackend) setReading(slot uint32, on bool) {
 // the proxy's 64 buffers of 64 KiB). A submission per receive is the cost,
 // on connections that are paced anyway.
 func (b *uringBackend) pace(slot uint32) {
-	u := &b.conns[slot]
+	u := b.conns.at(slot)
 	was := u.mode
 	u.mode = recvPaced
 	if was == recvMultishot && u.recv && !u.recvCancel {
@@ -728,11 +743,11 @@ func (b *uringBackend) submitSend(slot uint32, u *uconn) {
 		k, n := u.q.peekv(m.iov[:])
 		m.hdr.Iov = &m.iov[0]
 		m.hdr.SetIovlen(k)
-		s.PrepSendmsg(u.fd, &m.hdr, unix.MSG_NOSIGNAL)
+		s.PrepSendmsg(int(u.fd), &m.hdr, unix.MSG_NOSIGNAL)
 		u.sending = int32(n) // at most len(m.iov) segments
 	} else {
 		p := u.q.peek()
-		s.PrepSend(u.fd, p, unix.MSG_NOSIGNAL)
+		s.PrepSend(int(u.fd), p, unix.MSG_NOSIGNAL)
 		u.sending = int32(len(p)) // a segment: at most maxSeg or a receive buffer
 	}
 	s.SetUserData(token(opSend, slot, u.gen))
@@ -763,7 +778,7 @@ func (b *uringBackend) sendmsg(slot uint32) *usendmsg {
 }
 
 func (b *uringBackend) send(slot uint32) {
-	u := &b.conns[slot]
+	u := b.conns.at(slot)
 	if u.sending > 0 || u.closing || u.connecting || u.q.len() == 0 {
 		return // the completion goes on with what was added meanwhile
 	}
@@ -777,14 +792,14 @@ func (b *uringBackend) send(slot uint32) {
 // thread, and on a non-blocking socket it fails with EAGAIN instead of
 // waiting for data.
 func (b *uringBackend) watch(slot uint32, out, on bool) {
-	u := &b.conns[slot]
+	u := b.conns.at(slot)
 	if u.closing {
 		return
 	}
 	switch {
 	case out && on && !u.pollOut:
 		sq := b.sqe()
-		sq.PrepPollAdd(u.fd, uint32(unix.POLLOUT))
+		sq.PrepPollAdd(int(u.fd), uint32(unix.POLLOUT))
 		sq.SetUserData(token(opPollOut, slot, u.gen))
 		u.pollOut = true
 		u.ops++
@@ -805,7 +820,7 @@ func (b *uringBackend) watch(slot uint32, out, on bool) {
 
 func (b *uringBackend) armPollIn(slot uint32, u *uconn) {
 	sq := b.sqe()
-	sq.PrepPollMultishot(u.fd, uint32(unix.POLLIN|unix.POLLRDHUP))
+	sq.PrepPollMultishot(int(u.fd), uint32(unix.POLLIN|unix.POLLRDHUP))
 	sq.SetUserData(token(opPollIn, slot, u.gen))
 	u.pollIn = true
 	u.ops++
@@ -814,7 +829,7 @@ func (b *uringBackend) armPollIn(slot uint32, u *uconn) {
 func (b *uringBackend) recycle(bid uint16) { b.br.Recycle(b.arena.Buf(int(bid)), bid) }
 
 func (b *uringBackend) close(slot uint32) {
-	u := &b.conns[slot]
+	u := b.conns.at(slot)
 	if u.closing {
 		return
 	}

@@ -8,6 +8,8 @@ package net
 import (
 	"io"
 	"net"
+	"net/netip"
+	"sync/atomic"
 	"time"
 )
 
@@ -65,10 +67,11 @@ type Conn struct {
 	slot uint32
 
 	// The one-byte fields sit together, leaving no padding: a Conn is
-	// exactly a 288-byte allocation, which every idle connection pays.
+	// exactly a 256-byte allocation, which every idle connection pays
+	// (Go's size classes go 256, 288: 32 bytes a field more).
 	state      connState
 	hold       holds
-	viewOwned  bool // view aliases in[:inTail] (else the backend's read memory)
+	viewOwned  bool // view is a window of in (else the backend's read memory)
 	unixSocket bool
 	reading    bool // the backend was last asked to read
 	eof        bool // peer sent FIN
@@ -78,42 +81,58 @@ type Conn struct {
 	connecting bool
 	dirty      bool       // on the loop's flush list
 	drain      drainFlags // its part in a graceful Shutdown (shutdown.go)
+	peer       peerAddr   // the peer's address (RemoteAddr)
 
 	h   Handler
 	err error // close cause reported to OnClose
 
 	// input
-	view   []byte // unconsumed input shown to the handler
-	in     []byte // owned buffer holding input left between callbacks
-	inTail int    // with viewOwned: in[inTail:] is buffered beyond the view
+	view []byte // unconsumed input shown to the handler
+	in   []byte // owned buffer holding input left between callbacks
 
 	out outQueue // pending output, read by the backend
 
 	lastActive int64
 	idle       *Timer
-	closeTimer *Timer
 	aux        *connAux  // what few connections use; nil until one does
 	tls        *tlsLayer // a TLS connection's layer (tls.go); nil in plaintext
-	lowWater   int       // resume reading at or below this much pending output
-	highWater  int       // stop reading above it; 0: never (SetWriteWaterMarks)
+
+	value any
+	laddr net.Addr
+	// raddr is the *net.TCPAddr RemoteAddr built from peer, made by the
+	// first call (from any goroutine, hence atomic): a connection whose
+	// peer nobody asks for (the proxy reads RemoteAddrPort) pays no
+	// allocation for it.
+	raddr atomic.Pointer[net.TCPAddr]
+}
+
+// connAux holds a connection's rarely used state, allocated by the first
+// use: a dial in progress, an OnDrain waiter, splices, its own write water
+// marks, a graceful close's timer, a peer address that is not a plain
+// TCP one. The Conn keeps one pointer for all of it: 8 bytes where the
+// fields cost the idle majority 64 (and a Conn size class).
+type connAux struct {
+	dialTimer  *Timer
+	closeTimer *Timer
+	onConnect  func(error)
+	drainFn    func() // OnDrain callback, run when pending output <= drainAt
+	drainAt    int
+	spliced    int64     // bytes moved out of this connection by splices
+	file       *fileSend // a SendFile in progress (sendfile.go)
 
 	// splicing (splice.go): spliceSrc moves this connection's input to
 	// another; spliceDst moves another's input to this one.
 	spliceSrc, spliceDst *splice
 
-	value        any
-	laddr, raddr net.Addr
-}
+	// SetWriteWaterMarks' marks, with ownMarks; without, the loop's.
+	lowWater, highWater int
+	ownMarks            bool
 
-// connAux holds a connection's rarely used state, allocated by the first
-// use: a dial in progress, an OnDrain waiter, the splice byte count.
-type connAux struct {
-	dialTimer *Timer
-	onConnect func(error)
-	drainFn   func() // OnDrain callback, run when pending output <= drainAt
-	drainAt   int
-	spliced   int64     // bytes moved out of this connection by splices
-	file      *fileSend // a SendFile in progress (sendfile.go)
+	// raddr is the peer's address when peer cannot hold it (a Unix
+	// socket's, a zoned IPv6 one, the portable backend's). Set before
+	// the connection is published and never changed, so RemoteAddr may
+	// read it from any goroutine.
+	raddr net.Addr
 }
 
 // more returns c's connAux, allocating it on first use.
@@ -122,6 +141,31 @@ func (c *Conn) more() *connAux {
 		c.aux = new(connAux)
 	}
 	return c.aux
+}
+
+// spliceSrc returns the splice that moves c's input elsewhere, if any.
+func (c *Conn) spliceSrc() *splice {
+	if x := c.aux; x != nil {
+		return x.spliceSrc
+	}
+	return nil
+}
+
+// spliceDst returns the splice that moves input into c, if any.
+func (c *Conn) spliceDst() *splice {
+	if x := c.aux; x != nil {
+		return x.spliceDst
+	}
+	return nil
+}
+
+// waterMarks returns c's write water marks: its own if SetWriteWaterMarks
+// set them, else its loop's.
+func (c *Conn) waterMarks() (low, high int) {
+	if x := c.aux; x != nil && x.ownMarks {
+		return x.lowWater, x.highWater
+	}
+	return c.loop.cfg.WriteLowWater, c.loop.cfg.WriteHighWater
 }
 
 // Loop returns the loop that owns c. Safe from any goroutine.
@@ -156,8 +200,37 @@ func (c *Conn) LocalAddr() net.Addr { return c.laddr }
 
 // RemoteAddr returns the peer's address. It is recorded when the
 // connection is accepted (or dialed), so it answers in OnClose too, even
-// after a reset, and from any goroutine.
-func (c *Conn) RemoteAddr() net.Addr { return c.raddr }
+// after a reset, and from any goroutine. A TCP peer's address is kept
+// compactly and made a *net.TCPAddr by the first call; RemoteAddrPort
+// reads it without that allocation.
+func (c *Conn) RemoteAddr() net.Addr {
+	switch c.peer.kind {
+	case peerNone:
+		return nil
+	case peerOther:
+		return c.aux.raddr
+	}
+	if a := c.raddr.Load(); a != nil {
+		return a
+	}
+	if a := c.peer.tcpAddr(); !c.raddr.CompareAndSwap(nil, a) {
+		return c.raddr.Load() // another goroutine's, made at the same time
+	}
+	return c.raddr.Load()
+}
+
+// RemoteAddrPort returns a TCP peer's address and port without
+// allocating, as RemoteAddr does; it is the zero AddrPort when the peer
+// has no IP address (a Unix socket, a connection never connected).
+func (c *Conn) RemoteAddrPort() netip.AddrPort {
+	if c.peer.kind == peerOther {
+		if a, ok := c.aux.raddr.(*net.TCPAddr); ok {
+			return a.AddrPort()
+		}
+		return netip.AddrPort{}
+	}
+	return c.peer.addrPort()
+}
 
 // input returns the input the handler may consume now: none while
 // HoldData holds it (the rest of the current chunk waits for ReleaseData,
@@ -376,7 +449,8 @@ func (c *Conn) SetWriteWaterMarks(low, high int) {
 	} else if low <= 0 || low > high {
 		low = high / 2
 	}
-	c.lowWater, c.highWater = low, high
+	x := c.more()
+	x.lowWater, x.highWater, x.ownMarks = low, high, true
 	if c.hold&holdFlow != 0 && (high == 0 || c.out.len() <= low) {
 		c.loop.clearHold(c, holdFlow)
 	}
@@ -494,7 +568,7 @@ func (c *Conn) ResumeRead() {
 	}
 	l := c.loop
 	l.clearHold(c, holdUser)
-	if s := c.spliceSrc; s != nil {
+	if s := c.spliceSrc(); s != nil {
 		l.deferPump(s) // the splice reads, not the backend
 	}
 }

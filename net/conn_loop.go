@@ -31,15 +31,13 @@ func growTable[T any](s []T, v T) []T {
 
 // newConn puts fd into the connection table.
 func (l *Loop) newConn(fd int, network string, h Handler) *Conn {
-	c := &Conn{loop: l, fd: fd, h: h, unixSocket: network == "unix", lastActive: l.now,
-		lowWater: l.cfg.WriteLowWater, highWater: l.cfg.WriteHighWater}
+	c := &Conn{loop: l, fd: fd, h: h, unixSocket: network == "unix", lastActive: l.now}
 	if n := len(l.free); n > 0 {
 		c.slot = l.free[n-1]
 		l.free = l.free[:n-1]
-		l.conns[c.slot] = c
+		*l.conns.at(c.slot) = c
 	} else {
-		c.slot = uint32(len(l.conns))
-		l.conns = growTable(l.conns, c)
+		c.slot = l.conns.add(c)
 	}
 	l.nconn.Add(1)
 	return c
@@ -53,10 +51,15 @@ func (l *Loop) newConn(fd int, network string, h Handler) *Conn {
 // (epoll's accept4), so most servers pay at most one getpeername per
 // connection. The fields never change afterwards, so the getters are safe
 // from any goroutine.
-func (l *Loop) captureAddrs(c *Conn, peer, listenAddr net.Addr) {
-	c.raddr = peer
-	if c.raddr == nil {
-		c.raddr, _ = sock.PeerAddr(c.fd)
+func (l *Loop) captureAddrs(c *Conn, peer sock.Peer, listenAddr net.Addr) {
+	switch {
+	case peer.IP.IsValid():
+		c.setPeerIP(peer.IP)
+	case peer.Addr != nil:
+		c.setPeer(peer.Addr)
+	default:
+		a, _ := sock.PeerAddr(c.fd)
+		c.setPeer(a)
 	}
 	if a, ok := listenAddr.(*net.TCPAddr); ok && !a.IP.IsUnspecified() {
 		c.laddr = listenAddr
@@ -82,7 +85,7 @@ func (l *Loop) configure(c *Conn) {
 // register adopts an accepted fd: table slot, socket options, reading,
 // idle timer, OnOpen. counted says the connection was already added to
 // NumConns at handoff.
-func (l *Loop) register(fd int, peer net.Addr, ln *listener, counted bool) {
+func (l *Loop) register(fd int, peer sock.Peer, ln *listener, counted bool) {
 	if counted {
 		l.nconn.Add(-1) // newConn counts it again
 	}
@@ -193,7 +196,7 @@ func (l *Loop) onInput(c *Conn, chunk []byte, bid int32) (kept bool) {
 	if c.state != connOpen {
 		return false // closing: input is dropped
 	}
-	if c.spliceSrc != nil {
+	if c.spliceSrc() != nil {
 		l.spliceInput(c, chunk) // read before the switch to splicing took effect
 		return false
 	}
@@ -242,7 +245,7 @@ func (l *Loop) present(c *Conn) {
 	off, window := 0, presentWindow
 	for c.state == connOpen && c.hold&stopsDelivery == 0 && c.in != nil && off < len(c.in) {
 		end := min(off+window, len(c.in))
-		c.view, c.viewOwned, c.inTail = c.in[off:end], true, end
+		c.view, c.viewOwned = c.in[off:end], true
 		l.callData(c)
 		if c.in == nil { // closed, or spliced, inside the callback
 			c.view = nil
@@ -333,7 +336,7 @@ func (l *Loop) onEOF(c *Conn) {
 	}
 	c.eof = true
 	c.reading = false // the backend stops receiving by itself
-	if s := c.spliceSrc; s != nil {
+	if s := c.spliceSrc(); s != nil {
 		l.endSplice(s) // io_uring: the recv saw the FIN before splicing began
 	}
 	l.eofArrived(c)
@@ -386,7 +389,7 @@ func (l *Loop) wrote(c *Conn) {
 		l.outPeak = n
 		l.stats.outPeak.Store(int64(n))
 	}
-	if n > c.highWater && c.highWater > 0 && c.hold&holdFlow == 0 {
+	if _, high := c.waterMarks(); n > high && high > 0 && c.hold&holdFlow == 0 {
 		l.setHold(c, holdFlow)
 	}
 }
@@ -413,12 +416,14 @@ func (l *Loop) afterWrite(c *Conn) {
 	if x := c.aux; x != nil && x.file != nil {
 		l.fileDrained(x.file, pending)
 	}
-	if s := c.spliceDst; s != nil && s.waitDrain && pending == 0 {
+	if s := c.spliceDst(); s != nil && s.waitDrain && pending == 0 {
 		s.waitDrain = false
 		l.deferPump(s) // ordinary output is out: spliced bytes may follow
 	}
-	if c.hold&holdFlow != 0 && pending <= c.lowWater && c.state == connOpen {
-		l.clearHold(c, holdFlow)
+	if c.hold&holdFlow != 0 && c.state == connOpen {
+		if low, _ := c.waterMarks(); pending <= low {
+			l.clearHold(c, holdFlow)
+		}
 	}
 	if pending != 0 {
 		return
@@ -457,7 +462,7 @@ func (l *Loop) shutdownWrite(c *Conn) {
 // closeGracefully is Close: reading stops and the output drains first.
 func (l *Loop) closeGracefully(c *Conn) {
 	c.state = connClosing
-	if s := c.spliceSrc; s != nil {
+	if s := c.spliceSrc(); s != nil {
 		l.endSplice(s) // reading stops: bytes still in the pipe are dropped
 	}
 	l.dropInput(c)
@@ -470,7 +475,7 @@ func (l *Loop) closeGracefully(c *Conn) {
 		return
 	}
 	l.syncReading(c)
-	c.closeTimer = l.AfterFunc(l.cfg.CloseTimeout, func() {
+	c.more().closeTimer = l.AfterFunc(l.cfg.CloseTimeout, func() {
 		if c.state == connClosing {
 			l.abort(c, ErrCloseTimeout)
 		}
@@ -498,7 +503,7 @@ func (l *Loop) teardown(c *Conn) {
 	}
 	c.state = connTearingDown
 	c.reading = false
-	if c.spliceSrc != nil || c.spliceDst != nil {
+	if x := c.aux; x != nil && (x.spliceSrc != nil || x.spliceDst != nil) {
 		l.spliceTeardown(c)
 	}
 	if c.SendingFile() {
@@ -515,9 +520,9 @@ func (l *Loop) finalize(c *Conn) {
 	}
 	c.state = connClosed
 	c.idle.Stop()
-	c.closeTimer.Stop()
 	if c.aux != nil {
 		c.aux.dialTimer.Stop()
+		c.aux.closeTimer.Stop()
 	}
 	l.dropInput(c)
 	c.out.reset(l)
@@ -542,7 +547,7 @@ func (l *Loop) finalize(c *Conn) {
 // forget frees c's slot.
 func (l *Loop) forget(c *Conn) {
 	c.state = connClosed
-	l.conns[c.slot] = nil
+	*l.conns.at(c.slot) = nil
 	l.free = append(l.free, c.slot)
 	l.nconn.Add(-1)
 }

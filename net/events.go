@@ -1,6 +1,6 @@
 package net
 
-import "net"
+import "github.com/veloq/veloq/internal/sock"
 
 // The loop's implementation of sink: each report of the backend, mapped
 // from a slot to its connection (or listener) and handed to the code that
@@ -17,7 +17,7 @@ func (l *Loop) tick() {
 	l.reports++
 }
 
-func (l *Loop) accepted(idx uint32, fd int, peer net.Addr) {
+func (l *Loop) accepted(idx uint32, fd int, peer sock.Peer) {
 	l.tick()
 	l.onAccept(l.listeners[idx], fd, peer)
 }
@@ -31,35 +31,35 @@ func (l *Loop) listenerClosed(idx uint32) { l.closedListener(l.listeners[idx]) }
 
 func (l *Loop) connected(slot uint32, err error) {
 	l.tick()
-	l.onConnected(l.conns[slot], err)
+	l.onConnected(l.conns.get(slot), err)
 }
 
 func (l *Loop) input(slot uint32, b []byte, bid int32) bool {
 	l.tick()
 	l.ctr.bytesIn += uint64(len(b))
-	return l.onInput(l.conns[slot], b, bid)
+	return l.onInput(l.conns.get(slot), b, bid)
 }
 
 func (l *Loop) eof(slot uint32) {
 	l.tick()
-	l.onEOF(l.conns[slot])
+	l.onEOF(l.conns.get(slot))
 }
 
 func (l *Loop) sent(slot uint32, n int) {
 	l.tick()
-	l.onSent(l.conns[slot], n)
+	l.onSent(l.conns.get(slot), n)
 }
 
 func (l *Loop) failed(slot uint32, err error) {
 	l.tick()
-	l.abort(l.conns[slot], err)
+	l.abort(l.conns.get(slot), err)
 }
 
 func (l *Loop) ready(slot uint32, out bool) {
 	l.tick()
-	c := l.conns[slot]
+	c := l.conns.get(slot)
 	if out {
-		if s := c.spliceDst; s != nil && s.waitOut {
+		if s := c.spliceDst(); s != nil && s.waitOut {
 			s.waitOut = false
 			l.pump(s)
 		}
@@ -68,10 +68,10 @@ func (l *Loop) ready(slot uint32, out bool) {
 		}
 		return
 	}
-	if s := c.spliceSrc; s != nil {
+	if s := c.spliceSrc(); s != nil {
 		s.started = true
 		l.pump(s)
 	}
 }
 
-func (l *Loop) released(slot uint32) { l.finalize(l.conns[slot]) }
+func (l *Loop) released(slot uint32) { l.finalize(l.conns.get(slot)) }

@@ -110,29 +110,6 @@ func TestUnixSocketFileKeptForAddListener(t *testing.T) {
 	})
 }
 
-// stdUnnamedPeer returns what the standard library's UnixConn.RemoteAddr
-// shows, on the accepting side, for a client that dialed without binding.
-func stdUnnamedPeer(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "std.sock")
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	a, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	return a.RemoteAddr().String()
-}
-
 // A Unix client that never bound a name shows as the standard library
 // shows it ("@"), not as an empty string.
 func TestUnixUnnamedPeerAddr(t *testing.T) {

@@ -135,7 +135,7 @@ func (l *Loop) closedListener(ln *listener) {
 }
 
 // onAccept places a newly accepted fd.
-func (l *Loop) onAccept(ln *listener, fd int, peer net.Addr) {
+func (l *Loop) onAccept(ln *listener, fd int, peer sock.Peer) {
 	ln.backoff = 0
 	if ln.closing || l.stopping {
 		closeFD(fd)
@@ -250,7 +250,7 @@ func (l *Loop) dial(network, address string, h Handler, timeout time.Duration) (
 	}
 	c := l.newConn(fd, network, h)
 	c.connecting = true
-	c.raddr = a.Net
+	c.setPeer(a.Net)
 	l.stats.dialed.Add(1)
 	if err := l.be.open(c.slot, fd, &c.out, a.SA); err != nil {
 		closeFD(fd)
@@ -285,14 +285,15 @@ func (l *Loop) onConnected(c *Conn, err error) {
 		return
 	}
 	if err != nil {
-		l.abort(c, &net.OpError{Op: "dial", Net: c.raddr.Network(), Addr: c.raddr, Err: err})
+		ra := c.RemoteAddr()
+		l.abort(c, &net.OpError{Op: "dial", Net: ra.Network(), Addr: ra, Err: err})
 		return
 	}
 	c.connecting = false
 	if c.aux != nil {
 		c.aux.dialTimer.Stop()
 	}
-	c.laddr, _ = sock.LocalAddr(c.fd) // raddr was set by Dial
+	c.laddr, _ = sock.LocalAddr(c.fd) // the peer was set by Dial
 	l.configure(c)
 	if c.state != connOpen {
 		if c.out.len() > 0 {

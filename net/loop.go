@@ -44,7 +44,7 @@ type Loop struct {
 	epoch                   time.Time
 	now                     int64 // loop clock at the top of the iteration
 
-	conns     []*Conn // slot table; a slot is reused only after released
+	conns     table[*Conn] // slot table; a slot is reused only after released
 	free      []uint32
 	dirty     []*Conn
 	listeners []*listener
@@ -572,8 +572,8 @@ func (l *Loop) beginStop() {
 			l.closeListener(ln)
 		}
 	}
-	for _, c := range l.conns {
-		if c != nil && c.state != connClosed {
+	for i := range uint32(l.conns.len()) {
+		if c := l.conns.get(i); c != nil && c.state != connClosed {
 			if l.draining && c.state < connTearingDown {
 				c.drain |= drainCut
 			}

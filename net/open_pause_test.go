@@ -46,7 +46,7 @@ func TestOpenPauseDoesNotPace(t *testing.T) {
 		}
 		mode := make(chan recvMode, 1)
 		require.NoError(t, c.Loop().Post(func() {
-			mode <- c.loop.be.(*uringBackend).conns[c.slot].mode
+			mode <- c.loop.be.(*uringBackend).conns.at(c.slot).mode
 		}))
 		require.Equal(t, recvMultishot, await(t, mode, "posted function did not run"),
 			"a connection paused only in OnOpen still receives one buffer at a time after %d short messages", 2*shortsToMultishot)

@@ -135,7 +135,7 @@ func (c *Conn) SendFile(b *executor.BlockingPool, f *os.File, off, n int64, done
 		return fmt.Errorf("veloq: SendFile of %d bytes at offset %d", n, off)
 	case c.SendingFile():
 		return ErrSendingFile
-	case c.spliceDst != nil:
+	case c.spliceDst() != nil:
 		return fmt.Errorf("%w: the connection is a splice destination", ErrSendingFile)
 	}
 	l := c.loop
@@ -302,7 +302,7 @@ func (l *Loop) fileNext(fs *fileSend) {
 			fs.sent += int64(len(fs.chunk))
 			fs.chunk = nil
 		}
-		low := c.lowWater
+		low, _ := c.waterMarks()
 		if low <= 0 {
 			low = fileCopyLow
 		}
@@ -390,7 +390,7 @@ func (l *Loop) fileDrained(fs *fileSend, pending int) {
 	}
 	low := 0
 	if fs.copying {
-		if low = fs.c.lowWater; low <= 0 {
+		if low, _ = fs.c.waterMarks(); low <= 0 {
 			low = fileCopyLow
 		}
 	}

@@ -78,8 +78,8 @@ func (l *Loop) beginDrain() {
 	// Indexed over a copy of the length: OnShutdown may close connections
 	// (freeing slots) or dial (growing l.conns); the latter are told in
 	// callOpen.
-	for i, n := 0, len(l.conns); i < n; i++ {
-		if c := l.conns[i]; c != nil && c.state == connOpen {
+	for i, n := uint32(0), uint32(l.conns.len()); i < n; i++ {
+		if c := l.conns.get(i); c != nil && c.state == connOpen {
 			l.callShutdown(c)
 		}
 	}

@@ -137,7 +137,7 @@ func (c *Conn) SpliceTo(dst *Conn) error {
 		return nil
 	}
 	s := &splice{src: c, dst: dst, pipe: p}
-	c.spliceSrc, dst.spliceDst = s, s
+	c.more().spliceSrc, dst.more().spliceDst = s, s
 	// Ordinary reading stops for good (holdSplice is never lifted), and
 	// the backend reports src ready only once its receive is over: input
 	// that receive still delivers is copied to dst (spliceInput), so no
@@ -160,9 +160,9 @@ func (c *Conn) spliceRefusal(dst *Conn) error {
 		return fmt.Errorf("%w: the portable backend has no splice (it needs the epoll or io_uring backend on Linux; use ForwardTo)", ErrCannotSplice)
 	case dst == c:
 		return fmt.Errorf("%w: a connection cannot splice into itself", ErrCannotSplice)
-	case c.spliceSrc != nil:
+	case c.spliceSrc() != nil:
 		return fmt.Errorf("%w: the source is already splicing", ErrCannotSplice)
-	case dst.spliceDst != nil:
+	case dst.spliceDst() != nil:
 		return fmt.Errorf("%w: the destination already receives a splice", ErrCannotSplice)
 	case c.connecting || dst.connecting:
 		return fmt.Errorf("%w: a connection is still connecting", ErrCannotSplice)
@@ -181,12 +181,15 @@ func (c *Conn) spliceRefusal(dst *Conn) error {
 // lifts the holds that kept it, for the splice to take over.
 func (c *Conn) spliceBuffered(dst *Conn) error {
 	// Inside OnData, view holds the unconsumed rest of the current chunk
-	// (a window of in when owned, with in[inTail:] behind it); elsewhere
-	// the buffered input is in.
+	// (a window of in when owned, with the rest of in behind it);
+	// elsewhere the buffered input is in.
 	pending, tail := c.view, []byte(nil)
 	switch {
 	case c.viewOwned && c.view != nil:
-		tail = c.in[c.inTail:] // present shows the buffered input a window at a time
+		// present shows the buffered input a window at a time, in[off:end],
+		// and consuming only advances the view's start, so its end in in is
+		// where its capacity, counted from in's, says.
+		tail = c.in[cap(c.in)-cap(c.view)+len(c.view):]
 	case c.view == nil:
 		pending = c.in
 	}
@@ -217,7 +220,7 @@ func (c *Conn) SplicedBytes() int64 {
 // spliceInput takes a chunk that c's recv delivered after SpliceTo (io_uring,
 // before the cancel took effect) and writes it to the destination.
 func (l *Loop) spliceInput(c *Conn, chunk []byte) {
-	if _, err := c.spliceSrc.dst.write(chunk); err != nil {
+	if _, err := c.spliceSrc().dst.write(chunk); err != nil {
 		l.abort(c, ErrSpliceBroken)
 		return
 	}
@@ -308,7 +311,7 @@ func (l *Loop) endSplice(s *splice) {
 		return
 	}
 	s.ended = true
-	s.src.spliceSrc, s.dst.spliceDst = nil, nil
+	s.src.aux.spliceSrc, s.dst.aux.spliceDst = nil, nil
 	if s.src.state < connTearingDown {
 		l.be.watch(s.src.slot, false, false)
 	}
@@ -321,10 +324,10 @@ func (l *Loop) endSplice(s *splice) {
 // spliceTeardown ends the splices c takes part in when c is torn down. A
 // splice into c cannot go on, so its source is aborted.
 func (l *Loop) spliceTeardown(c *Conn) {
-	if s := c.spliceSrc; s != nil {
+	if s := c.spliceSrc(); s != nil {
 		l.endSplice(s)
 	}
-	if s := c.spliceDst; s != nil {
+	if s := c.spliceDst(); s != nil {
 		l.endSplice(s)
 		l.abort(s.src, ErrSpliceBroken)
 	}

@@ -364,7 +364,7 @@ func (t *tlsTransport) take(p []byte) int {
 }
 
 func (t *tlsTransport) LocalAddr() net.Addr              { return t.c.laddr }
-func (t *tlsTransport) RemoteAddr() net.Addr             { return t.c.raddr }
+func (t *tlsTransport) RemoteAddr() net.Addr             { return t.c.RemoteAddr() }
 func (t *tlsTransport) SetDeadline(time.Time) error      { return nil }
 func (t *tlsTransport) SetReadDeadline(time.Time) error  { return nil }
 func (t *tlsTransport) SetWriteDeadline(time.Time) error { return nil }

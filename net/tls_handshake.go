@@ -503,7 +503,7 @@ func (l *Loop) tlsFailed(c *Conn, t *tlsLayer, err error) {
 	if p, ok := err.(*handshakePanic); ok {
 		l.logPanic("TLS handshake", "*tls.Config callback", "closing its connection", p.r, p.stack)
 	} else {
-		l.log.Debug("veloq: TLS handshake failed", "remote", c.raddr, "err", err)
+		l.log.Debug("veloq: TLS handshake failed", "remote", c.RemoteAddr(), "err", err)
 	}
 	c.err = fmt.Errorf("%w: handshake: %w", ErrTLS, err)
 	l.closeGracefully(c)

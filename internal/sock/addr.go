@@ -53,3 +53,27 @@ func resolveTCP(network, address string) (ap netip.AddrPort, v4 bool, err error)
 	}
 	return ap, false, nil
 }
+
+// Peer is an accepted connection's peer address: IP, when it has an IP
+// address and port, which costs no allocation, else Addr (a Unix
+// socket's), or neither when unknown.
+type Peer struct {
+	IP   netip.AddrPort
+	Addr net.Addr
+}
+
+// tcpAddr is a net.TCPAddr with room for its IP, so that an address is one
+// allocation instead of two.
+type tcpAddr struct {
+	a  net.TCPAddr
+	ip [16]byte
+}
+
+// NewTCPAddr returns a *net.TCPAddr of ip (copied) and port in one
+// allocation.
+func NewTCPAddr(ip []byte, port int) *net.TCPAddr {
+	t := new(tcpAddr)
+	n := copy(t.ip[:], ip)
+	t.a = net.TCPAddr{IP: t.ip[:n:n], Port: port}
+	return &t.a
+}

@@ -136,20 +136,6 @@ func Socket(family int) (int, error) {
 	return fd, nil
 }
 
-// tcpAddr is a net.TCPAddr with room for its IP, so that an address is one
-// allocation instead of two.
-type tcpAddr struct {
-	a  net.TCPAddr
-	ip [16]byte
-}
-
-func newTCPAddr(ip []byte, port int) *net.TCPAddr {
-	t := new(tcpAddr)
-	n := copy(t.ip[:], ip)
-	t.a = net.TCPAddr{IP: t.ip[:n:n], Port: port}
-	return &t.a
-}
-
 // NoDelayByDefault: a new socket has Nagle's algorithm on, so only
 // turning it off needs a call.
 const NoDelayByDefault = false

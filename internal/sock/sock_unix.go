@@ -90,9 +90,9 @@ func Connected(fd int) bool {
 func toNet(sa unix.Sockaddr) net.Addr {
 	switch s := sa.(type) {
 	case *unix.SockaddrInet4:
-		return newTCPAddr(s.Addr[:], s.Port)
+		return NewTCPAddr(s.Addr[:], s.Port)
 	case *unix.SockaddrInet6:
-		return newTCPAddr(s.Addr[:], s.Port)
+		return NewTCPAddr(s.Addr[:], s.Port)
 	case *unix.SockaddrUnix:
 		name := s.Name
 		if name == "" {

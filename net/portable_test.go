@@ -45,3 +45,20 @@ func TestPortableIdleConnHoldsNoBuffer(t *testing.T) {
 	perConn := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
 	require.Less(t, perConn, int64(8<<10), "heap bytes per idle connection")
 }
+
+// A portable server gets no spare P: its loop waits in the Go scheduler,
+// without holding one, and a spare P only moved its helpers' wake-ups to
+// another thread. NewServer raises GOMAXPROCS for the other backends.
+func TestPortableNoSpareP(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	s := startServer(t, BackendPortable, echoHandler(), WithLoops(1))
+	require.Equal(t, 1, runtime.GOMAXPROCS(0))
+	// And it serves on the one P.
+	c := dial(t, s)
+	_, err := c.Write([]byte("ping"))
+	require.NoError(t, err)
+	buf := make([]byte, 4)
+	_, err = io.ReadFull(c, buf)
+	require.NoError(t, err)
+	require.Equal(t, "ping", string(buf))
+}

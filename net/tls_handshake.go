@@ -286,16 +286,21 @@ type hsCoro struct {
 	next func() (struct{}, bool)
 	stop func()
 	t    *tlsLayer // the handshake it runs; nil once that ended
+	gid  int       // its goroutine, on an unlocked loop (Loop.InLoop)
 }
 
 // maxIdleCoros bounds the idle handshake coroutines a loop keeps.
 const maxIdleCoros = 32
 
 // newHSCoro starts an idle coroutine on the loop's goroutine (a coroutine
-// must be created and resumed on one thread, here the loop's locked one).
-func newHSCoro() *hsCoro {
+// must be created and resumed on one thread, here the loop's locked one,
+// or on one goroutine, an unlocked loop's, which then needs its id).
+func newHSCoro(unlocked bool) *hsCoro {
 	co := &hsCoro{}
 	co.next, co.stop = iter.Pull(func(yield func(struct{}) bool) {
+		if unlocked {
+			co.gid = goroutineID()
+		}
 		for yield(struct{}{}) { // idle until given a handshake
 			t := co.t
 			h := t.tr.hs
@@ -322,7 +327,7 @@ func (l *Loop) tlsStep(c *Conn, t *tlsLayer) {
 			l.tls.idle[n-1] = nil
 			l.tls.idle = l.tls.idle[:n-1]
 		} else {
-			h.co = newHSCoro()
+			h.co = newHSCoro(l.unlocked)
 		}
 		h.co.t = t
 	}
@@ -341,7 +346,13 @@ func (l *Loop) tlsStep(c *Conn, t *tlsLayer) {
 // loop's idle ones.
 func (l *Loop) resume(h *tlsHandshake) (ended bool) {
 	co := h.co
-	co.next()
+	if l.unlocked {
+		l.coro.Store(int64(co.gid))
+		co.next()
+		l.coro.Store(0)
+	} else {
+		co.next()
+	}
 	if co.t != nil {
 		return false
 	}

@@ -112,6 +112,11 @@ type sink interface {
 // poll.
 const maxAccepts = 64
 
+// maxReadsOnce bounds the reads of one connection's input in one go
+// (epoll, and the portable backend on unix), for the same reason: the
+// rest is read on the next poll.
+const maxReadsOnce = 8
+
 // Completion user_data / epoll token layout: op in the top 8 bits, a
 // generation in the next 24, the slot in the low 32. No pointer is ever
 // stored, so the kernel never holds a Go pointer.

@@ -73,10 +73,7 @@ const (
 	retryWatch
 )
 
-const (
-	connEvents   = epoll.In | epoll.Out | epoll.RDHup | epoll.EdgeTriggered
-	maxReadsOnce = 8
-)
+const connEvents = epoll.In | epoll.Out | epoll.RDHup | epoll.EdgeTriggered
 
 func newEpollBackend(cfg *Config, ev sink) (*epollBackend, error) {
 	p, err := epoll.New()

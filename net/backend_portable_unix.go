@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -90,9 +91,136 @@ func (b *portableBackend) connect(slot uint32, p *pconn) {
 		if b.live(slot, p) && p.connecting {
 			p.connecting = false
 			b.ev.connected(slot, cerr)
+			b.readLater(slot, p) // input that came with the connect
 		}
 	})
 }
+
+// portableReadSize is the loop's receive buffer, as epoll's: one per
+// loop, so it can be large.
+const portableReadSize = 64 << 10
+
+// preader is the reading half of a connection on unix: a watcher
+// goroutine waits in the runtime's poller for input and reports it; the
+// loop reads it itself. The connection holds no buffer, and a burst of
+// input costs the watcher one wake-up and the loop one queue report, where
+// a reader goroutine doing the reads cost two goroutine switches, a
+// channel hand-off, a report allocated and a deadline reset per read
+// (callgrind, tcpload -conns 64 -size 64 against echo-server -loops 1
+// -backend portable: 5,892 user-space instructions per echo before, 2,790
+// after; Go's net echo 1,728).
+type preader struct {
+	// readable: input may wait (the loop has seen no EAGAIN since the
+	// last report); the loop's.
+	readable bool
+	// posted: a report is queued, or the loop holds one back while it is
+	// not reading. The watcher reports only when it is unset, and the loop
+	// unsets it just before it reads to EAGAIN, so every arrival after
+	// that read's start raises a report of its own.
+	posted atomic.Bool
+	report func() // the report, made once per connection
+}
+
+// init: no input is read until setReading, and the first read is
+// tried then, since input may have come before the watcher began.
+func (r *preader) init() {
+	r.readable = true
+	r.posted.Store(true)
+}
+
+// run starts p's watcher; p.nc is set.
+func (b *portableBackend) run(slot uint32, p *pconn) {
+	p.report = func() {
+		p.readable = true
+		b.read(slot, p)
+	}
+	p.wg.Add(1)
+	go b.watcher(p)
+}
+
+// watcher reports p readable each time the poller says so, until close
+// closes net's descriptor. It stays in one RawConn.Read for the
+// connection's life: a new RawConn.Read would forget readiness the
+// poller saw before it, but within one every edge after the last call of
+// the function makes it run again (edge-triggered, as epoll: a new
+// arrival is a new edge), so nothing needs to be read here.
+func (b *portableBackend) watcher(p *pconn) {
+	defer p.wg.Done()
+	_ = rawConn(p.nc, func(rc syscall.RawConn) error {
+		return rc.Read(func(uintptr) bool {
+			if p.posted.CompareAndSwap(false, true) {
+				b.post(p.report)
+			}
+			return false
+		})
+	})
+}
+
+// canRead says whether the loop takes slot's input now.
+func (b *portableBackend) canRead(slot uint32, p *pconn) bool {
+	return b.live(slot, p) && p.want && !p.eof && !p.connecting
+}
+
+// read takes slot's input on the loop until EAGAIN (a FIN that came
+// with the data raises no report of its own, and the watcher cannot tell
+// it apart, so a short read is not taken for drained as on epoll), at
+// most maxReadsOnce reads in one go.
+func (b *portableBackend) read(slot uint32, p *pconn) {
+	if !b.canRead(slot, p) || !p.readable {
+		return // posted stays set: setReading or the connect reads later
+	}
+	p.posted.Store(false)
+	if b.readBuf == nil {
+		b.readBuf = make([]byte, portableReadSize)
+	}
+	for i := 0; ; i++ {
+		if i == maxReadsOnce {
+			b.later(p.report)
+			return
+		}
+		n, err := sock.RawRead(p.fd, b.readBuf)
+		switch {
+		case err == syscall.EAGAIN:
+			p.readable = false
+			return
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			b.ev.failed(slot, os.NewSyscallError("read", err))
+			return
+		case n == 0:
+			p.eof = true
+			b.ev.eof(slot)
+			return
+		}
+		b.ev.input(slot, b.readBuf[:n], -1)
+		if !b.canRead(slot, p) {
+			return
+		}
+	}
+}
+
+// readLater reads slot's input on the next poll if some may wait: not
+// from inside the call that turned reading on, which a handler makes.
+func (b *portableBackend) readLater(slot uint32, p *pconn) {
+	if b.canRead(slot, p) && p.readable {
+		b.later(p.report)
+	}
+}
+
+func (b *portableBackend) setReading(slot uint32, on bool) {
+	p := b.conns[slot]
+	p.want = on
+	if on {
+		b.readLater(slot, p)
+	}
+}
+
+// pace needs nothing: the loop reads one buffer at a time, and stops as
+// soon as it no longer wants input.
+func (b *portableBackend) pace(uint32) {}
+
+func (b *portableBackend) recycle(uint16) {} // reads land in the loop's buffer: nothing is kept
 
 // sockOpts are the TCP options the loop set (configure) that
 // net.FileConn overrides: it turns TCP_NODELAY on and keep-alive on with

@@ -4,9 +4,13 @@ package net
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/veloq/veloq/internal/sock"
 )
@@ -154,3 +158,107 @@ func (b *portableBackend) accepted(idx uint32, ln *plisten, h int, peer net.Addr
 // interrupt ends a waiting Accept; the handle itself is closed by the
 // loop after listenerClosed, as a descriptor is elsewhere.
 func (ln *plisten) interrupt() { _ = ln.ln.Close() }
+
+// portableReadSize is each connection's receive buffer on Windows:
+// net/http's bufio reader is 4 KiB; 16 KiB keeps a bulk transfer at a
+// few reads per TLS record-sized chunk while idle connections stay cheap.
+const portableReadSize = 16 << 10
+
+// preader is the reading half of a connection on Windows: a reader
+// goroutine does a blocking Read into its own buffer when the loop grants
+// it one, and hands the bytes over; the next read is granted only once
+// the loop has taken them, so at most one buffer per connection is ahead
+// of the handler (pace is the default), and setReading(false) interrupts
+// a waiting Read with a past read deadline. (IOCP reports a read done,
+// not a socket ready, so the loop cannot read for itself as on unix.)
+type preader struct {
+	busy  bool          // a read is granted and not yet reported
+	mu    sync.Mutex    // guards want against the reader
+	grant chan struct{} // one token per read the loop allows
+}
+
+func (r *preader) init() { r.grant = make(chan struct{}, 1) }
+
+// run starts p's reader; p.nc is set. The writer starts with the first
+// write (every write goes through it here: rawWritev answers EAGAIN).
+func (b *portableBackend) run(slot uint32, p *pconn) {
+	p.wg.Add(1)
+	go b.reader(slot, p)
+}
+
+// aLongTimeAgo is a read deadline that has passed: it ends a waiting Read.
+var aLongTimeAgo = time.Unix(1, 0)
+
+func (b *portableBackend) reader(slot uint32, p *pconn) {
+	defer p.wg.Done()
+	buf := make([]byte, portableReadSize)
+	for {
+		select {
+		case <-p.grant:
+		case <-p.done:
+			return
+		}
+		// Under mu, so a setReading(false) that follows sets its past
+		// deadline after this clear and ends the Read.
+		p.mu.Lock()
+		if p.want {
+			_ = p.nc.SetReadDeadline(time.Time{})
+		}
+		p.mu.Unlock()
+		n, err := p.nc.Read(buf)
+		b.post(func() { b.readDone(slot, p, buf[:n], err) })
+	}
+}
+
+// readDone reports one read on the loop and grants the next.
+func (b *portableBackend) readDone(slot uint32, p *pconn, data []byte, err error) {
+	if !b.live(slot, p) {
+		return
+	}
+	if len(data) > 0 {
+		// The reader waits for the next grant, so data stays valid for
+		// the whole report.
+		b.ev.input(slot, data, -1)
+		if !b.live(slot, p) {
+			return
+		}
+	}
+	p.busy = false
+	switch {
+	case err == nil || errors.Is(err, os.ErrDeadlineExceeded):
+	case errors.Is(err, io.EOF):
+		p.eof = true
+		b.ev.eof(slot)
+		return
+	default:
+		b.ev.failed(slot, err)
+		return
+	}
+	b.grantRead(p)
+}
+
+// grantRead lets the reader read once. Not before a dial is done (nc is
+// set then, and the connect's report grants the read).
+func (b *portableBackend) grantRead(p *pconn) {
+	if p.busy || p.eof || p.closed || !p.want || p.nc == nil {
+		return
+	}
+	p.busy = true
+	p.grant <- struct{}{}
+}
+
+func (b *portableBackend) setReading(slot uint32, on bool) {
+	p := b.conns[slot]
+	p.mu.Lock()
+	p.want = on
+	if !on && p.busy {
+		_ = p.nc.SetReadDeadline(aLongTimeAgo)
+	}
+	p.mu.Unlock()
+	b.grantRead(p)
+}
+
+// pace needs nothing: the reader is one buffer ahead at most.
+func (b *portableBackend) pace(uint32) {}
+
+func (b *portableBackend) recycle(uint16) {} // reads land in the reader's buffer: nothing is kept

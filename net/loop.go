@@ -83,10 +83,14 @@ type Loop struct {
 	told    atomic.Int64
 	stopped chan struct{}
 
-	tid           int // the loop's OS thread, for InLoop
-	stepTID       int // the thread id of the TLS handshake coroutine a step runs, 0 between steps
+	tid           int  // the loop's OS thread (goroutine if unlocked), for InLoop
+	unlocked      bool // an unpinned portable loop: not locked to its thread
 	lastAcceptLog int64
 	stats         loopCounters
+	// coro is the id (as tid) of the handshake coroutine the loop runs now
+	// (0: none), for InLoop: a coroutine is a goroutine of its own, which
+	// on Linux a locked loop's thread id covers, but not elsewhere.
+	coro atomic.Int64
 
 	// User code (handler callbacks, posted, timer, deferred and drain
 	// functions) runs between enterUser and leaveUser. userSeq counts the
@@ -215,14 +219,18 @@ func (l *Loop) Done() <-chan struct{} { return l.stopped }
 // coroutine of a TLS handshake the loop is running (which stands in for
 // it). The loop's goroutine is locked to one OS thread for its whole life
 // and no other goroutine runs on a locked thread, so comparing thread ids
-// is exact. It costs a system call: use it in assertions, not on hot
-// paths.
-func (l *Loop) InLoop() bool { return l.onThread(threadID()) }
-
-// onThread reports whether id, a threadID, is the loop's. Outside Linux
-// threadID names goroutines, and a handshake coroutine is a goroutine of
-// its own on the loop's thread, so the step that runs one names it.
-func (l *Loop) onThread(id int) bool { return id == l.tid || id == l.stepTID && id != 0 }
+// is exact; an unpinned portable loop, which is not locked, compares
+// goroutine ids. Outside Linux threadID names goroutines too, and a
+// handshake coroutine is a goroutine of its own on the loop's thread, so
+// the step that runs one names it (coro). It costs a system call or a
+// stack header: use it in assertions, not on hot paths.
+func (l *Loop) InLoop() bool {
+	id := threadID()
+	if l.unlocked {
+		id = goroutineID()
+	}
+	return id == l.tid || int64(id) == l.coro.Load()
+}
 
 // Logger returns the loop's logger.
 func (l *Loop) Logger() *slog.Logger { return l.log }
@@ -255,6 +263,19 @@ func (l *Loop) run(ready chan<- error) {
 		return
 	}
 	l.be, l.backend = be, name
+	if name == BackendPortable && l.cfg.CPU < 0 {
+		// The portable loop waits in the Go scheduler (a channel), not in
+		// a system call. A locked goroutine that parks hands its P to
+		// another thread, and its wake-up hands it back: two futex
+		// wake-ups and two thread switches per park (pprof of a
+		// 64-connection echo: futex and the hand-offs 15% of the server's
+		// CPU; 0.45-0.55 voluntary context switches per echo, 0.01-0.1
+		// unlocked). Unlocked, a park is a goroutine switch; nothing else
+		// needs the thread unless it is pinned.
+		runtime.UnlockOSThread()
+		l.unlocked = true
+		l.tid = goroutineID()
+	}
 	ready <- nil
 	if l.cfg.BlockThreshold > 0 {
 		go l.watch(l.cfg.BlockThreshold)
@@ -491,12 +512,17 @@ func (l *Loop) reportStall(kind string, atLeast time.Duration) {
 // finds no user call running is another goroutine. A goroutine that calls
 // while the loop happens to run a callback is not caught by it; race
 // builds (raceBuild) add an exact check of the OS thread, which costs a
-// system call.
+// system call. Not on an unlocked loop, where the exact check reads the
+// goroutine id from a traceback of the caller's stack: on every Conn
+// call that made a race build's loop so slow that a pipelined flood kept
+// another client waiting 0.2-1.3 s (TestPipelinedFloodKeepsLoopFair, 1 s
+// allowed); the race detector still reports the unsynchronised accesses
+// such a misplaced call makes.
 func (l *Loop) onLoop() bool {
 	if l.userSeq.Load()&1 == 0 {
 		return false
 	}
-	return !raceBuild || l.onThread(threadID())
+	return !raceBuild || l.unlocked || l.InLoop()
 }
 
 // watch is the blocked-loop watchdog: it samples userSeq every interval d

@@ -68,8 +68,10 @@ func WithBalance(b Balance) Option { return func(o *options) { o.balance = b } }
 // kernel; with no P to spare, the rest of the program (timers, offloaded
 // work, the garbage collector's workers) runs only when Go's monitor
 // thread takes a P back from a waiting loop, which it then checks for
-// every 20 µs: measured at up to a quarter of a busy loop's CPU. Turn it
-// off when the program manages GOMAXPROCS itself.
+// every 20 µs: measured at up to a quarter of a busy loop's CPU. A
+// portable backend's loop waits in the Go scheduler, without its P, and
+// gets no spare one. Turn it off when the program manages GOMAXPROCS
+// itself.
 func WithGOMAXPROCS(adjust bool) Option { return func(o *options) { o.procs = adjust } }
 
 // WithBatchWait sets how long a loop may hold a wake-up back to take

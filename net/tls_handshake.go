@@ -283,7 +283,7 @@ func (l *Loop) deferTLSSteps() {
 // several times during a handshake: 3.7% of a server's CPU under a flood
 // of full handshakes, measured with pprof).
 type hsCoro struct {
-	tid  int // the coroutine's threadID
+	id   int // its threadID, or its goroutine on an unlocked loop (Loop.InLoop)
 	next func() (struct{}, bool)
 	stop func()
 	t    *tlsLayer // the handshake it runs; nil once that ended
@@ -293,11 +293,15 @@ type hsCoro struct {
 const maxIdleCoros = 32
 
 // newHSCoro starts an idle coroutine on the loop's goroutine (a coroutine
-// must be created and resumed on one thread, here the loop's locked one).
-func newHSCoro() *hsCoro {
+// must be created and resumed on one thread, here the loop's locked one,
+// or on one goroutine, an unlocked loop's, which then needs its id).
+func newHSCoro(unlocked bool) *hsCoro {
 	co := &hsCoro{}
 	co.next, co.stop = iter.Pull(func(yield func(struct{}) bool) {
-		co.tid = threadID()
+		co.id = threadID()
+		if unlocked {
+			co.id = goroutineID()
+		}
 		for yield(struct{}{}) { // idle until given a handshake
 			t := co.t
 			h := t.tr.hs
@@ -324,7 +328,7 @@ func (l *Loop) tlsStep(c *Conn, t *tlsLayer) {
 			l.tls.idle[n-1] = nil
 			l.tls.idle = l.tls.idle[:n-1]
 		} else {
-			h.co = newHSCoro()
+			h.co = newHSCoro(l.unlocked)
 		}
 		h.co.t = t
 	}
@@ -343,9 +347,9 @@ func (l *Loop) tlsStep(c *Conn, t *tlsLayer) {
 // loop's idle ones.
 func (l *Loop) resume(h *tlsHandshake) (ended bool) {
 	co := h.co
-	l.stepTID = co.tid
+	l.coro.Store(int64(co.id))
 	co.next()
-	l.stepTID = 0
+	l.coro.Store(0)
 	if co.t != nil {
 		return false
 	}

@@ -826,7 +826,7 @@ func TestTLSOversizedRecord(t *testing.T) {
 func TestTLSSilentPeersCostNoGoroutine(t *testing.T) {
 	forEachTLSPlacement(t, func(t *testing.T, b Backend, place Option) {
 		if b == BackendPortable {
-			t.Skip("the portable backend has a reader and a writer goroutine per connection by design")
+			t.Skip("the portable backend has a goroutine per connection by design (a watcher; a reader on Windows)")
 		}
 		const n = 100
 		s := startTLS(t, b, place, echoHandler(), nil, WithLoops(1))

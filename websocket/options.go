@@ -115,6 +115,9 @@ func WithCloseHandshakeTimeout(d time.Duration) Option {
 // yet sent. A message that would go over it is not written and the write
 // returns [ErrOutputFull]: a peer that stops reading cannot make the
 // server buffer without bound (broadcasts skip it). Default 4 MiB.
+// On Windows a write counts as pending until its completion reaches the
+// loop, which can be after the peer has read it: leave room for one
+// message in flight above what a reader that keeps up needs.
 func WithMaxPendingOutput(n int) Option {
 	return func(c *config) {
 		if n > 0 {

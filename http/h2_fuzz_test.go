@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -48,7 +47,7 @@ func FuzzHTTP2Frames(f *testing.F) {
 	var addrs []string
 	for _, b := range backendtest.All[vnet.Backend]() {
 		if err := b.Available(); err != nil {
-			if os.Getenv(backendtest.RequireUring) == "1" {
+			if backendtest.Required(string(b)) {
 				f.Fatalf("%s unavailable here: %v", b, err)
 			}
 			f.Logf("%s unavailable here, fuzzing without it: %v", b, err)

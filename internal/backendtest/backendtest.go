@@ -58,13 +58,19 @@ func Run[B Backend](t *testing.T, f func(t *testing.T, b B)) {
 // "the kernel refused" with only the epoll half of the table run.
 const RequireUring = "VELOQ_REQUIRE_URING"
 
+// Required reports whether backend must run here: io_uring on Linux when
+// RequireUring is 1. io_uring exists only on Linux, so elsewhere (the
+// Windows build under Wine in CI, which inherits the variable) the
+// requirement is moot.
+func Required(backend string) bool {
+	return backend == "uring" && os.Getenv(RequireUring) == "1" && runtime.GOOS == "linux"
+}
+
 // SkipUnavailable skips t because backend cannot run here, for reason
-// why; for io_uring it fails t instead when RequireUring is set to 1.
+// why; it fails t instead when the backend is Required.
 func SkipUnavailable(t testing.TB, backend string, why error) {
 	t.Helper()
-	// io_uring exists only on Linux: elsewhere (the Windows build under
-	// Wine in CI, which inherits the variable) the requirement is moot.
-	if backend == "uring" && os.Getenv(RequireUring) == "1" && runtime.GOOS == "linux" {
+	if Required(backend) {
 		t.Fatalf("%s unavailable here: %v (%s=1 requires it)", backend, why, RequireUring)
 	}
 	t.Skipf("%s unavailable here: %v", backend, why)

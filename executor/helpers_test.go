@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,6 +134,22 @@ func (l *testLoop) close() {
 		l.closed = true
 		close(l.quit)
 	}
+}
+
+// burnSink keeps burn's result alive, so the compiler cannot drop the loop.
+var burnSink atomic.Uint64
+
+// burn does n steps of a dependent multiply-add chain: a fixed amount of
+// CPU work (about 2 ns a step on this machine) that, unlike spin, does not
+// depend on the clock's resolution. Under Wine the clock that time.Now reads
+// (KUSER_SHARED_DATA's interrupt time) advances in steps of 3 to 10 ms, so
+// spin(time.Microsecond) lasts milliseconds there.
+func burn(n int) {
+	x := burnSink.Load()
+	for range n {
+		x = x*6364136223846793005 + 1442695040888963407
+	}
+	burnSink.Store(x)
 }
 
 // spin busy-waits for about d without blocking the thread.

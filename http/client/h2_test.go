@@ -2,7 +2,6 @@ package client
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -17,8 +16,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 
+	"github.com/veloq/veloq/http/internal/upstreamtest"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -228,50 +227,13 @@ func TestH2MaxConcurrentStreams(t *testing.T) {
 	})
 }
 
-// rawH2 is a minimal HTTP/2 server for faults net/http does not make: it
-// reads the preface, then hands each request's stream id to onReq.
-func rawH2(t *testing.T, onReq func(fr *http2.Framer, enc func(...string) []byte, id uint32, conn int)) string {
-	return rawUpstream(t, func(c net.Conn, br *bufio.Reader, i int) {
-		preface := make([]byte, len(http2.ClientPreface))
-		if _, err := io.ReadFull(br, preface); err != nil {
-			return
-		}
-		fr := http2.NewFramer(c, br)
-		fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-		var buf bytes.Buffer
-		e := hpack.NewEncoder(&buf)
-		enc := func(kv ...string) []byte {
-			buf.Reset()
-			for j := 0; j < len(kv); j += 2 {
-				_ = e.WriteField(hpack.HeaderField{Name: kv[j], Value: kv[j+1]})
-			}
-			return append([]byte(nil), buf.Bytes()...)
-		}
-		_ = fr.WriteSettings()
-		for {
-			f, err := fr.ReadFrame()
-			if err != nil {
-				return
-			}
-			switch f := f.(type) {
-			case *http2.SettingsFrame:
-				if !f.IsAck() {
-					_ = fr.WriteSettingsAck()
-				}
-			case *http2.MetaHeadersFrame:
-				onReq(fr, enc, f.StreamID, i)
-			}
-		}
-	})
-}
-
 // GOAWAY: streams above its last stream id are retried on a new
 // connection; the old one takes no new streams.
 func TestH2GoAwayRetries(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		var mu sync.Mutex
 		seen := 0
-		addr := rawH2(t, func(fr *http2.Framer, enc func(...string) []byte, id uint32, conn int) {
+		addr := upstreamtest.RawH2(t, func(fr *http2.Framer, enc func(...string) []byte, id uint32, conn int) {
 			mu.Lock()
 			seen++
 			first := conn == 0 && seen == 2
@@ -507,7 +469,7 @@ func TestH2DialRefused(t *testing.T) {
 // GOAWAY on a new one).
 func TestH2RefusedStreamRetried(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		addr := rawH2(t, func(fr *http2.Framer, enc func(...string) []byte, id uint32, conn int) {
+		addr := upstreamtest.RawH2(t, func(fr *http2.Framer, enc func(...string) []byte, id uint32, conn int) {
 			if conn == 0 {
 				_ = fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
 				_ = fr.WriteGoAway(id, http2.ErrCodeNo, nil)
@@ -531,7 +493,7 @@ func TestH2RefusedStreamRetried(t *testing.T) {
 // connection, a stream error (DATA before the head) only the stream.
 func TestH2MalformedUpstream(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
-		addr := rawH2(t, func(fr *http2.Framer, enc func(...string) []byte, id uint32, conn int) {
+		addr := upstreamtest.RawH2(t, func(fr *http2.Framer, enc func(...string) []byte, id uint32, conn int) {
 			switch {
 			case conn == 0 && id == 1:
 				_ = fr.WriteData(id, true, []byte("early"))

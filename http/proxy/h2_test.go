@@ -4,7 +4,6 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"net"
 	nethttp "net/http"
@@ -18,9 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 
-	"github.com/veloq/veloq/internal/backendtest"
+	"github.com/veloq/veloq/http/internal/upstreamtest"
 	vnet "github.com/veloq/veloq/net"
 )
 
@@ -119,34 +117,10 @@ func TestH2CUpstream(t *testing.T) {
 // connection closes, rather than left open until the server's stall
 // timeout, and the upstream is charged for it.
 func TestH2CUpstreamBodyPastContentLength(t *testing.T) {
-	up := backendtest.ServeTCP(t, func(c net.Conn, _ int) {
-		if _, err := io.ReadFull(c, make([]byte, len(http2.ClientPreface))); err != nil {
-			return
-		}
-		fr := http2.NewFramer(c, c)
-		if fr.WriteSettings() != nil {
-			return
-		}
-		var block bytes.Buffer
-		enc := hpack.NewEncoder(&block)
-		for {
-			f, err := fr.ReadFrame()
-			if err != nil {
-				return
-			}
-			switch f := f.(type) {
-			case *http2.SettingsFrame:
-				if !f.IsAck() {
-					_ = fr.WriteSettingsAck()
-				}
-			case *http2.HeadersFrame:
-				block.Reset()
-				_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
-				_ = enc.WriteField(hpack.HeaderField{Name: "content-length", Value: "4"})
-				_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: f.StreamID, BlockFragment: block.Bytes(), EndHeaders: true})
-				_ = fr.WriteData(f.StreamID, true, []byte("abcdefgh"))
-			}
-		}
+	up := upstreamtest.RawH2(t, func(fr *http2.Framer, enc func(...string) []byte, id uint32, _ int) {
+		block := enc(":status", "200", "content-length", "4")
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndHeaders: true})
+		_ = fr.WriteData(id, true, []byte("abcdefgh"))
 	})
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		p := newProxy(t, WithUpstreams("h2c://"+up))

@@ -167,9 +167,6 @@ func TestBadAddressErrors(t *testing.T) {
 		s := startServer(t, b, echoHandler(), WithLoops(1))
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				if tt.network == "unix" {
-					backendtest.SkipUnderWine(t, "it has no AF_UNIX sockets")
-				}
 				_, err := Listen(tt.network, tt.address, echoHandler(), WithBackend(b), WithLoops(1), WithLogger(testLogger(t)))
 				requireAddressError(t, err, tt.is, tt.contains)
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -77,3 +77,12 @@ func NewTCPAddr(ip []byte, port int) *net.TCPAddr {
 	t.a = net.TCPAddr{IP: t.ip[:n:n], Port: port}
 	return &t.a
 }
+
+// checkUnixPath refuses a Unix socket path that does not fit a
+// sockaddr_un of max path bytes (the terminating NUL included).
+func checkUnixPath(address string, max int) error {
+	if len(address) >= max {
+		return fmt.Errorf("veloq: unix socket path too long: %q", address)
+	}
+	return nil
+}

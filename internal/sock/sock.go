@@ -26,8 +26,8 @@ type Addr struct {
 func Resolve(network, address string) (Addr, error) {
 	switch network {
 	case "unix":
-		if len(address) >= len(unix.RawSockaddrUnix{}.Path) {
-			return Addr{}, fmt.Errorf("veloq: unix socket path too long: %q", address)
+		if err := checkUnixPath(address, len(unix.RawSockaddrUnix{}.Path)); err != nil {
+			return Addr{}, err
 		}
 		sa := &unix.SockaddrUnix{Name: address}
 		return Addr{Family: unix.AF_UNIX, SA: sa, Net: &net.UnixAddr{Name: address, Net: "unix"}}, nil

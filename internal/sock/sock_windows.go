@@ -106,6 +106,10 @@ type Addr struct {
 func Resolve(network, address string) (Addr, error) {
 	switch network {
 	case "unix": // AF_UNIX stream sockets exist since Windows 10 1803
+		// afunix.h's sockaddr_un has a 108-byte path, as Linux's.
+		if err := checkUnixPath(address, 108); err != nil {
+			return Addr{}, err
+		}
 		ua := &net.UnixAddr{Name: address, Net: "unix"}
 		return Addr{Family: syscall.AF_UNIX, SA: ua, Net: ua}, nil
 	case "tcp", "tcp4", "tcp6":

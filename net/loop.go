@@ -225,11 +225,17 @@ func (l *Loop) Done() <-chan struct{} { return l.stopped }
 // the step that runs one names it (coro). It costs a system call or a
 // stack header: use it in assertions, not on hot paths.
 func (l *Loop) InLoop() bool {
-	id := threadID()
-	if l.unlocked {
-		id = goroutineID()
-	}
+	id := l.callerID()
 	return id == l.tid || int64(id) == l.coro.Load()
+}
+
+// callerID names the caller as tid names the loop: its thread, or its
+// goroutine when the loop is unlocked.
+func (l *Loop) callerID() int {
+	if l.unlocked {
+		return goroutineID()
+	}
+	return threadID()
 }
 
 // Logger returns the loop's logger.
@@ -274,7 +280,7 @@ func (l *Loop) run(ready chan<- error) {
 		// needs the thread unless it is pinned.
 		runtime.UnlockOSThread()
 		l.unlocked = true
-		l.tid = goroutineID()
+		l.tid = l.callerID()
 	}
 	ready <- nil
 	if l.cfg.BlockThreshold > 0 {

@@ -295,13 +295,10 @@ const maxIdleCoros = 32
 // newHSCoro starts an idle coroutine on the loop's goroutine (a coroutine
 // must be created and resumed on one thread, here the loop's locked one,
 // or on one goroutine, an unlocked loop's, which then needs its id).
-func newHSCoro(unlocked bool) *hsCoro {
+func newHSCoro(l *Loop) *hsCoro {
 	co := &hsCoro{}
 	co.next, co.stop = iter.Pull(func(yield func(struct{}) bool) {
-		co.id = threadID()
-		if unlocked {
-			co.id = goroutineID()
-		}
+		co.id = l.callerID()
 		for yield(struct{}{}) { // idle until given a handshake
 			t := co.t
 			h := t.tr.hs
@@ -328,7 +325,7 @@ func (l *Loop) tlsStep(c *Conn, t *tlsLayer) {
 			l.tls.idle[n-1] = nil
 			l.tls.idle = l.tls.idle[:n-1]
 		} else {
-			h.co = newHSCoro(l.unlocked)
+			h.co = newHSCoro(l)
 		}
 		h.co.t = t
 	}

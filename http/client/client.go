@@ -2,6 +2,7 @@ package client
 
 import (
 	"crypto/tls"
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -221,21 +222,40 @@ func (c *Client) state(l *vnet.Loop) *loopState {
 
 // Stats counts a Client's requests and connections, in total and per
 // upstream (summed over loops).
+//
+// A call ends in one of three ways: complete, failed (Errors) or given up
+// by its caller (Canceled). Only Errors says something went wrong; a
+// cancellation is the caller's choice, such as a proxy whose client left
+// (a load generator stopping closes its connections with requests in
+// flight: one cancellation each). A cancelled HTTP/1 call's connection
+// is closed unless the rest of its response is short (see Call.Cancel),
+// so cancellations are also why NewConns may exceed the connections a
+// steady load needs.
 type Stats struct {
 	Requests    uint64 // calls sent (retries not counted again)
 	NewConns    uint64 // connections dialed
 	ReusedConns uint64 // requests sent on a pooled connection
 	Retries     uint64 // calls retried on a fresh connection
-	Errors      uint64 // calls that ended with an error
-	Upstreams   []UpstreamStats
+	// Errors counts the calls that failed: the upstream or the network
+	// failed them (ErrUpstreamClosed, ErrTimeout, ErrDial, a
+	// *ProtocolError), or the client refused them (ErrQueueFull,
+	// ErrInvalidRequest, ErrClientClosed). Cancellations are not counted
+	// here.
+	Errors uint64
+	// Canceled counts the calls their caller gave up (ErrCanceled:
+	// Call.Cancel, the context of Do, a Response.Body closed early).
+	Canceled  uint64
+	Upstreams []UpstreamStats
 }
 
 // UpstreamStats are one upstream's counters, summed over the loops, and
-// its connections now.
+// its connections now. Errs and Canceled are as Stats' Errors and
+// Canceled.
 type UpstreamStats struct {
 	Addr                                           string
 	TLS                                            bool
 	Requests, NewConns, ReusedConns, Retries, Errs uint64
+	Canceled                                       uint64
 	Open, Idle, Queued                             int
 }
 
@@ -259,6 +279,7 @@ func (c *Client) Stats() Stats {
 		us.ReusedConns += u.st.reused.Load()
 		us.Retries += u.st.retries.Load()
 		us.Errs += u.st.errors.Load()
+		us.Canceled += u.st.canceled.Load()
 		us.Open += int(u.st.open.Load())
 		us.Idle += int(u.st.idle.Load())
 		us.Queued += int(u.st.queued.Load())
@@ -269,6 +290,7 @@ func (c *Client) Stats() Stats {
 		s.ReusedConns += us.ReusedConns
 		s.Retries += us.Retries
 		s.Errors += us.Errs
+		s.Canceled += us.Canceled
 	}
 	return s
 }
@@ -276,6 +298,16 @@ func (c *Client) Stats() Stats {
 // upStats are one loop's counters for one upstream: written only by that
 // loop (no contention), read by Stats from any goroutine.
 type upStats struct {
-	requests, newConns, reused, retries, errors atomic.Uint64
-	open, idle, queued                          atomic.Int64
+	requests, newConns, reused, retries, errors, canceled atomic.Uint64
+	open, idle, queued                                    atomic.Int64
+}
+
+// countEnd counts a call that ended with err: a failure, or the caller's
+// cancellation.
+func (st *upStats) countEnd(err error) {
+	if errors.Is(err, ErrCanceled) {
+		st.canceled.Add(1)
+		return
+	}
+	st.errors.Add(1)
 }

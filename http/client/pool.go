@@ -84,7 +84,7 @@ func (call *Call) endDeferred() { call.end(nil, call.endErr) }
 // done with the call.
 func (call *Call) end(trailer []Field, err error) {
 	if err != nil && call.up != nil {
-		call.up.st.errors.Add(1)
+		call.up.st.countEnd(err)
 	}
 	ls := call.ls
 	defer ls.recycle(call) // even if the handler panics

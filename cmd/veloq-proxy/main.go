@@ -228,8 +228,8 @@ func printStats(p *proxy.Proxy) {
 	if sent := c.NewConns + c.ReusedConns; sent > 0 {
 		reuse = float64(c.ReusedConns) / float64(sent)
 	}
-	fmt.Printf("veloq-proxy: client: %d requests, %d new upstream connections, %d on reused ones (reuse %.4f), %d retries, %d errors, %d canceled\n",
-		c.Requests, c.NewConns, c.ReusedConns, reuse, c.Retries, c.Errors, c.Canceled)
+	fmt.Printf("veloq-proxy: client: %d requests, %d new upstream connections, %d on reused ones (reuse %.4f), %d retries, %d errors, %d canceled (%d of their connections kept)\n",
+		c.Requests, c.NewConns, c.ReusedConns, reuse, c.Retries, c.Errors, c.Canceled, c.Drained)
 	if st.Upgrades > 0 {
 		fmt.Printf("veloq-proxy: %d upgrades (WebSocket and other tunnels), %d open at exit\n", st.Upgrades, st.Tunnels)
 	}

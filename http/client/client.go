@@ -228,9 +228,9 @@ func (c *Client) state(l *vnet.Loop) *loopState {
 // cancellation is the caller's choice, such as a proxy whose client left
 // (a load generator stopping closes its connections with requests in
 // flight: one cancellation each). A cancelled HTTP/1 call's connection
-// is closed unless the rest of its response is short (see Call.Cancel),
-// so cancellations are also why NewConns may exceed the connections a
-// steady load needs.
+// is closed unless the rest of its response is short (Drained; see
+// Call.Cancel), so cancellations are also why NewConns may exceed the
+// connections a steady load needs.
 type Stats struct {
 	Requests    uint64 // calls sent (retries not counted again)
 	NewConns    uint64 // connections dialed
@@ -244,19 +244,25 @@ type Stats struct {
 	Errors uint64
 	// Canceled counts the calls their caller gave up (ErrCanceled:
 	// Call.Cancel, the context of Do, a Response.Body closed early).
-	Canceled  uint64
+	Canceled uint64
+	// Drained counts the connections of cancelled calls that were kept:
+	// the rest of the response was read, discarded, and the connection
+	// pooled (see Call.Cancel).
+	Drained   uint64
 	Upstreams []UpstreamStats
 }
 
 // UpstreamStats are one upstream's counters, summed over the loops, and
-// its connections now. Errs and Canceled are as Stats' Errors and
-// Canceled.
+// its connections now. Errs, Canceled and Drained are as Stats' Errors,
+// Canceled and Drained. Open counts the connections dialing or open, Idle
+// and Draining (reading the rest of a cancelled call's response) among
+// them; Queued the calls waiting for one.
 type UpstreamStats struct {
 	Addr                                           string
 	TLS                                            bool
 	Requests, NewConns, ReusedConns, Retries, Errs uint64
-	Canceled                                       uint64
-	Open, Idle, Queued                             int
+	Canceled, Drained                              uint64
+	Open, Idle, Draining, Queued                   int
 }
 
 // Stats returns the Client's counters. Safe from any goroutine.
@@ -280,6 +286,8 @@ func (c *Client) Stats() Stats {
 		us.Retries += u.st.retries.Load()
 		us.Errs += u.st.errors.Load()
 		us.Canceled += u.st.canceled.Load()
+		us.Drained += u.st.drained.Load()
+		us.Draining += int(u.st.draining.Load())
 		us.Open += int(u.st.open.Load())
 		us.Idle += int(u.st.idle.Load())
 		us.Queued += int(u.st.queued.Load())
@@ -291,6 +299,7 @@ func (c *Client) Stats() Stats {
 		s.Retries += us.Retries
 		s.Errors += us.Errs
 		s.Canceled += us.Canceled
+		s.Drained += us.Drained
 	}
 	return s
 }
@@ -298,8 +307,8 @@ func (c *Client) Stats() Stats {
 // upStats are one loop's counters for one upstream: written only by that
 // loop (no contention), read by Stats from any goroutine.
 type upStats struct {
-	requests, newConns, reused, retries, errors, canceled atomic.Uint64
-	open, idle, queued                                    atomic.Int64
+	requests, newConns, reused, retries, errors, canceled, drained atomic.Uint64
+	open, idle, queued, draining                                   atomic.Int64
 }
 
 // countEnd counts a call that ended with err: a failure, or the caller's

@@ -123,6 +123,51 @@ func TestCancelClosesLongRest(t *testing.T) {
 	})
 }
 
+// A call cancelled before its head came drains no more than the bound:
+// a head announcing a long body, or a chunked one, ends the drain and
+// closes the connection.
+func TestDrainEndsOnLongHead(t *testing.T) {
+	heads := map[string]string{
+		"long":    fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", maxDrainBytes+1),
+		"chunked": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+	}
+	for name, head := range heads {
+		t.Run(name, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+				got, release := make(chan struct{}, 1), make(chan struct{})
+				addr := rawUpstream(t, func(c net.Conn, br *bufio.Reader, i int) {
+					if _, err := readReq(br); err != nil {
+						return
+					}
+					got <- struct{}{}
+					<-release
+					c.Write([]byte(head))
+					br.ReadByte() // until the client closes
+				})
+				var once sync.Once
+				free := func() { once.Do(func() { close(release) }) }
+				t.Cleanup(free) // before the upstream's cleanup waits for it
+				l := newLoop(t, b)
+				c := newClient(t, l)
+				r := &recorder{}
+				var call atomic.Pointer[Call]
+				require.NoError(t, l.Post(func() { call.Store(c.Send(l, &Request{Method: "GET", Addr: addr, Target: "/"}, r)) }))
+				<-got
+				require.NoError(t, l.Post(func() { call.Load().Cancel() }))
+				require.Eventually(t, r.done, 10*time.Second, time.Millisecond)
+				require.Equal(t, 1, upOf(c).Draining)
+				free()
+				require.Eventually(t, func() bool { return upOf(c).Open == 0 }, drainTimeout/2, time.Millisecond)
+				u := upOf(c)
+				require.Zero(t, u.Drained)
+				require.Zero(t, u.Draining)
+				require.Zero(t, u.Errs, "the drain's end is no error")
+				require.EqualValues(t, 1, u.Canceled)
+			})
+		})
+	}
+}
+
 // A connection draining a cancelled call's answer gives way to a call
 // that waits for a connection: the drain does not hold it up.
 func TestDrainGivesWayToWaitingCall(t *testing.T) {

@@ -220,16 +220,16 @@ func run(args []string) error {
 func printStats(p *proxy.Proxy) {
 	st := p.Stats()
 	for _, u := range st.Upstreams {
-		fmt.Printf("veloq-proxy: upstream %s %s: %d requests, %d retries, %d connect errors, %d resets, %d timeouts, %d bad answers, %d 5xx, %d ejections\n",
-			u.Addr, u.State, u.Requests, u.Retries, u.ConnectErrors, u.ResetErrors, u.Timeouts, u.BadResponses, u.Status5xx, u.Ejections)
+		fmt.Printf("veloq-proxy: upstream %s %s: %d requests, %d retries, %d connect errors, %d resets, %d timeouts, %d bad answers, %d 5xx, %d ejections, %d canceled (client left)\n",
+			u.Addr, u.State, u.Requests, u.Retries, u.ConnectErrors, u.ResetErrors, u.Timeouts, u.BadResponses, u.Status5xx, u.Ejections, u.Canceled)
 	}
 	c := st.Client
 	reuse := 0.0
 	if sent := c.NewConns + c.ReusedConns; sent > 0 {
 		reuse = float64(c.ReusedConns) / float64(sent)
 	}
-	fmt.Printf("veloq-proxy: client: %d requests, %d new upstream connections, %d on reused ones (reuse %.4f), %d retries, %d errors\n",
-		c.Requests, c.NewConns, c.ReusedConns, reuse, c.Retries, c.Errors)
+	fmt.Printf("veloq-proxy: client: %d requests, %d new upstream connections, %d on reused ones (reuse %.4f), %d retries, %d errors, %d canceled (%d of their connections kept)\n",
+		c.Requests, c.NewConns, c.ReusedConns, reuse, c.Retries, c.Errors, c.Canceled, c.Drained)
 	if st.Upgrades > 0 {
 		fmt.Printf("veloq-proxy: %d upgrades (WebSocket and other tunnels), %d open at exit\n", st.Upgrades, st.Tunnels)
 	}

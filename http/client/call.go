@@ -133,6 +133,7 @@ type Call struct {
 	retried    bool
 	unproc     uint8 // HTTP/2: retries of a stream the upstream did not process
 	started    bool  // a response byte arrived
+	drain      bool  // reads a cancelled call's rest and discards it (drain.go)
 	paused     bool
 	ph         phase
 	endErr     error
@@ -204,9 +205,18 @@ func (call *Call) Resume() {
 	}
 }
 
-// Cancel gives the call up: its connection is closed, not pooled, and
-// OnResponseEnd follows (from a deferred task) with ErrCanceled. It does
-// nothing once the call has ended or is ending.
+// Cancel gives the call up: OnResponseEnd follows (from a deferred task)
+// with ErrCanceled, and nothing more of the response is delivered. It
+// does nothing once the call has ended or is ending.
+//
+// On HTTP/2 the call's stream is reset. On HTTP/1 the connection is
+// closed, unless the rest of the response is short: when the request
+// was written whole and the response has not begun, or its body has at
+// most 64 KiB to come (by Content-Length), the connection reads the
+// rest, discards it and goes back to the pool (Stats.Drained). A rest
+// that turns out longer, chunked or delimited by the close, or that
+// does not come within a second, closes the connection then, and so
+// does a request waiting for a connection (WithMaxConnsPerHost reached).
 func (call *Call) Cancel() {
 	if call.ph == phaseFree || call.ph == phaseEnding {
 		return

@@ -2,6 +2,7 @@ package client
 
 import (
 	"crypto/tls"
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -221,22 +222,47 @@ func (c *Client) state(l *vnet.Loop) *loopState {
 
 // Stats counts a Client's requests and connections, in total and per
 // upstream (summed over loops).
+//
+// A call ends in one of three ways: complete, failed (Errors) or given up
+// by its caller (Canceled). Only Errors says something went wrong; a
+// cancellation is the caller's choice, such as a proxy whose client left
+// (a load generator stopping closes its connections with requests in
+// flight: one cancellation each). A cancelled HTTP/1 call's connection
+// is closed unless the rest of its response is short (Drained; see
+// Call.Cancel), so cancellations are also why NewConns may exceed the
+// connections a steady load needs.
 type Stats struct {
 	Requests    uint64 // calls sent (retries not counted again)
 	NewConns    uint64 // connections dialed
 	ReusedConns uint64 // requests sent on a pooled connection
 	Retries     uint64 // calls retried on a fresh connection
-	Errors      uint64 // calls that ended with an error
-	Upstreams   []UpstreamStats
+	// Errors counts the calls that failed: the upstream or the network
+	// failed them (ErrUpstreamClosed, ErrTimeout, ErrDial, a
+	// *ProtocolError), or the client refused them (ErrQueueFull,
+	// ErrInvalidRequest, ErrClientClosed). Cancellations are not counted
+	// here.
+	Errors uint64
+	// Canceled counts the calls their caller gave up (ErrCanceled:
+	// Call.Cancel, the context of Do, a Response.Body closed early).
+	Canceled uint64
+	// Drained counts the connections of cancelled calls that were kept:
+	// the rest of the response was read, discarded, and the connection
+	// pooled (see Call.Cancel).
+	Drained   uint64
+	Upstreams []UpstreamStats
 }
 
 // UpstreamStats are one upstream's counters, summed over the loops, and
-// its connections now.
+// its connections now. Errs, Canceled and Drained are as Stats' Errors,
+// Canceled and Drained. Open counts the connections dialing or open, Idle
+// and Draining (reading the rest of a cancelled call's response) among
+// them; Queued the calls waiting for one.
 type UpstreamStats struct {
 	Addr                                           string
 	TLS                                            bool
 	Requests, NewConns, ReusedConns, Retries, Errs uint64
-	Open, Idle, Queued                             int
+	Canceled, Drained                              uint64
+	Open, Idle, Draining, Queued                   int
 }
 
 // Stats returns the Client's counters. Safe from any goroutine.
@@ -259,6 +285,9 @@ func (c *Client) Stats() Stats {
 		us.ReusedConns += u.st.reused.Load()
 		us.Retries += u.st.retries.Load()
 		us.Errs += u.st.errors.Load()
+		us.Canceled += u.st.canceled.Load()
+		us.Drained += u.st.drained.Load()
+		us.Draining += int(u.st.draining.Load())
 		us.Open += int(u.st.open.Load())
 		us.Idle += int(u.st.idle.Load())
 		us.Queued += int(u.st.queued.Load())
@@ -269,6 +298,8 @@ func (c *Client) Stats() Stats {
 		s.ReusedConns += us.ReusedConns
 		s.Retries += us.Retries
 		s.Errors += us.Errs
+		s.Canceled += us.Canceled
+		s.Drained += us.Drained
 	}
 	return s
 }
@@ -276,6 +307,16 @@ func (c *Client) Stats() Stats {
 // upStats are one loop's counters for one upstream: written only by that
 // loop (no contention), read by Stats from any goroutine.
 type upStats struct {
-	requests, newConns, reused, retries, errors atomic.Uint64
-	open, idle, queued                          atomic.Int64
+	requests, newConns, reused, retries, errors, canceled, drained atomic.Uint64
+	open, idle, queued, draining                                   atomic.Int64
+}
+
+// countEnd counts a call that ended with err: a failure, or the caller's
+// cancellation.
+func (st *upStats) countEnd(err error) {
+	if errors.Is(err, ErrCanceled) {
+		st.canceled.Add(1)
+		return
+	}
+	st.errors.Add(1)
 }

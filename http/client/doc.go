@@ -11,7 +11,12 @@
 // the loop knows is dead. A request that fails on a reused connection
 // before any response byte came back is retried once on a new connection
 // when that is safe (an idempotent method, or no body), and never once a
-// part of a streamed body went out.
+// part of a streamed body went out. A call cancelled on HTTP/1
+// (Call.Cancel) closes its connection unless the rest of the response is
+// short: then the connection reads it, discards it and is pooled again
+// (Stats.Drained), so a caller whose own clients leave, such as a proxy
+// when a load generator stops, does not pay a new connection each time.
+// Stats counts cancellations apart from errors.
 //
 // A request body may be produced in parts (Request.StreamBody): written
 // with Call.WriteBody as the caller has it, ended with EndBody, paced with

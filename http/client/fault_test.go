@@ -327,7 +327,8 @@ func TestInterimResponsesSkipped(t *testing.T) {
 	})
 }
 
-// Cancel closes the connection and ends the call with ErrCanceled.
+// Cancel ends the call with ErrCanceled; the connection, whose answer's
+// rest never comes, is closed at the drain's bound (drain.go).
 func TestCancel(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		addr := rawUpstream(t, func(c net.Conn, br *bufio.Reader, i int) {

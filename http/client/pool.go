@@ -83,8 +83,8 @@ func (call *Call) endDeferred() { call.end(nil, call.endErr) }
 // end delivers OnResponseEnd and recycles the call. It is the last thing
 // done with the call.
 func (call *Call) end(trailer []Field, err error) {
-	if err != nil && call.up != nil {
-		call.up.st.errors.Add(1)
+	if err != nil && call.up != nil && !call.drain {
+		call.up.st.countEnd(err)
 	}
 	ls := call.ls
 	defer ls.recycle(call) // even if the handler panics
@@ -140,6 +140,8 @@ type upstream struct {
 	nq   int      //
 	st   upStats  //
 
+	drains []*pconn // connections draining a cancelled call's response (drain.go)
+
 	h2conns []*h2conn // HTTP/2 upstream: its connections, dialing or open
 	h1only  bool      // HTTP/2 over TLS: the server did not pick "h2" by ALPN
 	h2max   int       // streams per connection the server allowed last (0: not known yet)
@@ -167,6 +169,7 @@ func (u *upstream) acquire(call *Call, fresh bool) {
 		return
 	}
 	u.enqueue(call)
+	u.preemptDrain()
 }
 
 // enqueue puts call at the end of the wait queue, or fails it when the
@@ -255,6 +258,10 @@ func (u *upstream) removeIdle(pc *pconn) {
 // release takes back pc after a complete response: the next queued call
 // gets it, else it waits in the idle list, or is closed past the bound.
 func (u *upstream) release(pc *pconn) {
+	if pc.draining {
+		u.dropDrain(pc)
+		u.st.drained.Add(1)
+	}
 	if call := u.head; call != nil {
 		u.unqueue(call)
 		u.st.reused.Add(1)
@@ -280,6 +287,9 @@ func (u *upstream) forget(pc *pconn) {
 	}
 	pc.gone = true
 	pc.timer.Stop()
+	if pc.draining {
+		u.dropDrain(pc)
+	}
 	if pc.idle {
 		u.removeIdle(pc)
 	}
@@ -302,6 +312,9 @@ type pconn struct {
 	gone   bool // forgotten by the pool
 	served bool // a response came back on it: a request on it reuses it
 	opened bool // connected (and for TLS, the handshake done)
+	// draining: its call is a drain's, reading the rest of a cancelled
+	// call's response (drain.go); pc is in its upstream's drains.
+	draining bool
 	// deadline is when the armed timeout (head or idle) expires, on the
 	// loop's clock; 0 when none is. timerAt is when timer, if pending,
 	// fires: no later than deadline, maybe earlier (see arm).
@@ -372,6 +385,8 @@ func (pc *pconn) onTimer() {
 	case pc.idle:
 		pc.up.removeIdle(pc)
 		pc.c.Close()
+	case pc.call != nil && pc.call.drain:
+		pc.fail(errDrain)
 	case pc.call != nil && pc.call.ph == phaseWaiting:
 		pc.fail(ErrTimeout)
 	}
@@ -406,6 +421,8 @@ func (call *Call) fail(err error) {
 	switch {
 	case call.hs.hc != nil:
 		call.hs.hc.cancel(call)
+	case call.pc != nil && err == ErrCanceled && call.drainRest():
+		// The connection reads the rest of the response and is pooled.
 	case call.pc != nil:
 		pc := call.pc
 		pc.call = nil
@@ -526,13 +543,18 @@ func (call *Call) readHead(pc *pconn, c *vnet.Conn, in []byte) bool {
 		}
 		return true
 	}
-	pc.disarm()
+	if !call.drain {
+		pc.disarm() // a drain's deadline stays
+	}
 	pc.served = true
 	switch call.ph2.frame {
 	case frameLength:
 		call.remaining = call.ph2.length
 	case frameChunked:
 		call.chunk.Reset()
+	}
+	if call.drain && h.Status != 101 && !call.drainHead(pc) {
+		return false
 	}
 	call.ph = phaseBody
 	if h.Status == 101 {

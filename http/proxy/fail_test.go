@@ -638,3 +638,85 @@ func TestSmugglingNeverReachesUpstream(t *testing.T) {
 		require.Zero(t, seen.Load(), "a smuggling attempt reached the upstream")
 	})
 }
+
+// Clients that leave in the middle of answers through the proxy are
+// counted as cancellations, by the proxy and by its client, never as
+// upstream errors; the connections of those long answers are closed, so
+// the pool's connections stay bounded, and the next request is answered.
+func TestClientLeavingIsCanceledNotError(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		big := make([]byte, 8<<20) // far past the drain's bound
+		up := stdUpstream(t, func(w nethttp.ResponseWriter, r *nethttp.Request) { w.Write(big) })
+		p := newProxy(t, WithUpstreams(up))
+		addr := serve(t, b, p)
+		const rounds = 4
+		for i := 0; i < rounds; i++ {
+			conn, err := net.Dial("tcp", addr)
+			require.NoError(t, err)
+			conn.SetDeadline(time.Now().Add(10 * time.Second))
+			_, err = conn.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+			require.NoError(t, err)
+			_, err = io.ReadFull(conn, make([]byte, 64<<10)) // the answer is streaming
+			require.NoError(t, err)
+			conn.Close() // unread data: a reset
+			n := uint64(i + 1)
+			require.Eventually(t, func() bool {
+				st := p.Stats()
+				return st.InFlight == 0 && st.Client.Canceled == n
+			}, 10*time.Second, time.Millisecond)
+		}
+		st := p.Stats()
+		u, cu := st.Upstreams[0], st.Client.Upstreams[0]
+		require.Zero(t, st.Client.Errors, "clients that left are not the client's errors")
+		require.EqualValues(t, rounds, u.Canceled)
+		require.Zero(t, u.ResetErrors+u.ConnectErrors+u.Timeouts+u.BadResponses)
+		require.Zero(t, cu.Drained, "an 8 MiB rest is not drained")
+		require.Eventually(t, func() bool { return p.Stats().Client.Upstreams[0].Open == 0 }, 10*time.Second, time.Millisecond)
+		code, body := get(t, httpClient(), "http://"+addr+"/")
+		require.Equal(t, 200, code)
+		require.Len(t, body, len(big))
+		require.Equal(t, 1, p.Stats().Client.Upstreams[0].Open)
+	})
+}
+
+// A client that leaves before its short answer came costs no upstream
+// connection: the proxy's client reads the answer, discards it, and the
+// connection serves the next request (a load generator stopping closes
+// all its connections with requests in flight; each one used to cost a
+// new upstream connection in the next run).
+func TestClientLeavingKeepsUpstreamConnection(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		got, release := make(chan struct{}, 1), make(chan struct{})
+		up := rawUpstream(t, func(r *nethttp.Request) ([]byte, bool) {
+			if r.URL.Path == "/slow" {
+				got <- struct{}{}
+				<-release
+			}
+			return []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), false
+		})
+		var once sync.Once
+		free := func() { once.Do(func() { close(release) }) }
+		t.Cleanup(free) // before the upstream's cleanup waits for its goroutines
+		p := newProxy(t, WithUpstreams(up))
+		addr := serve(t, b, p)
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		_, err = conn.Write([]byte("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"))
+		require.NoError(t, err)
+		<-got
+		conn.Close()
+		require.Eventually(t, func() bool { return p.Stats().Upstreams[0].Canceled == 1 }, 10*time.Second, time.Millisecond)
+		free()
+		require.Eventually(t, func() bool { return p.Stats().Client.Drained == 1 }, 10*time.Second, time.Millisecond)
+
+		code, body := get(t, httpClient(), "http://"+addr+"/")
+		require.Equal(t, 200, code)
+		require.Equal(t, "ok", body)
+		st := p.Stats()
+		require.EqualValues(t, 1, st.Client.NewConns, "the left client's upstream connection served the next request")
+		require.EqualValues(t, 1, st.Client.Canceled)
+		require.Zero(t, st.Client.Errors)
+		u := st.Upstreams[0]
+		require.Zero(t, u.ResetErrors+u.ConnectErrors+u.Timeouts+u.BadResponses)
+	})
+}

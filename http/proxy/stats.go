@@ -28,7 +28,10 @@ type Stats struct {
 	Upgrades uint64
 	Tunnels  int64
 	// Client is the forwarding client's own statistics (pools,
-	// connections made and reused).
+	// connections made and reused). Its Canceled counts the upstream
+	// calls the proxy gave up: for clients that left (UpstreamStats'
+	// Canceled), and for the proxy's own timeout or a malformed answer
+	// (Timeouts, BadResponses); its Errors the calls that failed.
 	Client client.Stats
 }
 
@@ -43,10 +46,19 @@ type UpstreamStats struct {
 	// counts the attempts that were retries of a request that failed on
 	// another upstream.
 	Requests, Retries uint64
-	// Errors by class.
+	// Errors by class: the upstream's failures, which count toward its
+	// ejection. ConnectErrors: the connection could not be made;
+	// ResetErrors: it closed or reset before the answer was whole;
+	// Timeouts: the upstream was silent for WithTimeout (504);
+	// BadResponses: a malformed answer.
 	ConnectErrors, ResetErrors, Timeouts, BadResponses uint64
-	// Status5xx and Status4xx count answers by class; Canceled counts
-	// attempts stopped because the client left.
+	// Status5xx and Status4xx count answers by class. Canceled counts
+	// the attempts the proxy gave up because the client left (closed or
+	// reset its connection, or its HTTP/2 stream, before the answer was
+	// whole): not the upstream's failures, and in no error class. A load
+	// generator that stops with requests in flight leaves one per
+	// connection. Their upstream connections are kept when the answer's
+	// rest is short, closed otherwise (client.Stats.Drained).
 	Status5xx, Status4xx, Canceled uint64
 	// Ejections counts passive ejections.
 	Ejections uint64

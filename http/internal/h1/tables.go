@@ -217,6 +217,41 @@ func ValueLen(b []byte) int {
 	return i + classLen(b[i:], ClassValue)
 }
 
+// TargetQuery returns the length n of the prefix of b made of VCHARs, as
+// TargetLen, and where the first '?' in it is (-1 if none): the end of
+// a request-target and of its path, in one pass. A word that holds a '?'
+// is flagged as one holding the end is, and the scan goes on after the
+// '?'; the lowest flagged lane of either test is exact, so of the two
+// together too.
+func TargetQuery(b []byte) (n, query int) {
+	const qmarks = '?' * lanes01
+	query = -1
+	i := 0
+	for i+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ qmarks
+		m := specialTarget(x) | (q-lanes01)&^q&lanes80
+		if m == 0 {
+			i += 8
+			continue
+		}
+		i += bits.TrailingZeros64(m) >> 3
+		if b[i] != '?' {
+			return i, query
+		}
+		if query < 0 {
+			query = i
+		}
+		i++
+	}
+	for ; i < len(b) && CharClass[b[i]]&ClassTarget != 0; i++ {
+		if b[i] == '?' && query < 0 {
+			query = i
+		}
+	}
+	return i, query
+}
+
 // TargetLen returns the length of the prefix of b made of VCHARs.
 func TargetLen(b []byte) int {
 	i := 0

@@ -1,6 +1,7 @@
 package h1
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"testing"
 )
@@ -23,10 +24,17 @@ func TestScanHelpers(t *testing.T) {
 		{"ValueLen", ValueLen, ClassValue},
 		{"TargetLen", TargetLen, ClassTarget},
 		{"TokenLen", TokenLen, ClassToken},
+		{"TargetQuery", func(b []byte) int {
+			n, q := TargetQuery(b)
+			if q != bytes.IndexByte(b[:n], '?') {
+				return -2 // reported as a wrong length
+			}
+			return n
+		}, ClassTarget},
 	}
 	for _, f := range funcs {
 		// Every byte value in every lane, after clean and after high bytes.
-		for _, fill := range []byte{'a', 0xff, '~', '!', '\t', 0x7f} {
+		for _, fill := range []byte{'a', 0xff, '~', '!', '\t', 0x7f, '?'} {
 			buf := make([]byte, 19)
 			for c := 0; c < 256; c++ {
 				for pos := range buf {

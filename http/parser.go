@@ -403,6 +403,7 @@ func (p *parser) parseWhole(b []byte, req *Request) (n int, err error, ok bool) 
 		}
 	}
 	var f headFacts
+	named := false // whether a field other than Host went to field
 	k := 0
 	for i < len(b) && b[i] != '\r' {
 		if k == maxFields {
@@ -452,8 +453,11 @@ func (p *parser) parseWhole(b []byte, req *Request) (n int, err error, ok bool) 
 		// interpret's work, while the field is at hand. A field it
 		// refuses is left to the machine, which names the error once the
 		// head is complete.
-		if mayBeNamed(h.Name) && req.field(&f, h.Name, h.Value) != nil {
-			return 0, nil, false
+		if mayBeNamed(h.Name) {
+			named = true
+			if req.field(&f, h.Name, h.Value) != nil {
+				return 0, nil, false
+			}
 		}
 	}
 	if i+1 >= len(b) || b[i+1] != '\n' {
@@ -465,9 +469,14 @@ func (p *parser) parseWhole(b []byte, req *Request) (n int, err error, ok bool) 
 			return 0, err, true
 		}
 	}
-	if err := req.conclude(&f, &p.Limits); err != nil {
-		return 0, err, true
+	if named || f.hosts == 0 || req.ProtoMinor == 0 {
+		if err := req.conclude(&f, &p.Limits); err != nil {
+			return 0, err, true
+		}
 	}
+	// Otherwise an HTTP/1.1 head with one Host and no other field
+	// conclude looks at (nearly all GETs): it would change nothing that
+	// setLine did not set, at 37 instructions a request (callgrind).
 	return i + 2, nil, true
 }
 

@@ -361,6 +361,10 @@ var invalidCases = []invalidCase{
 	{name: "two Hosts in HTTP/1.0", in: "GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n", status: 400},
 	{name: "space in Host", in: "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", status: 400},
 	{name: "slash in Host", in: "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", status: 400},
+	{name: "control byte for Host's colon", in: "GET / HTTP/1.1\r\nHost\x1aa\r\n\r\n", status: 400},
+	{name: "NUL in Host", in: "GET / HTTP/1.1\r\nHost: a\x00b\r\n\r\n", status: 400},
+	{name: "bare LF after Host", in: "GET / HTTP/1.1\r\nHost: a\nX: b\r\n\r\n", status: 400},
+	{name: "Host after a field", in: "GET / HTTP/1.1\r\nX: b\r\nHOST: a\r\nhost: a\r\n\r\n", status: 400},
 
 	// framing
 	{name: "CL and TE", in: "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", status: 400},

@@ -327,7 +327,7 @@ func validToken(s string) bool {
 }
 
 func validFieldName(b []byte) bool {
-	return len(b) > 0 && h1.NameEnd(b, 0) == len(b)
+	return len(b) > 0 && h1.ClassEnd(b, 0, h1.ClassToken) == len(b)
 }
 
 // framingName: the fields the client writes itself (Host, and the body's

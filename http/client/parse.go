@@ -262,7 +262,7 @@ func nextFieldLine(block []byte) (f Field, rest []byte, ok bool) {
 // name ends (the colon), where the value starts and ends, and the line's
 // length with its CRLF; n is 0 for any other line, left to walkFieldLine.
 func plainFieldLine(b []byte) (ne, vs, ve, n int) {
-	ne = h1.NameEnd(b, 0)
+	ne = h1.ClassEnd(b, 0, h1.ClassToken)
 	if ne == 0 || ne+2 > len(b) || b[ne] != ':' {
 		return 0, 0, 0, 0
 	}

@@ -142,6 +142,15 @@ func IsHost(b []byte) bool {
 	return len(b) == 4 && binary.LittleEndian.Uint32(b)|0x20202020 == 'h'|'o'<<8|'s'<<16|'t'<<24
 }
 
+// HostLine reports whether the field line starting at b[i] starts with
+// "Host:", the name in any case: the one field every HTTP/1.1 request
+// has is told, and its name's end found, in one word compare. The colon
+// is compared exactly: only letters are folded.
+func HostLine(b []byte, i int) bool {
+	const host = 'h' | 'o'<<8 | 's'<<16 | 't'<<24 | ':'<<32
+	return i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:])&(1<<40-1)|0x20202020 == host
+}
+
 // TrimOWS removes leading and trailing SP and HTAB.
 func TrimOWS(b []byte) []byte {
 	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
@@ -208,6 +217,41 @@ func ValueLen(b []byte) int {
 	return i + classLen(b[i:], ClassValue)
 }
 
+// TargetQuery returns the length n of the prefix of b made of VCHARs, as
+// TargetLen, and where the first '?' in it is (-1 if none): the end of
+// a request-target and of its path, in one pass. A word that holds a '?'
+// is flagged as one holding the end is, and the scan goes on after the
+// '?'; the lowest flagged lane of either test is exact, so of the two
+// together too.
+func TargetQuery(b []byte) (n, query int) {
+	const qmarks = '?' * lanes01
+	query = -1
+	i := 0
+	for i+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ qmarks
+		m := specialTarget(x) | (q-lanes01)&^q&lanes80
+		if m == 0 {
+			i += 8
+			continue
+		}
+		i += bits.TrailingZeros64(m) >> 3
+		if b[i] != '?' {
+			return i, query
+		}
+		if query < 0 {
+			query = i
+		}
+		i++
+	}
+	for ; i < len(b) && CharClass[b[i]]&ClassTarget != 0; i++ {
+		if b[i] == '?' && query < 0 {
+			query = i
+		}
+	}
+	return i, query
+}
+
 // TargetLen returns the length of the prefix of b made of VCHARs.
 func TargetLen(b []byte) int {
 	i := 0
@@ -221,20 +265,22 @@ func TargetLen(b []byte) int {
 	return i + classLen(b[i:], ClassTarget)
 }
 
-// NameEnd returns the end of the run of tchars in b starting at i, as
-// TokenLen, four bytes a step with one test for all (as the Host check):
-// 8 instructions a byte in a byte loop, about 4 here. It works on an
-// index rather than a subslice, and is small enough to be inlined, so
-// that a field-line loop makes no call and keeps few values live.
-func NameEnd(b []byte, i int) int {
+// ClassEnd returns the end of the run of bytes of class in b starting
+// at i: a field name's tchars (as TokenLen), or a Host value's uri-host
+// and port bytes. It tests four bytes a step with one test for all (as
+// the Host check): 8 instructions a byte in a byte loop, about 4 here.
+// It works on an index rather than a subslice, and is small enough to be
+// inlined, so that a field-line loop makes no call and keeps few values
+// live.
+func ClassEnd(b []byte, i int, class uint8) int {
 	t := &CharClass
 	for ; i+4 <= len(b); i += 4 {
 		w := b[i : i+4] // one bounds check for the four bytes
-		if t[w[0]]&t[w[1]]&t[w[2]]&t[w[3]]&ClassToken == 0 {
+		if t[w[0]]&t[w[1]]&t[w[2]]&t[w[3]]&class == 0 {
 			break
 		}
 	}
-	for ; i < len(b) && t[b[i]]&ClassToken != 0; i++ {
+	for ; i < len(b) && t[b[i]]&class != 0; i++ {
 	}
 	return i
 }
@@ -243,7 +289,7 @@ func NameEnd(b []byte, i int) int {
 // bytes in b starting at i: a field value's bytes but HTAB, which a plain
 // value has none of. It reads a word at a time and is small enough (as
 // written: the named result keeps it under the inlining budget) to be
-// inlined as NameEnd is.
+// inlined as ClassEnd is.
 func PlainValueEnd(b []byte, i int) (end int) {
 	for ; i+8 <= len(b); i += 8 {
 		if m := specialValue(binary.LittleEndian.Uint64(b[i:])); m != 0 {

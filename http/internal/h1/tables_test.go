@@ -1,6 +1,7 @@
 package h1
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"testing"
 )
@@ -23,10 +24,17 @@ func TestScanHelpers(t *testing.T) {
 		{"ValueLen", ValueLen, ClassValue},
 		{"TargetLen", TargetLen, ClassTarget},
 		{"TokenLen", TokenLen, ClassToken},
+		{"TargetQuery", func(b []byte) int {
+			n, q := TargetQuery(b)
+			if q != bytes.IndexByte(b[:n], '?') {
+				return -2 // reported as a wrong length
+			}
+			return n
+		}, ClassTarget},
 	}
 	for _, f := range funcs {
 		// Every byte value in every lane, after clean and after high bytes.
-		for _, fill := range []byte{'a', 0xff, '~', '!', '\t', 0x7f} {
+		for _, fill := range []byte{'a', 0xff, '~', '!', '\t', 0x7f, '?'} {
 			buf := make([]byte, 19)
 			for c := 0; c < 256; c++ {
 				for pos := range buf {
@@ -96,12 +104,18 @@ func TestTokenEqualFold(t *testing.T) {
 	}
 }
 
-// TestFieldLineScanners: NameEnd and PlainValueEnd agree with byte-at-a-
+// TestFieldLineScanners: ClassEnd, HostLine and PlainValueEnd agree with byte-at-a-
 // time rules on every prefix, around every byte value.
 func TestFieldLineScanners(t *testing.T) {
 	check := func(b []byte) {
-		if got, want := NameEnd(b, 0), naiveLen(b, ClassToken); got != want {
-			t.Fatalf("NameEnd(%q, 0) = %d, want %d", b, got, want)
+		if got, want := ClassEnd(b, 0, ClassToken), naiveLen(b, ClassToken); got != want {
+			t.Fatalf("ClassEnd(%q, 0, ClassToken) = %d, want %d", b, got, want)
+		}
+		if got, want := ClassEnd(b, 0, ClassHost), naiveLen(b, ClassHost); got != want {
+			t.Fatalf("ClassEnd(%q, 0, ClassHost) = %d, want %d", b, got, want)
+		}
+		if got, want := HostLine(b, 0), len(b) >= 8 && EqualFold(b[:4], "host") && b[4] == ':'; got != want {
+			t.Fatalf("HostLine(%q, 0) = %v", b, got)
 		}
 		want := 0
 		for want < len(b) && CharClass[b[want]]&ClassValue != 0 && b[want] != '\t' {
@@ -112,6 +126,13 @@ func TestFieldLineScanners(t *testing.T) {
 		}
 	}
 	base := []byte("Content-Type: text/plain; charset=utf-8\r\nNext: x\r\n")
+	for c := 0; c < 256; c++ {
+		for pos := range 5 {
+			line := []byte("Host: [::1]:80\r\n")
+			line[pos] = byte(c)
+			check(line)
+		}
+	}
 	buf := make([]byte, len(base))
 	for c := 0; c < 256; c++ {
 		for pos := range base {

@@ -12,8 +12,13 @@
  *   single: a single-shot recv into the side's own 64 KiB buffer, posted again once its bytes are
  *     sent (IORING_RECVSEND_POLL_FIRST: it waits for data instead of first trying an empty socket).
  *     Per message: a recv SQE and completion, a send SQE and completion.
+ * -batch-wait USEC (default 0: off) waits as veloq's loops do by default (Config.BatchWait, 20 µs):
+ * while many connections are busy, one io_uring_enter asks for a batch of completions (one per 4
+ * connections that received in the last millisecond) and waits at most USEC for it once one is
+ * there (the kernel's min-wait, Linux 6.12+), so the floor is not charged for wake-ups veloq saves.
  * Loopback only.
  * Usage: uring_relay -addr 127.0.0.1:PORT -upstream 127.0.0.1:PORT [-recv multishot|single]
+ *        [-batch-wait USEC]
  * Build: gcc -O2 -o uring_relay uring_relay.c -luring */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -27,6 +32,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAXFD 65536
@@ -70,6 +77,11 @@ static int next[NBUF];        /* the queue link of each ring buffer */
 static unsigned blen[NBUF];   /* the bytes received into each ring buffer */
 static int starved[MAXFD], nstarved; /* sides whose multishot recv ended for want of buffers */
 static struct sockaddr_in upaddr;
+/* -batch-wait: receives since the last wait, and the sides that received per epoch (>= 1 ms) */
+static unsigned batch_us, inputs, seen, active;
+static unsigned char epoch = 1, sepoch[MAXFD];
+static long long epoch_end;
+static int reg_ring;
 
 static struct io_uring_sqe *sqe_get(void) {
 	struct io_uring_sqe *s = io_uring_get_sqe(&ring);
@@ -287,6 +299,13 @@ static void completion(struct io_uring_cqe *cqe, int lfd) {
 		if (res <= 0) close_pair(fd); else sent(fd, res);
 		return;
 	}
+	if (res > 0) {
+		inputs++;
+		if (sepoch[fd] != epoch) {
+			sepoch[fd] = epoch;
+			seen++;
+		}
+	}
 	if (res > 0 && multishot) {
 		received_ms(fd, bid, res, cqe->flags & IORING_CQE_F_MORE);
 	} else if (res > 0) {
@@ -305,6 +324,46 @@ static void completion(struct io_uring_cqe *cqe, int lfd) {
 	} else {
 		close_pair(fd);
 	}
+}
+
+/* batch_want is how many completions the next wait asks for: 1, or with -batch-wait one per 4
+ * sides that received in the last complete epoch, when that is 2 or more (veloq's policy). */
+static unsigned batch_want(void) {
+	unsigned in = inputs;
+	inputs = 0;
+	if (!batch_us || in < 2) return 1;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	long long now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	if (now >= epoch_end) {
+		active = seen;
+		seen = 0;
+		epoch++;
+		epoch_end = now + 1000000;
+	}
+	unsigned n = active / 4;
+	return n < 2 ? 1 : n < in ? n : in;
+}
+
+/* submit_and_wait submits what the batch asked for and waits in one io_uring_enter. liburing 2.3
+ * has no call with the min-wait, so a batched wait publishes the SQ tail as io_uring_submit does
+ * (liburing fills the SQ index array once at setup) and enters with the getevents argument, whose
+ * pad field is min_wait_usec since 6.12. It needs an overall timeout: without one the kernel ends
+ * the wait when the min-wait expires, completions or not. */
+static void submit_and_wait(void) {
+	unsigned want = batch_want();
+	if (want <= 1) {
+		io_uring_submit_and_wait(&ring, 1);
+		return;
+	}
+	static struct __kernel_timespec limit = {.tv_sec = 3600};
+	unsigned tail = ring.sq.sqe_tail, n = tail - ring.sq.sqe_head;
+	ring.sq.sqe_head = tail;
+	io_uring_smp_store_release(ring.sq.ktail, tail);
+	struct io_uring_getevents_arg arg = {.pad = batch_us, .ts = (unsigned long)&limit};
+	unsigned flags = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG | (reg_ring ? IORING_ENTER_REGISTERED_RING : 0);
+	/* ETIME or EINTR: the loop takes what is there and waits again */
+	syscall(__NR_io_uring_enter, reg_ring ? ring.enter_ring_fd : ring.ring_fd, n, want, flags, &arg, sizeof arg);
 }
 
 static void setup_buf_ring(void) {
@@ -333,10 +392,11 @@ int main(int argc, char **argv) {
 		if (!strcmp(argv[i], "-addr")) a = argv[i + 1];
 		if (!strcmp(argv[i], "-upstream")) u = argv[i + 1];
 		if (!strcmp(argv[i], "-recv")) mode = argv[i + 1];
+		if (!strcmp(argv[i], "-batch-wait")) batch_us = (unsigned)atoi(argv[i + 1]);
 	}
 	if (!a || !u || parse_addr(a, &addr) < 0 || parse_addr(u, &upaddr) < 0 ||
 	    (strcmp(mode, "multishot") && strcmp(mode, "single"))) {
-		fprintf(stderr, "usage: uring_relay -addr 127.0.0.1:PORT -upstream 127.0.0.1:PORT [-recv multishot|single]\n");
+		fprintf(stderr, "usage: uring_relay -addr 127.0.0.1:PORT -upstream 127.0.0.1:PORT [-recv multishot|single] [-batch-wait USEC]\n");
 		return 2;
 	}
 	multishot = !strcmp(mode, "multishot");
@@ -358,13 +418,17 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "uring_relay: io_uring: %s\n", strerror(-r));
 		return 1;
 	}
-	io_uring_register_ring_fd(&ring); /* no fd lookup per io_uring_enter; optional */
+	reg_ring = io_uring_register_ring_fd(&ring) == 1; /* no fd lookup per io_uring_enter; optional */
+	if (batch_us && !(p.features & (1U << 15))) { /* IORING_FEAT_MIN_TIMEOUT */
+		fprintf(stderr, "uring_relay: -batch-wait ignored: the kernel has no min-wait (Linux 6.12+)\n");
+		batch_us = 0;
+	}
 	if (multishot) setup_buf_ring();
 	struct io_uring_sqe *q = sqe_get();
 	io_uring_prep_multishot_accept(q, lfd, NULL, NULL, SOCK_CLOEXEC);
 	io_uring_sqe_set_data64(q, UD(OP_ACCEPT, 0, 0, 0));
 	for (;;) {
-		io_uring_submit_and_wait(&ring, 1);
+		submit_and_wait();
 		struct io_uring_cqe *cqe;
 		unsigned head, seen = 0;
 		io_uring_for_each_cqe(&ring, head, cqe) {

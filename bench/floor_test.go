@@ -252,6 +252,7 @@ func TestFloorUDPEcho(t *testing.T) {
 		{"uring_udp_echo-send", "uring_udp_echo.c", []string{"-send", "send"}},
 		{"uring_udp_echo-sendmsg", "uring_udp_echo.c", []string{"-send", "sendmsg"}},
 		{"uring_udp_echo-sendmmsg", "uring_udp_echo.c", []string{"-send", "sendmmsg"}},
+		{"uring_udp_echo-batch", "uring_udp_echo.c", []string{"-batch-wait", "20"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bin := buildC(t, c.src)

@@ -13,7 +13,8 @@
 # (bench/floor/udp_echo.c: one recvmmsg and one sendmmsg per wake-up) and
 # cfloor-uring the io_uring one (bench/floor/uring_udp_echo.c: multishot
 # recvmsg into a buffer ring, each echo an SQE sent from the buffer it
-# arrived in; needs liburing-dev, skipped without); server CPU is utime+stime
+# arrived in; needs liburing-dev, skipped without; cfloor-uring-batch adds
+# -batch-wait 20, veloq's default batched waits); server CPU is utime+stime
 # from /proc over the window; every server runs in every round, in an
 # order rotated each round; each figure is the median over the rounds,
 # with its range (min-max). Everything talks to 127.0.0.1 only. Results go
@@ -79,11 +80,12 @@ cmd[netudpconn]="env GOMAXPROCS=1 $bin/stdudp -addr 127.0.0.1:19304"
 cmd[gnet]="env GOMAXPROCS=1 $bin/gnetudp -loops 1 -addr 127.0.0.1:19305"
 cmd[cfloor]="$bin/udp_echo -addr 127.0.0.1:19306"
 cmd[cfloor-uring]="$bin/uring_udp_echo -addr 127.0.0.1:19307"
+cmd[cfloor-uring-batch]="$bin/uring_udp_echo -addr 127.0.0.1:19308 -batch-wait 20"
 # UDP_SERVERS and UDP_SIZES (space-separated) run a subset.
 read -r -a servers <<<"${UDP_SERVERS:-veloq-uring veloq-epoll veloq-uring-nooffload netudpconn gnet cfloor cfloor-uring}"
-if [ "$uring_floor" = 0 ] && [[ " ${servers[*]} " == *" cfloor-uring "* ]]; then
+if [ "$uring_floor" = 0 ] && [[ " ${servers[*]} " == *" cfloor-uring"* ]]; then
 	note "cfloor-uring skipped: gcc floor/uring_udp_echo.c -luring failed (apt-get install liburing-dev): $(tail -1 "$tmp/uring-build.log")"
-	read -r -a servers <<<"$(printf '%s\n' "${servers[@]}" | grep -vx cfloor-uring | tr '\n' ' ')"
+	read -r -a servers <<<"$(printf '%s\n' "${servers[@]}" | grep -v '^cfloor-uring' | tr '\n' ' ')"
 fi
 read -r -a sizes <<<"${UDP_SIZES:-64 1200}"
 

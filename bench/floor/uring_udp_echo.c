@@ -8,10 +8,14 @@
  *   send (default): IORING_OP_SEND with the destination address (kernel 6.0+), one SQE per datagram;
  *   sendmsg: IORING_OP_SENDMSG, one SQE per datagram, the msghdr kept beside its buffer;
  *   sendmmsg: one sendmmsg(2) per batch after its completions, as veloq's io_uring backend does.
+ * -batch-wait USEC (default 0: off) waits as veloq's loops do by default (Config.BatchWait, 20 µs):
+ * while many senders are busy, one io_uring_enter asks for a batch of completions (one per 4
+ * senders seen in the last millisecond) and waits at most USEC for it once one is there (the
+ * kernel's min-wait, Linux 6.12+), as bench/floor/uring_relay.c does.
  * A datagram longer than a buffer's room (MSG_TRUNC) is dropped, as UDP may. Loopback only.
  * Prints "uring_udp_echo: on 127.0.0.1:PORT (backend uring)" once bound: bench/udp.sh waits for
  * that line, and checks that a server named *uring* says it ran on io_uring.
- * Usage: uring_udp_echo -addr 127.0.0.1:PORT [-send send|sendmsg|sendmmsg]
+ * Usage: uring_udp_echo -addr 127.0.0.1:PORT [-send send|sendmsg|sendmmsg] [-batch-wait USEC]
  * Build: gcc -O2 -o uring_udp_echo uring_udp_echo.c -luring */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -23,6 +27,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NBUF 1024  /* ring buffers: more than any load here keeps in flight (64 ports x 8) */
@@ -42,6 +48,12 @@ static struct msghdr txhdr[NBUF];  /* SENDMSG: read by the kernel until the send
 static struct iovec txiov[NBUF];
 static struct mmsghdr batch[NBUF]; /* SENDMMSG: the echoes of one batch */
 static int batchbid[NBUF], nbatch;
+/* -batch-wait: datagrams since the last wait, and the senders seen per epoch (>= 1 ms); a sender
+ * is marked by a hash of its address, so two that share a mark count as one */
+static unsigned batch_us, inputs, seen, active;
+static unsigned char epoch = 1, marks[1024];
+static long long epoch_end;
+static int reg_ring;
 
 static struct io_uring_sqe *sqe_get(void) {
 	struct io_uring_sqe *s = io_uring_get_sqe(&ring);
@@ -75,6 +87,13 @@ static void echo(int bid, int res) {
 	}
 	void *name = io_uring_recvmsg_name(o), *p = io_uring_recvmsg_payload(o, &rxhdr);
 	size_t n = io_uring_recvmsg_payload_length(o, res, &rxhdr);
+	struct sockaddr_in *from = name;
+	unsigned h = (from->sin_addr.s_addr * 2654435761u ^ from->sin_port * 40503u) % 1024;
+	inputs++;
+	if (marks[h] != epoch) {
+		marks[h] = epoch;
+		seen++;
+	}
 	if (mode == SENDMMSG) {
 		txiov[bid] = (struct iovec){p, n};
 		batch[nbatch].msg_hdr = (struct msghdr){.msg_name = name, .msg_namelen = o->namelen, .msg_iov = &txiov[bid], .msg_iovlen = 1};
@@ -107,6 +126,44 @@ static void flush_batch(void) {
 	nbatch = 0;
 }
 
+/* batch_want is how many completions the next wait asks for: 1, or with -batch-wait one per 4
+ * senders seen in the last complete epoch, when that is 2 or more (veloq's policy). */
+static unsigned batch_want(void) {
+	unsigned in = inputs;
+	inputs = 0;
+	if (!batch_us || in < 2) return 1;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	long long now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	if (now >= epoch_end) {
+		active = seen;
+		seen = 0;
+		epoch++;
+		epoch_end = now + 1000000;
+	}
+	unsigned n = active / 4;
+	return n < 2 ? 1 : n < in ? n : in;
+}
+
+/* submit_and_wait: as in uring_relay.c, a batched wait publishes the SQ tail itself (liburing 2.3
+ * has no min-wait call) and enters with the getevents argument, whose pad is min_wait_usec since
+ * 6.12, and an overall timeout, without which the kernel ends the wait at the min-wait. */
+static void submit_and_wait(void) {
+	unsigned want = batch_want();
+	if (want <= 1) {
+		io_uring_submit_and_wait(&ring, 1);
+		return;
+	}
+	static struct __kernel_timespec limit = {.tv_sec = 3600};
+	unsigned tail = ring.sq.sqe_tail, n = tail - ring.sq.sqe_head;
+	ring.sq.sqe_head = tail;
+	io_uring_smp_store_release(ring.sq.ktail, tail);
+	struct io_uring_getevents_arg arg = {.pad = batch_us, .ts = (unsigned long)&limit};
+	unsigned flags = IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG | (reg_ring ? IORING_ENTER_REGISTERED_RING : 0);
+	/* ETIME or EINTR: the loop takes what is there and waits again */
+	syscall(__NR_io_uring_enter, reg_ring ? ring.enter_ring_fd : ring.ring_fd, n, want, flags, &arg, sizeof arg);
+}
+
 static void setup_buf_ring(void) {
 	br = mmap(NULL, NBUF * sizeof(struct io_uring_buf), PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
 	bufs = mmap(NULL, (size_t)NBUF * BUFSZ, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
@@ -131,13 +188,14 @@ int main(int argc, char **argv) {
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "-addr")) a = argv[i + 1];
 		if (!strcmp(argv[i], "-send")) m = argv[i + 1];
+		if (!strcmp(argv[i], "-batch-wait")) batch_us = (unsigned)atoi(argv[i + 1]);
 	}
 	mode = !strcmp(m, "send") ? SEND : !strcmp(m, "sendmsg") ? SENDMSG : !strcmp(m, "sendmmsg") ? SENDMMSG : -1;
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	const char *colon = a ? strrchr(a, ':') : NULL;
 	char host[64];
 	if (mode < 0 || !colon || (size_t)(colon - a) >= sizeof host) {
-		fprintf(stderr, "usage: uring_udp_echo -addr 127.0.0.1:PORT [-send send|sendmsg|sendmmsg]\n");
+		fprintf(stderr, "usage: uring_udp_echo -addr 127.0.0.1:PORT [-send send|sendmsg|sendmmsg] [-batch-wait USEC]\n");
 		return 2;
 	}
 	memcpy(host, a, colon - a);
@@ -163,7 +221,11 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "uring_udp_echo: io_uring: %s\n", strerror(-r));
 		return 1;
 	}
-	io_uring_register_ring_fd(&ring); /* no fd lookup per io_uring_enter; optional */
+	reg_ring = io_uring_register_ring_fd(&ring) == 1; /* no fd lookup per io_uring_enter; optional */
+	if (batch_us && !(p.features & (1U << 15))) { /* IORING_FEAT_MIN_TIMEOUT */
+		fprintf(stderr, "uring_udp_echo: -batch-wait ignored: the kernel has no min-wait (Linux 6.12+)\n");
+		batch_us = 0;
+	}
 	setup_buf_ring();
 	arm_recv();
 	socklen_t sl = sizeof sa;
@@ -171,7 +233,7 @@ int main(int argc, char **argv) {
 	printf("uring_udp_echo: on 127.0.0.1:%d (backend uring)\n", ntohs(sa.sin_port));
 	fflush(stdout);
 	for (;;) {
-		io_uring_submit_and_wait(&ring, 1);
+		submit_and_wait();
 		struct io_uring_cqe *cqe;
 		unsigned head, seen = 0;
 		io_uring_for_each_cqe(&ring, head, cqe) {

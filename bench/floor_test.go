@@ -102,17 +102,19 @@ func sockets(t *testing.T, pid int) int {
 // keeps them, so a test can close one from the upstream side.
 type echoUpstream struct {
 	ln    net.Listener
+	sink  bool // read only, echo nothing
 	open  atomic.Int64
+	read  atomic.Int64 // bytes received on every connection
 	mu    sync.Mutex
 	conns []net.Conn
 }
 
-func newEchoUpstream(t *testing.T) *echoUpstream {
+func newEchoUpstream(t *testing.T, sink bool) *echoUpstream {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &echoUpstream{ln: ln}
+	u := &echoUpstream{ln: ln, sink: sink}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -127,11 +129,27 @@ func newEchoUpstream(t *testing.T) *echoUpstream {
 			go func() {
 				defer u.open.Add(-1)
 				defer c.Close()
-				io.Copy(c, c)
+				if u.sink {
+					io.Copy(io.Discard, countReads{c, &u.read})
+				} else {
+					io.Copy(c, countReads{c, &u.read})
+				}
 			}()
 		}
 	}()
 	return u
+}
+
+// countReads counts what is read from r into n.
+type countReads struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countReads) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 func freePort(t *testing.T) string {
@@ -159,23 +177,33 @@ func TestFloorRelays(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bin := buildC(t, c.src)
-			up := newEchoUpstream(t)
-			addr := freePort(t)
-			cmd, _ := start(t, bin, append([]string{"-addr", addr, "-upstream", up.ln.Addr().String()}, c.args...)...)
-			eventually(t, "the relay accepts", func() bool {
-				conn, err := net.Dial("tcp", addr)
-				if err == nil {
-					conn.Close()
-				}
-				return err == nil
-			})
+			up := newEchoUpstream(t, false)
+			addr, pid := startRelay(t, bin, up, c.args)
 			checkRelay(t, addr, up)
 			// Its listener is all it keeps (the probe's pair is gone too).
 			eventually(t, "the relay closes every pair", func() bool {
-				return up.open.Load() == 0 && sockets(t, cmd.Process.Pid) == 1
+				return up.open.Load() == 0 && sockets(t, pid) == 1
 			})
+			sink := newEchoUpstream(t, true)
+			addr, _ = startRelay(t, bin, sink, c.args)
+			checkRelayDrain(t, addr, sink)
 		})
 	}
+}
+
+// startRelay runs a relay to up and returns its address and pid once it accepts.
+func startRelay(t *testing.T, bin string, up *echoUpstream, args []string) (string, int) {
+	t.Helper()
+	addr := freePort(t)
+	cmd, _ := start(t, bin, append([]string{"-addr", addr, "-upstream", up.ln.Addr().String()}, args...)...)
+	eventually(t, "the relay accepts", func() bool {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	})
+	return addr, cmd.Process.Pid
 }
 
 // checkRelay sends messages of several sizes through the relay on 8
@@ -242,6 +270,26 @@ func checkRelay(t *testing.T, addr string, up *echoUpstream) {
 		}
 		c.Close()
 	}
+}
+
+// checkRelayDrain: a client that sends 300 KB and closes its side at once
+// still has every byte delivered to the upstream (a sink: an upstream with
+// unread bytes of its own would be sent a reset by the relay's close,
+// which discards what it had not read yet) before the pair closes.
+func checkRelayDrain(t *testing.T, addr string, up *echoUpstream) {
+	const size = 300000
+	before := up.read.Load()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write(make([]byte, size)); err != nil {
+		t.Fatal(err)
+	}
+	c.(*net.TCPConn).CloseWrite()
+	eventually(t, "the upstream receives all 300 KB", func() bool { return up.read.Load()-before == size })
 }
 
 var onAddr = regexp.MustCompile(`on (127\.0\.0\.1:[0-9]+)`)

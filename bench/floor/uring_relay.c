@@ -57,6 +57,7 @@ struct side {
 	unsigned gen;
 	int rx;      /* RX_*: the state of its recv */
 	int sending; /* a send of its bytes to the peer is in flight */
+	int eof;     /* multishot: it closed with bytes still queued; the pair closes once they are sent */
 	/* multishot: the ring buffers received, oldest first, linked through next[] */
 	int qhead, qtail;
 	size_t qbytes, off; /* bytes queued; bytes of the head buffer already sent */
@@ -78,7 +79,7 @@ static unsigned blen[NBUF];   /* the bytes received into each ring buffer */
 static int starved[MAXFD], nstarved; /* sides whose multishot recv ended for want of buffers */
 static struct sockaddr_in upaddr;
 /* -batch-wait: receives since the last wait, and the sides that received per epoch (>= 1 ms) */
-static unsigned batch_us, inputs, seen, active;
+static unsigned batch_us, inputs, marked, active;
 static unsigned char epoch = 1, sepoch[MAXFD];
 static long long epoch_end;
 static int reg_ring;
@@ -166,7 +167,7 @@ static void close_pair(int fd) {
 		 * linked from the head, which its completion names, and go back then */
 		int b = s->qhead;
 		if (s->sending) {
-			for (int i = 1; i < s->niov; i++) b = next[b];
+			for (int k = 1; k < s->niov; k++) b = next[b];
 			int nb = next[b];
 			next[b] = -1;
 			b = nb;
@@ -179,7 +180,7 @@ static void close_pair(int fd) {
 		s->peer = -1;
 		s->gen++;
 		s->rx = RX_OFF;
-		s->sending = 0;
+		s->sending = s->eof = 0;
 		s->qhead = s->qtail = -1;
 		s->qbytes = s->off = s->blen = 0;
 		shutdown(fds[i], SHUT_RDWR);
@@ -191,7 +192,7 @@ static void side_init(int fd, int peer) {
 	struct side *s = &sides[fd];
 	s->peer = peer;
 	s->rx = RX_OFF;
-	s->sending = 0;
+	s->sending = s->eof = 0;
 	s->qhead = s->qtail = -1;
 	s->qbytes = s->off = s->blen = 0;
 	if (multishot && !s->iov && !(s->iov = malloc(IOVMAX * sizeof *s->iov))) {
@@ -265,9 +266,15 @@ static void sent(int from, int n) {
 		s->qhead = next[bid];
 		recycle(bid);
 	}
-	if (s->qhead < 0) s->qtail = -1;
-	else send_head(from);
-	if (s->rx == RX_OFF && s->qbytes < HOLD) arm_recv(from);
+	if (s->qhead >= 0) {
+		send_head(from);
+	} else if (s->eof) {
+		close_pair(from);
+		return;
+	} else {
+		s->qtail = -1;
+	}
+	if (s->rx == RX_OFF && !s->eof && s->qbytes < HOLD) arm_recv(from);
 }
 
 static void completion(struct io_uring_cqe *cqe, int lfd) {
@@ -303,7 +310,7 @@ static void completion(struct io_uring_cqe *cqe, int lfd) {
 		inputs++;
 		if (sepoch[fd] != epoch) {
 			sepoch[fd] = epoch;
-			seen++;
+			marked++;
 		}
 	}
 	if (res > 0 && multishot) {
@@ -321,6 +328,9 @@ static void completion(struct io_uring_cqe *cqe, int lfd) {
 	} else if (res == -ECANCELED && s->rx == RX_CANCELLING) { /* the peer may have caught up since */
 		s->rx = RX_OFF;
 		if (s->qbytes < HOLD) arm_recv(fd);
+	} else if (res == 0 && s->sending) { /* what came before the end still goes to the peer */
+		s->eof = 1;
+		s->rx = RX_OFF;
 	} else {
 		close_pair(fd);
 	}
@@ -336,8 +346,8 @@ static unsigned batch_want(void) {
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	long long now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
 	if (now >= epoch_end) {
-		active = seen;
-		seen = 0;
+		active = marked;
+		marked = 0;
 		epoch++;
 		epoch_end = now + 1000000;
 	}

@@ -50,7 +50,7 @@ static struct mmsghdr batch[NBUF]; /* SENDMMSG: the echoes of one batch */
 static int batchbid[NBUF], nbatch;
 /* -batch-wait: datagrams since the last wait, and the senders seen per epoch (>= 1 ms); a sender
  * is marked by a hash of its address, so two that share a mark count as one */
-static unsigned batch_us, inputs, seen, active;
+static unsigned batch_us, inputs, marked, active;
 static unsigned char epoch = 1, marks[1024];
 static long long epoch_end;
 static int reg_ring;
@@ -92,7 +92,7 @@ static void echo(int bid, int res) {
 	inputs++;
 	if (marks[h] != epoch) {
 		marks[h] = epoch;
-		seen++;
+		marked++;
 	}
 	if (mode == SENDMMSG) {
 		txiov[bid] = (struct iovec){p, n};
@@ -136,8 +136,8 @@ static unsigned batch_want(void) {
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	long long now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
 	if (now >= epoch_end) {
-		active = seen;
-		seen = 0;
+		active = marked;
+		marked = 0;
 		epoch++;
 		epoch_end = now + 1000000;
 	}

@@ -2,9 +2,10 @@
  * request, with epoll_relay.c's rules: each accepted client gets its own upstream connection, bytes
  * received from one side are sent to the other at once, copied through user space (no splice), at
  * most one send in flight per direction (so bytes stay in order), a bounded amount held per direction,
- * and a receive of 0 or an error on either side closes both. One io_uring_enter per batch submits
- * what the last batch of completions asked for and waits for the next (SINGLE_ISSUER +
- * DEFER_TASKRUN, registered ring fd, multishot accept). Two ways to receive, chosen by -recv:
+ * and a receive of 0 or an error on either side closes both (after a 0, once the bytes received
+ * before it are sent on, as epoll_relay.c reads no further while bytes wait). One io_uring_enter
+ * per batch submits what the last batch of completions asked for and waits for the next
+ * (SINGLE_ISSUER + DEFER_TASKRUN, registered ring fd, multishot accept). Two ways to receive, chosen by -recv:
  *   multishot (default): one multishot recv per socket into a provided buffer ring; each chunk is
  *     sent from the buffer it arrived in, which goes back to the ring when that send completes.
  *     Per message: a recv completion, a send SQE and its completion; no recv SQE. A direction

@@ -17,6 +17,8 @@
 #                 skipped with a message where it does not build)
 #   cfloor-uring-batch  uring_relay.c -batch-wait 20: with veloq-copy's
 #                 default batched waits (20 µs min-wait, Linux 6.12+)
+#   cfloor-uring-single uring_relay.c -recv single: single-shot recv into
+#                 each side's own buffer instead of multishot (4 SQEs/request)
 #
 #   veloq-nobatch examples/tcp-proxy -loops 1 -backend uring -splice off -batch-wait -1us
 #                 (veloq-copy with io_uring's batched waits off, for comparison)
@@ -146,6 +148,7 @@ proxy_cmd() { # NAME -> PORT and command line
 	cfloor) echo "19413 bin/epoll_relay -addr 127.0.0.1:19413 -upstream 127.0.0.1:$BACKEND_PORT" ;;
 	cfloor-uring) echo "19414 bin/uring_relay -addr 127.0.0.1:19414 -upstream 127.0.0.1:$BACKEND_PORT" ;;
 	cfloor-uring-batch) echo "19415 bin/uring_relay -addr 127.0.0.1:19415 -upstream 127.0.0.1:$BACKEND_PORT -batch-wait 20" ;;
+	cfloor-uring-single) echo "19416 bin/uring_relay -addr 127.0.0.1:19416 -upstream 127.0.0.1:$BACKEND_PORT -recv single" ;;
 	veloq-epoll) echo "19403 bin/tcp-proxy -listen 127.0.0.1:19403 -backends 127.0.0.1:$BACKEND_PORT -loops 1 -backend epoll -splice off" ;;
 	haproxy) echo "19411 haproxy -db -f $TMP/haproxy.cfg" ;;
 	nginx) echo "19412 nginx -c $TMP/nginx.conf -p $TMP -e $TMP/nginx-error.log" ;;
@@ -250,6 +253,7 @@ done
 	echo "a minimal C relay (level-triggered epoll, one 64 KiB buffer per direction, copies through user space)."
 	echo "cfloor-uring: bench/floor/uring_relay.c, the same relay on io_uring (SINGLE_ISSUER + DEFER_TASKRUN, multishot"
 	echo "recv into a provided buffer ring, each chunk sent from the buffer it arrived in, one io_uring_enter per batch);"
-	echo "cfloor-uring-batch: the same with \`-batch-wait 20\`, veloq-copy's default batched waits (20 µs min-wait)."
+	echo "cfloor-uring-batch: the same with \`-batch-wait 20\`, veloq-copy's default batched waits (20 µs min-wait);"
+	echo "cfloor-uring-single: with \`-recv single\`, a single-shot recv into each side's own 64 KiB buffer."
 } >"$OUT"
 cat "$OUT"

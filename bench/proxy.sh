@@ -12,6 +12,13 @@
 #   nginx         stream module, one worker, master_process off, proxy_pass
 #   cfloor        bench/floor/epoll_relay.c: the C floor, a minimal epoll
 #                 relay copying through user space (no splice)
+#   cfloor-uring  bench/floor/uring_relay.c: the same relay on io_uring
+#                 (multishot recv into a buffer ring, send from it; liburing,
+#                 skipped with a message where it does not build)
+#   cfloor-uring-batch  uring_relay.c -batch-wait 20: with veloq-copy's
+#                 default batched waits (20 µs min-wait, Linux 6.12+)
+#   cfloor-uring-single uring_relay.c -recv single: single-shot recv into
+#                 each side's own buffer instead of multishot (4 SQEs/request)
 #
 #   veloq-nobatch examples/tcp-proxy -loops 1 -backend uring -splice off -batch-wait -1us
 #                 (veloq-copy with io_uring's batched waits off, for comparison)
@@ -63,6 +70,10 @@ GOWORK=off go build -o bin/tcpload ./cmd/tcpload
 (cd .. && go build -o bench/bin/echo-server ./cmd/echo-server && go build -o bench/bin/tcp-proxy ./examples/tcp-proxy)
 if [[ " $PROXIES " == *" cfloor "* ]]; then
 	gcc -O2 -o bin/epoll_relay floor/epoll_relay.c
+fi
+if [[ " $PROXIES " == *" cfloor-uring"* ]] && ! gcc -O2 -o bin/uring_relay floor/uring_relay.c -luring 2>"$TMP/uring-build.log"; then
+	echo "proxy.sh: skipping cfloor-uring*: gcc floor/uring_relay.c -luring failed (apt-get install liburing-dev): $(tail -1 "$TMP/uring-build.log")" >&2
+	PROXIES=$(for p in $PROXIES; do case $p in cfloor-uring*) ;; *) printf '%s ' "$p" ;; esac; done)
 fi
 
 # wait_port PORT: until something accepts on 127.0.0.1:PORT (at most 5 s).
@@ -135,6 +146,9 @@ proxy_cmd() { # NAME -> PORT and command line
 	veloq-nobatch) echo "19404 bin/tcp-proxy -listen 127.0.0.1:19404 -backends 127.0.0.1:$BACKEND_PORT -loops 1 -backend uring -splice off -batch-wait -1us" ;;
 	veloq-large) echo "19405 bin/tcp-proxy -listen 127.0.0.1:19405 -backends 127.0.0.1:$BACKEND_PORT -loops 1 -backend uring -splice large" ;;
 	cfloor) echo "19413 bin/epoll_relay -addr 127.0.0.1:19413 -upstream 127.0.0.1:$BACKEND_PORT" ;;
+	cfloor-uring) echo "19414 bin/uring_relay -addr 127.0.0.1:19414 -upstream 127.0.0.1:$BACKEND_PORT" ;;
+	cfloor-uring-batch) echo "19415 bin/uring_relay -addr 127.0.0.1:19415 -upstream 127.0.0.1:$BACKEND_PORT -batch-wait 20" ;;
+	cfloor-uring-single) echo "19416 bin/uring_relay -addr 127.0.0.1:19416 -upstream 127.0.0.1:$BACKEND_PORT -recv single" ;;
 	veloq-epoll) echo "19403 bin/tcp-proxy -listen 127.0.0.1:19403 -backends 127.0.0.1:$BACKEND_PORT -loops 1 -backend epoll -splice off" ;;
 	haproxy) echo "19411 haproxy -db -f $TMP/haproxy.cfg" ;;
 	nginx) echo "19412 nginx -c $TMP/nginx.conf -p $TMP -e $TMP/nginx-error.log" ;;
@@ -237,5 +251,9 @@ done
 	echo "mode tcp, nbthread 1. nginx $(nginx -v 2>&1 | sed 's|.*/||'): stream proxy_pass, worker_processes 1,"
 	echo "master_process off, tcp_nodelay on. veloq-large: veloq-copy with \`-splice large\`. cfloor: bench/floor/epoll_relay.c,"
 	echo "a minimal C relay (level-triggered epoll, one 64 KiB buffer per direction, copies through user space)."
+	echo "cfloor-uring: bench/floor/uring_relay.c, the same relay on io_uring (SINGLE_ISSUER + DEFER_TASKRUN, multishot"
+	echo "recv into a provided buffer ring, each chunk sent from the buffer it arrived in, one io_uring_enter per batch);"
+	echo "cfloor-uring-batch: the same with \`-batch-wait 20\`, veloq-copy's default batched waits (20 µs min-wait);"
+	echo "cfloor-uring-single: with \`-recv single\`, a single-shot recv into each side's own 64 KiB buffer."
 } >"$OUT"
 cat "$OUT"

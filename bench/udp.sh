@@ -10,7 +10,11 @@
 # sendmmsg/recvmmsg on one thread; a port whose echoes stop for 200 ms
 # counts its datagrams in flight as lost. Every server runs pinned to CPU 0
 # (one loop / GOMAXPROCS=1) and udpload on CPU 1; cfloor is the C floor
-# (bench/floor/udp_echo.c: one recvmmsg and one sendmmsg per wake-up); server CPU is utime+stime
+# (bench/floor/udp_echo.c: one recvmmsg and one sendmmsg per wake-up) and
+# cfloor-uring the io_uring one (bench/floor/uring_udp_echo.c: multishot
+# recvmsg into a buffer ring, each echo an SQE sent from the buffer it
+# arrived in; needs liburing-dev, skipped without; cfloor-uring-batch adds
+# -batch-wait 20, veloq's default batched waits); server CPU is utime+stime
 # from /proc over the window; every server runs in every round, in an
 # order rotated each round; each figure is the median over the rounds,
 # with its range (min-max). Everything talks to 127.0.0.1 only. Results go
@@ -52,6 +56,10 @@ echo "== build"
 (cd .. && go build -o "$bin/echo-server" ./cmd/echo-server)
 go build -o "$bin/" ./cmd/udpload ./peers/stdudp ./peers/gnetudp
 gcc -O2 -o "$bin/udp_echo" floor/udp_echo.c
+uring_floor=1
+if ! gcc -O2 -o "$bin/uring_udp_echo" floor/uring_udp_echo.c -luring 2>"$tmp/uring-build.log"; then
+	uring_floor=0
+fi
 
 server_cpu="taskset -c 0"
 load_cpu="taskset -c 1"
@@ -71,8 +79,14 @@ cmd[veloq-uring-nooffload]="env GOMAXPROCS=1 $bin/echo-server -mode udp -loops 1
 cmd[netudpconn]="env GOMAXPROCS=1 $bin/stdudp -addr 127.0.0.1:19304"
 cmd[gnet]="env GOMAXPROCS=1 $bin/gnetudp -loops 1 -addr 127.0.0.1:19305"
 cmd[cfloor]="$bin/udp_echo -addr 127.0.0.1:19306"
+cmd[cfloor-uring]="$bin/uring_udp_echo -addr 127.0.0.1:19307"
+cmd[cfloor-uring-batch]="$bin/uring_udp_echo -addr 127.0.0.1:19308 -batch-wait 20"
 # UDP_SERVERS and UDP_SIZES (space-separated) run a subset.
-read -r -a servers <<<"${UDP_SERVERS:-veloq-uring veloq-epoll veloq-uring-nooffload netudpconn gnet cfloor}"
+read -r -a servers <<<"${UDP_SERVERS:-veloq-uring veloq-epoll veloq-uring-nooffload netudpconn gnet cfloor cfloor-uring}"
+if [ "$uring_floor" = 0 ] && [[ " ${servers[*]} " == *" cfloor-uring"* ]]; then
+	note "cfloor-uring skipped: gcc floor/uring_udp_echo.c -luring failed (apt-get install liburing-dev): $(tail -1 "$tmp/uring-build.log")"
+	read -r -a servers <<<"$(printf '%s\n' "${servers[@]}" | grep -v '^cfloor-uring' | tr '\n' ' ')"
+fi
 read -r -a sizes <<<"${UDP_SIZES:-64 1200}"
 
 pid="" addr=""

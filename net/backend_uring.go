@@ -74,7 +74,7 @@ type uconn struct {
 	q          *outQueue
 	sending    int32 // bytes of the send in flight (one segment); 0: none
 	recv       bool  // a recv is armed
-	recvCancel bool  // and its cancel submitted
+	recvCancel bool  // and its end asked for (a cancel, or endRecv)
 	mode       recvMode
 	shorts     uint8 // short receives in a row while recvOneshot
 	reading    bool  // the loop wants input
@@ -231,19 +231,20 @@ func (b *uringBackend) poll(timeout time.Duration) (bool, error) {
 			_, err = b.ring.Submit()
 		}
 	case b.draining > 0:
-		// Closes are under way. Their cancellations complete as task
-		// work, which with DEFER_TASKRUN the kernel runs only inside
-		// io_uring_enter, first in first out, at most max(20,
-		// min_complete) items a pass and two passes a call (Linux
-		// 6.13+). Asking for one completion, a call ran 20 to 40 of
-		// them while a budget of timers cancelled 64 operations an
-		// iteration, so in a mass expiry the backlog grew to thousands
-		// and every other connection's receive waited behind it: 56
-		// iterations in TestMassExpiryLetsOthersThrough, about 2,000
-		// cancellations and 13 ms of the loop's CPU with 10,000
-		// connections. Asking for as many as are owed, up to a budget,
-		// keeps pace with the timers; the call does not wait for them,
-		// and the loop waits as usual when it brought nothing back.
+		// Closes are under way. The ends of their operations (endRecv's
+		// wake-ups, cancellations) complete as task work, which with
+		// DEFER_TASKRUN the kernel runs only inside io_uring_enter,
+		// first in first out, at most max(20, min_complete) items a pass
+		// and two passes a call (Linux 6.13+). Asking for one
+		// completion, a call ran 20 to 40 of them while a budget of
+		// timers cancelled 64 operations an iteration, so in a mass
+		// expiry the backlog grew to thousands and every other
+		// connection's receive waited behind it: 56 iterations in
+		// TestMassExpiryLetsOthersThrough, about 2,000 cancellations and
+		// 13 ms of the loop's CPU with 10,000 connections. Asking for as
+		// many as are owed, up to a budget, keeps pace with the timers;
+		// the call does not wait for them, and the loop waits as usual
+		// when it brought nothing back.
 		_, err = b.ring.SubmitAndWaitTimeout(uint32(min(b.draining, len(b.cqes))), 0)
 		if err == nil && timeout != 0 && b.ring.CQReady() == 0 {
 			err = b.wait(timeout)
@@ -840,8 +841,9 @@ func (b *uringBackend) close(slot uint32) {
 		b.settle(slot, u)
 		return
 	}
-	// Each operation the record holds is cancelled by its user_data, which
-	// the kernel finds with one lookup in its cancel hash. A cancel by fd
+	// The receive, the one operation of an idle connection, is ended by
+	// endRecv. Every other is cancelled by its user_data, which the kernel
+	// finds in its cancel hash (see endRecv for the cost). A cancel by fd
 	// (ASYNC_CANCEL_FD|ALL) instead scans every armed poll of the ring, the
 	// idle connections' receives included, at least twice: profiled with
 	// 8,000 idle HTTP connections reaching the head timeout together, those
@@ -849,7 +851,9 @@ func (b *uringBackend) close(slot uint32) {
 	// stalled it for seconds, a cost quadratic in the connections.
 	if u.recv && !u.recvCancel {
 		u.recvCancel = true
-		b.cancel(token(opRecv, slot, u.gen))
+		if !endRecv(int(u.fd)) {
+			b.cancel(token(opRecv, slot, u.gen))
+		}
 	}
 	if u.sending > 0 {
 		b.cancel(token(opSend, slot, u.gen))
@@ -863,6 +867,25 @@ func (b *uringBackend) close(slot uint32) {
 	if u.pollOut {
 		b.cancel(token(opPollOut, slot, u.gen))
 	}
+}
+
+// endRecv ends the receive armed on socket fd without a cancel:
+// shutdown(SHUT_RD) wakes the socket's waiters, and the receive comes back
+// with 0 (or with input already queued, then 0) through the same deferred
+// task work as a cancellation. A cancel finds its request in the ring's
+// cancel hash, which has at most 256 buckets: with 20,000 idle
+// connections each armed receive shares a bucket with about 80 others,
+// and a cancel walks half of them. Profiled (perf, masstimeout -n 19900),
+// that walk (io_poll_find) took 17% of the loop's CPU in the expiry, a
+// cost quadratic in the connections; the shutdown costs one system call,
+// whatever their number (the loop's CPU in the expiry, three runs each:
+// 370-640 ms with cancels, 290-320 ms with shutdowns). It sends nothing (the FIN goes with the close),
+// so an abort after SO_LINGER 0 still resets. It reports false if the
+// socket refused (the caller cancels then); ENOTCONN, for a connection
+// the peer reset, still wakes the waiters.
+func endRecv(fd int) bool {
+	err := unix.Shutdown(fd, unix.SHUT_RD)
+	return err == nil || err == unix.ENOTCONN
 }
 
 // shutdown cancels the wake-up read and waits for its completion, so the

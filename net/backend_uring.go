@@ -25,10 +25,10 @@ import (
 // connection, and a uring.Waker whose eventfd read a poster completes.
 //
 // Each connection has a record here (uconn, indexed by slot) counting the
-// operations the kernel holds for it. Closing cancels each of them (by
-// user_data, see close) and waits for their last CQE before closing the fd
-// and reporting the slot released, so the kernel never writes into memory
-// the loop has given back.
+// operations the kernel holds for it. Closing ends each of them (see
+// close) and waits for their last CQE before closing the fd (in the ring,
+// see closeFD) and reporting the slot released, so the kernel never
+// writes into memory the loop has given back.
 type uringBackend struct {
 	ev      sink
 	log     *slog.Logger
@@ -60,6 +60,11 @@ type uringBackend struct {
 	// draining counts the connections being closed whose operations the
 	// kernel still holds (see close and poll).
 	draining int
+	// closeq holds the connections whose operations are all back, to be
+	// closed by poll (closeQueue); closed those whose close poll queued
+	// in the ring, to report released once it is submitted.
+	closeq closeQueue
+	closed []uint32
 }
 
 // uconn is the backend's record of one connection slot.
@@ -119,7 +124,7 @@ var requiredOps = []struct {
 }{
 	{uring.OpRecv, "RECV"}, {uring.OpSend, "SEND"},
 	{uring.OpRead, "READ"}, {uring.OpAsyncCancel, "ASYNC_CANCEL"}, {uring.OpConnect, "CONNECT"},
-	{uring.OpPollAdd, "POLL_ADD"},
+	{uring.OpPollAdd, "POLL_ADD"}, {uring.OpClose, "CLOSE"},
 }
 
 // probeUring checks, on a throwaway ring set up like the loops' rings,
@@ -218,6 +223,12 @@ func (b *uringBackend) poll(timeout time.Duration) (bool, error) {
 		timeout = 0
 		b.acceptAgain()
 	}
+	if b.closeq.run(b.closeFD) {
+		// The released reports come after the submission, and run
+		// OnClose, which may queue output or close more: the loop goes
+		// round again before it waits.
+		timeout = 0
+	}
 	var err error
 	switch {
 	case b.ring.CQReady() > 0:
@@ -257,6 +268,9 @@ func (b *uringBackend) poll(timeout time.Duration) (bool, error) {
 		err = b.wait(timeout)
 	}
 	b.sends = 0 // every case above submitted what was queued
+	if len(b.closed) > 0 {
+		b.reportClosed()
+	}
 	if err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
 		return false, fmt.Errorf("io_uring_enter: %w", err)
 	}
@@ -389,6 +403,10 @@ func (b *uringBackend) complete(cqe *uring.CQE) {
 		b.packetCompleted(op, slot, gen, cqe)
 	case opCancel:
 		// Cancel results matter only through the cancelled ops' CQEs.
+	case opClose:
+		// Only a failure has a CQE (SQECQESkipSuccess); the slot was
+		// released with the close queued, and the fd is gone either way.
+		b.log.Debug("veloq: io_uring close failed", "err", cqe.Err())
 	}
 }
 
@@ -400,12 +418,41 @@ func (b *uringBackend) settle(slot uint32, u *uconn) bool {
 	}
 	if u.ops == 0 {
 		b.draining--
-		unix.Close(int(u.fd))
-		u.fd = -1
-		u.q = nil
-		b.ev.released(slot)
+		b.closeq.push(slot)
 	}
 	return true
+}
+
+// closeFD closes the socket of slot, whose operations are all back, in
+// the ring: the close goes into the submission queue behind the sends the
+// iteration's flush queued, and runs when poll submits them, which then
+// reports the slot released (reportClosed).
+func (b *uringBackend) closeFD(slot uint32) {
+	u := b.conns.at(slot)
+	s := b.sqe()
+	s.PrepClose(int(u.fd))
+	s.SetUserData(token(opClose, slot, u.gen))
+	s.SetFlags(uring.SQECQESkipSuccess)
+	u.fd = -1
+	u.q = nil
+	b.closed = append(b.closed, slot)
+}
+
+// reportClosed reports released the slots whose closes poll queued, once
+// the kernel has taken them (it runs a close as it takes it): a slot is
+// released with its fd closed, so one that NumConns no longer counts
+// holds no descriptor.
+func (b *uringBackend) reportClosed() {
+	for b.ring.SQReady() > 0 {
+		if _, err := b.ring.Submit(); err != nil {
+			runtime.Gosched() // EBUSY/EAGAIN/EINTR: try again, as sqe does
+		}
+	}
+	for i, slot := range b.closed {
+		b.closed[i] = 0
+		b.ev.released(slot)
+	}
+	b.closed = b.closed[:0]
 }
 
 func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
@@ -835,7 +882,7 @@ func (b *uringBackend) close(slot uint32) {
 		return
 	}
 	u.closing = true
-	b.draining++ // until settle closes the fd
+	b.draining++ // until settle queues the close
 	u.reading, u.watchIn = false, false
 	if u.ops == 0 {
 		b.settle(slot, u)

@@ -63,7 +63,9 @@ type backend interface {
 	// report (in-place forwarding), to the backend.
 	recycle(bid uint16)
 	// close stops every operation of slot; released reports when the
-	// kernel holds nothing of it any more and the fd is closed.
+	// kernel holds nothing of it any more and the fd is closed. Native
+	// backends close the fd in the next poll, after the iteration's
+	// output went out (closeQueue).
 	close(slot uint32)
 	// shutdown releases the backend. The loop calls it last.
 	shutdown() error
@@ -117,6 +119,34 @@ const maxAccepts = 64
 // rest is read on the next poll.
 const maxReadsOnce = 8
 
+// closeQueue holds the slots whose sockets a native backend has still to
+// close, in order. poll closes them after the iteration's flush has
+// handed its output to the kernel (written on epoll; on io_uring queued
+// ahead of the closes in the submission queue) and before it waits for
+// events: the answers to input that came before are out before the
+// closes, and input that comes during them is read right after. Closed
+// among the timers (epoll) or the completions (io_uring), a budget of
+// closes ran between a request's dispatch and the flush of its answer.
+// How many there are per iteration is bounded where closes start (the
+// timers stop at closesPerIteration; the reports of a poll are a budget
+// of events), and poll closes all of them, so a busy loop never holds
+// on to the descriptors of connections it closed.
+type closeQueue []uint32
+
+func (q *closeQueue) push(slot uint32) { *q = append(*q, slot) }
+
+// run calls closeFn for every queued slot, in order, including those
+// queued meanwhile (a released report runs OnClose, which may close
+// other connections), and reports whether there were any.
+func (q *closeQueue) run(closeFn func(slot uint32)) bool {
+	for i := 0; i < len(*q); i++ {
+		closeFn((*q)[i])
+	}
+	ran := len(*q) > 0
+	*q = (*q)[:0]
+	return ran
+}
+
 // Completion user_data / epoll token layout: op in the top 8 bits, a
 // generation in the next 24, the slot in the low 32. No pointer is ever
 // stored, so the kernel never holds a Go pointer.
@@ -131,6 +161,7 @@ const (
 	opPollOut // io_uring: one-shot POLLOUT for an output watch
 	opPktIn   // datagram socket input readiness (udp_backend.go)
 	opPktOut  // datagram socket output readiness
+	opClose   // io_uring: a connection's close (closeQueue)
 )
 
 func token(op uint64, slot, gen uint32) uint64 {

@@ -39,6 +39,8 @@ type epollBackend struct {
 	// outQueue.peekv); 16 covers a head, a chunk's framing around its
 	// data and the receive buffers ForwardTo queues (4 per connection).
 	iov [16]unix.Iovec
+	// closeq holds the connections to be closed by poll (closeQueue).
+	closeq closeQueue
 }
 
 // econn is the backend's record of one connection slot.
@@ -52,6 +54,7 @@ type econn struct {
 	waitOut    bool // a write hit EAGAIN: the Out edge continues it
 	watchIn    bool // input is reported as readiness, not read
 	watchOut   bool
+	closing    bool  // in closeq: no more reports
 	epoch      uint8 // activity epoch of its last input
 }
 
@@ -107,12 +110,17 @@ func (b *epollBackend) conn(slot, gen uint32) *econn {
 // generation gen: a report may close the slot or reopen it for another.
 // A record never moves (table), so after a report the caller checks the
 // record it holds instead of looking the slot up again.
-func (e *econn) live(gen uint32) bool { return e.gen == gen && e.fd >= 0 }
+func (e *econn) live(gen uint32) bool { return e.gen == gen && e.fd >= 0 && !e.closing }
 
 func (b *epollBackend) poll(timeout time.Duration) (bool, error) {
 	if len(b.retry) > 0 {
 		timeout = 0
 		b.runRetries()
+	}
+	if b.closeq.run(b.closeFD) {
+		// Released reports run OnClose, which may queue output or
+		// close more: the loop goes round again before it waits.
+		timeout = 0
 	}
 	timeout = b.pause(timeout)
 	b.act.inputs = 0
@@ -396,12 +404,19 @@ func (b *epollBackend) recycle(uint16) {} // epoll reads into one buffer: nothin
 
 func (b *epollBackend) close(slot uint32) {
 	e := b.conns.at(slot)
-	if e.fd < 0 {
+	if e.fd < 0 || e.closing {
 		return
 	}
-	// close(2) removes the fd from the epoll set.
+	e.closing = true
+	b.closeq.push(slot)
+}
+
+// closeFD closes the socket of slot (close(2) removes it from the epoll
+// set) and reports it released.
+func (b *epollBackend) closeFD(slot uint32) {
+	e := b.conns.at(slot)
 	unix.Close(e.fd)
-	e.fd, e.q = -1, nil
+	e.fd, e.q, e.closing = -1, nil, false
 	b.ev.released(slot)
 }
 

@@ -25,10 +25,10 @@ import (
 // connection, and a uring.Waker whose eventfd read a poster completes.
 //
 // Each connection has a record here (uconn, indexed by slot) counting the
-// operations the kernel holds for it. Closing cancels each of them (by
-// user_data, see close) and waits for their last CQE before closing the fd
-// and reporting the slot released, so the kernel never writes into memory
-// the loop has given back.
+// operations the kernel holds for it. Closing ends each of them (see
+// close) and waits for their last CQE before closing the fd (in the ring,
+// see closeFD) and reporting the slot released, so the kernel never
+// writes into memory the loop has given back.
 type uringBackend struct {
 	ev      sink
 	log     *slog.Logger
@@ -60,6 +60,11 @@ type uringBackend struct {
 	// draining counts the connections being closed whose operations the
 	// kernel still holds (see close and poll).
 	draining int
+	// closeq holds the connections whose operations are all back, to be
+	// closed by poll (closeQueue); closed those whose close poll queued
+	// in the ring, to report released once it is submitted.
+	closeq closeQueue
+	closed []uint32
 }
 
 // uconn is the backend's record of one connection slot.
@@ -74,7 +79,7 @@ type uconn struct {
 	q          *outQueue
 	sending    int32 // bytes of the send in flight (one segment); 0: none
 	recv       bool  // a recv is armed
-	recvCancel bool  // and its cancel submitted
+	recvCancel bool  // and its end asked for (a cancel, or endRecv)
 	mode       recvMode
 	shorts     uint8 // short receives in a row while recvOneshot
 	reading    bool  // the loop wants input
@@ -119,7 +124,7 @@ var requiredOps = []struct {
 }{
 	{uring.OpRecv, "RECV"}, {uring.OpSend, "SEND"},
 	{uring.OpRead, "READ"}, {uring.OpAsyncCancel, "ASYNC_CANCEL"}, {uring.OpConnect, "CONNECT"},
-	{uring.OpPollAdd, "POLL_ADD"},
+	{uring.OpPollAdd, "POLL_ADD"}, {uring.OpClose, "CLOSE"},
 }
 
 // probeUring checks, on a throwaway ring set up like the loops' rings,
@@ -218,6 +223,12 @@ func (b *uringBackend) poll(timeout time.Duration) (bool, error) {
 		timeout = 0
 		b.acceptAgain()
 	}
+	if b.closeq.run(b.closeFD) {
+		// The released reports come after the submission, and run
+		// OnClose, which may queue output or close more: the loop goes
+		// round again before it waits.
+		timeout = 0
+	}
 	var err error
 	switch {
 	case b.ring.CQReady() > 0:
@@ -231,19 +242,20 @@ func (b *uringBackend) poll(timeout time.Duration) (bool, error) {
 			_, err = b.ring.Submit()
 		}
 	case b.draining > 0:
-		// Closes are under way. Their cancellations complete as task
-		// work, which with DEFER_TASKRUN the kernel runs only inside
-		// io_uring_enter, first in first out, at most max(20,
-		// min_complete) items a pass and two passes a call (Linux
-		// 6.13+). Asking for one completion, a call ran 20 to 40 of
-		// them while a budget of timers cancelled 64 operations an
-		// iteration, so in a mass expiry the backlog grew to thousands
-		// and every other connection's receive waited behind it: 56
-		// iterations in TestMassExpiryLetsOthersThrough, about 2,000
-		// cancellations and 13 ms of the loop's CPU with 10,000
-		// connections. Asking for as many as are owed, up to a budget,
-		// keeps pace with the timers; the call does not wait for them,
-		// and the loop waits as usual when it brought nothing back.
+		// Closes are under way. The ends of their operations (endRecv's
+		// wake-ups, cancellations) complete as task work, which with
+		// DEFER_TASKRUN the kernel runs only inside io_uring_enter,
+		// first in first out, at most max(20, min_complete) items a pass
+		// and two passes a call (Linux 6.13+). Asking for one
+		// completion, a call ran 20 to 40 of them while a budget of
+		// timers cancelled 64 operations an iteration, so in a mass
+		// expiry the backlog grew to thousands and every other
+		// connection's receive waited behind it: 56 iterations in
+		// TestMassExpiryLetsOthersThrough, about 2,000 cancellations and
+		// 13 ms of the loop's CPU with 10,000 connections. Asking for as
+		// many as are owed, up to a budget, keeps pace with the timers;
+		// the call does not wait for them, and the loop waits as usual
+		// when it brought nothing back.
 		_, err = b.ring.SubmitAndWaitTimeout(uint32(min(b.draining, len(b.cqes))), 0)
 		if err == nil && timeout != 0 && b.ring.CQReady() == 0 {
 			err = b.wait(timeout)
@@ -256,6 +268,9 @@ func (b *uringBackend) poll(timeout time.Duration) (bool, error) {
 		err = b.wait(timeout)
 	}
 	b.sends = 0 // every case above submitted what was queued
+	if len(b.closed) > 0 {
+		b.reportClosed()
+	}
 	if err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
 		return false, fmt.Errorf("io_uring_enter: %w", err)
 	}
@@ -388,6 +403,10 @@ func (b *uringBackend) complete(cqe *uring.CQE) {
 		b.packetCompleted(op, slot, gen, cqe)
 	case opCancel:
 		// Cancel results matter only through the cancelled ops' CQEs.
+	case opClose:
+		// Only a failure has a CQE (SQECQESkipSuccess); the slot was
+		// released with the close queued, and the fd is gone either way.
+		b.log.Debug("veloq: io_uring close failed", "err", cqe.Err())
 	}
 }
 
@@ -399,12 +418,41 @@ func (b *uringBackend) settle(slot uint32, u *uconn) bool {
 	}
 	if u.ops == 0 {
 		b.draining--
-		unix.Close(int(u.fd))
-		u.fd = -1
-		u.q = nil
-		b.ev.released(slot)
+		b.closeq.push(slot)
 	}
 	return true
+}
+
+// closeFD closes the socket of slot, whose operations are all back, in
+// the ring: the close goes into the submission queue behind the sends the
+// iteration's flush queued, and runs when poll submits them, which then
+// reports the slot released (reportClosed).
+func (b *uringBackend) closeFD(slot uint32) {
+	u := b.conns.at(slot)
+	s := b.sqe()
+	s.PrepClose(int(u.fd))
+	s.SetUserData(token(opClose, slot, u.gen))
+	s.SetFlags(uring.SQECQESkipSuccess)
+	u.fd = -1
+	u.q = nil
+	b.closed = append(b.closed, slot)
+}
+
+// reportClosed reports released the slots whose closes poll queued, once
+// the kernel has taken them (it runs a close as it takes it): a slot is
+// released with its fd closed, so one that NumConns no longer counts
+// holds no descriptor.
+func (b *uringBackend) reportClosed() {
+	for b.ring.SQReady() > 0 {
+		if _, err := b.ring.Submit(); err != nil {
+			runtime.Gosched() // EBUSY/EAGAIN/EINTR: try again, as sqe does
+		}
+	}
+	for i, slot := range b.closed {
+		b.closed[i] = 0
+		b.ev.released(slot)
+	}
+	b.closed = b.closed[:0]
 }
 
 func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
@@ -834,14 +882,15 @@ func (b *uringBackend) close(slot uint32) {
 		return
 	}
 	u.closing = true
-	b.draining++ // until settle closes the fd
+	b.draining++ // until settle queues the close
 	u.reading, u.watchIn = false, false
 	if u.ops == 0 {
 		b.settle(slot, u)
 		return
 	}
-	// Each operation the record holds is cancelled by its user_data, which
-	// the kernel finds with one lookup in its cancel hash. A cancel by fd
+	// The receive, the one operation of an idle connection, is ended by
+	// endRecv. Every other is cancelled by its user_data, which the kernel
+	// finds in its cancel hash (see endRecv for the cost). A cancel by fd
 	// (ASYNC_CANCEL_FD|ALL) instead scans every armed poll of the ring, the
 	// idle connections' receives included, at least twice: profiled with
 	// 8,000 idle HTTP connections reaching the head timeout together, those
@@ -849,7 +898,9 @@ func (b *uringBackend) close(slot uint32) {
 	// stalled it for seconds, a cost quadratic in the connections.
 	if u.recv && !u.recvCancel {
 		u.recvCancel = true
-		b.cancel(token(opRecv, slot, u.gen))
+		if !endRecv(int(u.fd)) {
+			b.cancel(token(opRecv, slot, u.gen))
+		}
 	}
 	if u.sending > 0 {
 		b.cancel(token(opSend, slot, u.gen))
@@ -863,6 +914,25 @@ func (b *uringBackend) close(slot uint32) {
 	if u.pollOut {
 		b.cancel(token(opPollOut, slot, u.gen))
 	}
+}
+
+// endRecv ends the receive armed on socket fd without a cancel:
+// shutdown(SHUT_RD) wakes the socket's waiters, and the receive comes back
+// with 0 (or with input already queued, then 0) through the same deferred
+// task work as a cancellation. A cancel finds its request in the ring's
+// cancel hash, which has at most 256 buckets: with 20,000 idle
+// connections each armed receive shares a bucket with about 80 others,
+// and a cancel walks half of them. Profiled (perf, masstimeout -n 19900),
+// that walk (io_poll_find) took 17% of the loop's CPU in the expiry, a
+// cost quadratic in the connections; the shutdown costs one system call,
+// whatever their number (the loop's CPU in the expiry, three runs each:
+// 370-640 ms with cancels, 290-320 ms with shutdowns). It sends nothing (the FIN goes with the close),
+// so an abort after SO_LINGER 0 still resets. It reports false if the
+// socket refused (the caller cancels then); ENOTCONN, for a connection
+// the peer reset, still wakes the waiters.
+func endRecv(fd int) bool {
+	err := unix.Shutdown(fd, unix.SHUT_RD)
+	return err == nil || err == unix.ENOTCONN
 }
 
 // shutdown cancels the wake-up read and waits for its completion, so the

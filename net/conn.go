@@ -172,8 +172,10 @@ func (c *Conn) waterMarks() (low, high int) {
 func (c *Conn) Loop() *Loop { return c.loop }
 
 // Fd returns the socket's file descriptor, for socket options. Do not read,
-// write or close it. On Windows it is not an operating-system handle but
-// veloq's key for a socket that Go's net package owns.
+// write or close it. On io_uring, closing c first shuts down the socket's
+// reading (shutdown(2)), which a duplicate of the descriptor shares. On
+// Windows it is not an operating-system handle but veloq's key for a
+// socket that Go's net package owns.
 func (c *Conn) Fd() int { return c.fd }
 
 // Value returns the value stored with SetValue (nil if none).

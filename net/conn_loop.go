@@ -503,6 +503,7 @@ func (l *Loop) teardown(c *Conn) {
 	}
 	c.state = connTearingDown
 	c.reading = false
+	l.closes++
 	if x := c.aux; x != nil && (x.spliceSrc != nil || x.spliceDst != nil) {
 		l.spliceTeardown(c)
 	}

@@ -139,3 +139,69 @@ func TestMassExpiryLetsOthersThrough(t *testing.T) {
 		}
 	})
 }
+
+// maxClosesPerRoundTrip bounds the connections closed between a probe's
+// request and the arrival of its answer, both on the loop, during a mass
+// expiry: the request and the answer each wait for at most one poll's
+// closes (closesPerIteration), and a third poll may fall between them.
+const maxClosesPerRoundTrip = 3 * closesPerIteration
+
+// A request that arrives while thousands of connections expire is
+// answered after a bounded number of those closes, however many are
+// due. A close costs the loop 10-25 µs (close(2) sends the FIN, and on
+// loopback the peer's side of it runs in the same call), and they used
+// to run among the timers (epoll) or the completions (io_uring), a
+// budget of 64 of them between a request's dispatch and the flush of
+// its answer, and another budget before the next input was read. The
+// probe is a connection the loop dialed to itself; it sends from a timer
+// armed among the expiring ones, so the request goes out amid the
+// closes, and counts them (Stats.Closed) from its send to its answer.
+func TestMassExpiryAnswersBetweenCloses(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		opened := make(chan *Conn, massExpiryConns+1)
+		s := startServer(t, b, &HandlerFuncs{
+			Open: func(c *Conn) { opened <- c },
+			Data: func(c *Conn) { // only the probe's server end sends
+				c.Discard(-1)
+				_, _ = c.Write([]byte("y"))
+			},
+		}, WithLoops(1))
+		l := s.Loops()[0]
+		clients, conns := idleConns(t, s, opened, massExpiryConns)
+		answered := make(chan uint64, 1)
+		probe, err := l.Dial(context.Background(), "tcp", s.Addr().String(), &HandlerFuncs{
+			Data: func(c *Conn) {
+				c.Discard(-1)
+				answered <- l.Stats().Closed
+			},
+		})
+		require.NoError(t, err)
+		peer := <-opened
+		t.Cleanup(func() {
+			_ = l.Post(func() { probe.Close(); peer.Close() })
+		})
+		const d = 20 * time.Millisecond
+		sent := make(chan uint64, 1)
+		half := len(conns) / 2
+		expireAll(t, l, conns[:half], d)
+		require.NoError(t, l.Post(func() {
+			l.AfterFunc(d, func() {
+				sent <- l.Stats().Closed
+				_, _ = probe.Write([]byte("x"))
+			})
+		}))
+		expireAll(t, l, conns[half:], d)
+		from, to := <-sent, <-answered
+		awaitEOF(t, clients)
+		require.Eventually(t, func() bool { return s.NumConns() == 2 }, 10*time.Second, time.Millisecond)
+		t.Logf("%d connections closed between the probe's request and its answer", to-from)
+		if b == BackendPortable {
+			// Its reader goroutines hand input to the loop on the Go
+			// scheduler's time, not between a number of closes.
+			return
+		}
+		if closed := to - from; closed > maxClosesPerRoundTrip {
+			t.Fatalf("%d connections closed between the probe's request and its answer, want at most %d", closed, maxClosesPerRoundTrip)
+		}
+	})
+}

@@ -173,3 +173,33 @@ func TestUringRingGrowsOnDemand(t *testing.T) {
 		require.LessOrEqual(t, n, 64)
 	})
 }
+
+// TestSmallWriteSegment: a small write copied into the output queue
+// takes a 2 KiB segment, not 4 KiB: every connection with output pending
+// holds one, and the loop's cache keeps up to 64 of a size after a burst
+// (veloq-proxy's upstream requests queued while their connections were
+// made left 256 KiB of 4 KiB segments). AvailableBuffer still lends a
+// 4 KiB spare, room for an answer built in place and a pipelined batch
+// queued after it in one segment.
+func TestSmallWriteSegment(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		type caps struct{ seg, spare int }
+		got := make(chan caps, 1)
+		s := startServer(t, b, &HandlerFuncs{Open: func(c *Conn) {
+			var r caps
+			r.spare = cap(c.AvailableBuffer())
+			c.Write(make([]byte, 100)) // a copy: not built in the spare
+			if q := &c.out; len(q.segs) > q.head {
+				r.seg = cap(q.segs[len(q.segs)-1].b)
+			}
+			got <- r
+		}}, WithLoops(1))
+		conn := dial(t, s)
+		r := await(t, got, "no connection")
+		require.Equal(t, 2<<10, r.seg, "segment of a 100-byte write")
+		require.GreaterOrEqual(t, r.spare, 4<<10, "AvailableBuffer's spare")
+		buf := make([]byte, 100)
+		_, err := io.ReadFull(conn, buf)
+		require.NoError(t, err)
+	})
+}

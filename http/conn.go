@@ -54,8 +54,7 @@ type conn struct {
 	pattern    string // the Router pattern of the last request handled
 	phaseStart int64  // loop clock (Loop.Clock) when the phase began
 
-	timer       *vnet.Timer
-	timerAt     int64
+	timerAt     int64 // when the loop's connTimers run onTimer (loop clock)
 	lastPending int
 	progressAt  int64
 
@@ -72,7 +71,8 @@ type conn struct {
 
 	phase    phase
 	eof      bool
-	answered bool // a response was completed (protoError: no preface any more)
+	answered bool  // a response was completed (protoError: no preface any more)
+	tpos     int32 // place in ls.timers' heap + 1; 0 while no timer is pending
 }
 
 // reqState is a connection's state while a request is in progress (see
@@ -231,16 +231,14 @@ func (s *Server) firstTimeout() time.Duration {
 func (cs *conn) armAt(deadline int64) {
 	// Inlined: every answer asks for its idle deadline, which the pending
 	// timer nearly always covers.
-	if cs.timerAt > deadline || !cs.timer.Pending() {
+	if cs.timerAt > deadline || cs.tpos == 0 {
 		cs.rearm(deadline)
 	}
 }
 
 // rearm makes the timer fire at deadline.
 func (cs *conn) rearm(deadline int64) {
-	d := deadline - cs.now()
-	cs.timer.Reset(time.Duration(max(d, 0)))
-	cs.timerAt = deadline
+	cs.ls.timers.arm(cs, deadline)
 }
 
 // onTimer enforces the deadline of the current phase and the write
@@ -318,8 +316,7 @@ func (cs *conn) onTimer() {
 			cs.lastPending = 0
 		}
 	}
-	cs.timer.Reset(time.Duration(next))
-	cs.timerAt = now + next
+	cs.ls.timers.arm(cs, now+next)
 }
 
 func (cs *conn) onData() {
@@ -713,7 +710,7 @@ func (cs *conn) handOver(h vnet.Handler) {
 	ls.st.hijacked.Add(1)
 	ls.conns.remove(cs)
 	cs.ls.srv.active.Add(-1)
-	cs.timer.Stop()
+	ls.timers.stop(cs)
 	cs.phase = phaseHijacked
 	c := cs.c
 	c.SetValue(nil)
@@ -923,8 +920,7 @@ func (cs *conn) bodyTimeout() {
 		x := cs.std()
 		cs.phase = phaseBusy
 		x.pipe.closeWrite(ErrBodyReadTimeout)
-		cs.timer.Reset(longPoll)
-		cs.timerAt = cs.now() + int64(longPoll)
+		cs.ls.timers.arm(cs, cs.now()+int64(longPoll))
 		return
 	}
 	if cs.phase == phaseDetBody {

@@ -446,6 +446,7 @@ type loopState struct {
 	// hdrScratch builds FromStd request headers.
 	hdrScratch []byte
 	conns      connList
+	timers     connTimers // the connections' deadlines (conn_timers.go)
 	// served counts the requests answered in this loop iteration;
 	// publish adds them to st.requests once, after the batch, instead of
 	// one atomic add per request.
@@ -589,12 +590,8 @@ func (h netHandler) OnOpen(c *vnet.Conn) {
 	ls.conns.add(cs)
 	cs.phase = phaseNew
 	cs.phaseStart = cs.now()
-	// The loop's timer, not Conn.AfterFunc: onTimer checks for a closed
-	// connection itself and OnClose stops the timer, so the closure
-	// Conn.AfterFunc wraps around it (24 bytes per connection) is not
-	// needed.
-	cs.timer = c.Loop().AfterFunc(cs.ls.srv.firstTimeout(), cs.onTimer)
-	cs.timerAt = cs.phaseStart + int64(cs.ls.srv.firstTimeout())
+	// The loop's connTimers, not a timer per connection (conn_timers.go).
+	ls.timers.arm(cs, cs.phaseStart+int64(s.firstTimeout()))
 	switch {
 	case s.opts.maxConns > 0 && n > int64(s.opts.maxConns):
 		ls.st.rejected.Add(1)
@@ -623,6 +620,6 @@ func (h netHandler) OnClose(c *vnet.Conn, err error) {
 			cs.ls.st.drained.Add(1)
 		}
 	}
-	cs.timer.Stop()
+	cs.ls.timers.stop(cs)
 	cs.onClose(err)
 }

@@ -38,6 +38,15 @@ type uringBackend struct {
 	cqes    []*uring.CQE
 	waker   *uring.Waker
 	bufSize int
+	// bufsOut is how many of the arena's buffers the ring has been
+	// given: a few at first, doubled whenever a receive finds the ring
+	// empty (growRing). A buffer costs memory from the first byte the
+	// kernel writes into it, and the ring hands its buffers out in turn,
+	// so all 128 of the proxy's 64 KiB buffers (a page each, 512 KB)
+	// were touched by a trickle of small requests that never needed
+	// more than a few at once.
+	bufsOut int
+	starved bool // a receive found the ring empty in this batch
 
 	conns table[uconn]
 	msgs  []*usendmsg // by slot: a gathered send's header, made on first use
@@ -190,10 +199,7 @@ func newUringBackend(cfg *Config, ev sink, log *slog.Logger) (*uringBackend, err
 	if b.br, err = ring.SetupBufRing(uint32(cfg.RecvBuffers), bufGroup); err != nil {
 		return fail(err)
 	}
-	for i := 0; i < cfg.RecvBuffers; i++ {
-		b.br.Add(b.arena.Buf(i), uint16(i), i)
-	}
-	b.br.Advance(cfg.RecvBuffers)
+	b.growRing()
 	if b.waker, err = uring.NewWaker(); err != nil {
 		return fail(err)
 	}
@@ -279,6 +285,13 @@ func (b *uringBackend) poll(timeout time.Duration) (bool, error) {
 		b.complete(b.cqes[i]) // valid until CQAdvance below
 	}
 	b.ring.CQAdvance(uint32(n))
+	if b.starved {
+		// Once a batch: every receive armed when the ring ran dry fails
+		// in the same batch, and growing for each would double the ring
+		// that many times.
+		b.starved = false
+		b.growRing()
+	}
 	return n == len(b.cqes), nil
 }
 
@@ -515,9 +528,14 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 			u.eof = true
 			b.ev.eof(slot)
 		}
-	case -res == int32(unix.ENOBUFS), -res == int32(unix.ECANCELED), -res == int32(unix.EINTR):
-		// Out of provided buffers (they come back as handlers finish) or
-		// stopped: re-armed below when reading should go on.
+	case -res == int32(unix.ENOBUFS):
+		// Out of provided buffers: the ring gets more at the end of the
+		// batch if the arena has any left (growRing), else they come
+		// back as handlers finish. Re-armed below when reading should go
+		// on; the submission goes out after the growth.
+		b.starved = true
+	case -res == int32(unix.ECANCELED), -res == int32(unix.EINTR):
+		// Stopped: re-armed below when reading should go on.
 	default:
 		b.ev.failed(slot, os.NewSyscallError("recv", cqe.Err()))
 	}
@@ -872,6 +890,23 @@ func (b *uringBackend) armPollIn(slot uint32, u *uconn) {
 	sq.SetUserData(token(opPollIn, slot, u.gen))
 	u.pollIn = true
 	u.ops++
+}
+
+// initialRecvBuffers is how many receive buffers the ring starts with
+// (at most Config.RecvBuffers).
+const initialRecvBuffers = 8
+
+// growRing gives the ring initialRecvBuffers more buffers, up to the
+// arena's count; it reports whether it added any.
+func (b *uringBackend) growRing() bool {
+	n := min(initialRecvBuffers, b.arena.Count()-b.bufsOut)
+	for i := range n {
+		bid := b.bufsOut + i
+		b.br.Add(b.arena.Buf(bid), uint16(bid), i)
+	}
+	b.br.Advance(n)
+	b.bufsOut += n
+	return n > 0
 }
 
 func (b *uringBackend) recycle(bid uint16) { b.br.Recycle(b.arena.Buf(int(bid)), bid) }

@@ -53,6 +53,40 @@ func TestResponseHeaderRepeatedPair(t *testing.T) {
 	expect(t, "special bit", h.special, uint8(hasServer))
 }
 
+// TestResponseHeaderPairKept: the pair a response starts with is not
+// copied again when the arena's head still holds it from the last
+// response, and is whenever those bytes were overwritten or handed out
+// since: through Get or Fields, or by another field written there.
+func TestResponseHeaderPairKept(t *testing.T) {
+	const name, value = "Content-Type", "text/plain"
+	steps := []struct {
+		what string
+		set  func(h *ResponseHeader)
+	}{
+		{"the pair", func(h *ResponseHeader) { h.Set(name, value) }},
+		{"changed through Get", func(h *ResponseHeader) { h.Set(name, value); h.Get(name)[0] = 'T' }},
+		{"the pair", func(h *ResponseHeader) { h.Set(name, value) }},
+		{"changed through Fields", func(h *ResponseHeader) { h.Set(name, value); h.Fields()[0].Value[1] = 'E' }},
+		{"the pair", func(h *ResponseHeader) { h.Set(name, value) }},
+		{"another field first", func(h *ResponseHeader) { h.Add("X-Long-Name", "0123456789abcdef") }},
+		{"the pair", func(h *ResponseHeader) { h.Set(name, value) }},
+		{"a checked field first", func(h *ResponseHeader) { h.addChecked([]byte("X-Other-Name"), []byte("zzzzzzzzzz")) }},
+		{"the pair", func(h *ResponseHeader) { h.Set(name, value) }},
+		{"as bytes first", func(h *ResponseHeader) { h.AddBytes([]byte("Content-Typo"), []byte("text/plaim")) }},
+		{"the pair", func(h *ResponseHeader) { h.Set(name, value) }},
+		{"the pair twice", func(h *ResponseHeader) { h.Set(name, value); h.Add(name, value) }},
+		{"the pair", func(h *ResponseHeader) { h.Set(name, value) }},
+	}
+	var h, fresh ResponseHeader
+	for _, st := range steps {
+		h.Reset()
+		st.set(&h)
+		fresh = ResponseHeader{}
+		st.set(&fresh)
+		require.Equal(t, string(fresh.arena), string(h.arena), st.what)
+	}
+}
+
 func TestResponseHeader(t *testing.T) {
 	var h ResponseHeader
 	h.Add("X-A", "1")

@@ -53,6 +53,40 @@ func TestResponseHeaderRepeatedPair(t *testing.T) {
 	expect(t, "special bit", h.special, uint8(hasServer))
 }
 
+// TestResponseHeaderPairKept: the pair a response starts with is not
+// copied again when the arena's head still holds it from the last
+// response, and is whenever those bytes were overwritten or handed out
+// since: through Get or Fields, or by another field written there.
+func TestResponseHeaderPairKept(t *testing.T) {
+	const name, value = "Content-Type", "text/plain"
+	steps := []struct {
+		what string
+		set  func(h *ResponseHeader)
+	}{
+		{"the pair", func(h *ResponseHeader) { h.Set(name, value) }},
+		{"changed through Get", func(h *ResponseHeader) { h.Set(name, value); h.Get(name)[0] = 'T' }},
+		{"the pair", func(h *ResponseHeader) { h.Set(name, value) }},
+		{"changed through Fields", func(h *ResponseHeader) { h.Set(name, value); h.Fields()[0].Value[1] = 'E' }},
+		{"the pair", func(h *ResponseHeader) { h.Set(name, value) }},
+		{"another field first", func(h *ResponseHeader) { h.Add("X-Long-Name", "0123456789abcdef") }},
+		{"the pair", func(h *ResponseHeader) { h.Set(name, value) }},
+		{"a checked field first", func(h *ResponseHeader) { h.addChecked([]byte("X-Other-Name"), []byte("zzzzzzzzzz")) }},
+		{"the pair", func(h *ResponseHeader) { h.Set(name, value) }},
+		{"as bytes first", func(h *ResponseHeader) { h.AddBytes([]byte("Content-Typo"), []byte("text/plaim")) }},
+		{"the pair", func(h *ResponseHeader) { h.Set(name, value) }},
+		{"the pair twice", func(h *ResponseHeader) { h.Set(name, value); h.Add(name, value) }},
+		{"the pair", func(h *ResponseHeader) { h.Set(name, value) }},
+	}
+	var h, fresh ResponseHeader
+	for _, st := range steps {
+		h.Reset()
+		st.set(&h)
+		fresh = ResponseHeader{}
+		st.set(&fresh)
+		require.Equal(t, string(fresh.arena), string(h.arena), st.what)
+	}
+}
+
 func TestResponseHeader(t *testing.T) {
 	var h ResponseHeader
 	h.Add("X-A", "1")
@@ -413,6 +447,49 @@ func TestResponseHeadCache(t *testing.T) {
 					require.Equal(t, outcome(&want), outcome(&got), "after %v, %v", a, b)
 				}
 			}
+		}
+	}
+}
+
+// TestResponseHeadCacheSamePair: a head is taken from the cache without
+// a look at the header's bytes only when the header is the cached one's
+// pair as many times over; a header whose bytes a caller was handed (Get,
+// Fields) and changed, or one built otherwise, is compared byte by byte.
+func TestResponseHeadCacheSamePair(t *testing.T) {
+	date := []byte("Sun, 06 Nov 1994 08:49:37 GMT")
+	head200 := appendStart(nil, StatusOK, date, 0)
+	req := parseRequest(t, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	const name, value = "Content-Type", "text/plain"
+	steps := []struct {
+		what string
+		set  func(h *ResponseHeader)
+	}{
+		{"the pair", func(h *ResponseHeader) { h.Set(name, value) }},
+		{"the pair twice", func(h *ResponseHeader) { h.Add(name, value); h.Add(name, value) }},
+		{"the pair and bytes", func(h *ResponseHeader) { h.Set(name, value); h.AddBytes([]byte("X-B"), []byte("2")) }},
+		{"the pair again", func(h *ResponseHeader) { h.Set(name, value) }},
+		{"changed through Get", func(h *ResponseHeader) { h.Set(name, value); h.Get(name)[0] = 'T' }},
+		{"the pair after Get", func(h *ResponseHeader) { h.Set(name, value) }},
+		{"changed through Fields", func(h *ResponseHeader) { h.Set(name, value); h.Fields()[0].Value[1] = 'E' }},
+		{"the pair after Fields", func(h *ResponseHeader) { h.Set(name, value) }},
+		{"as bytes, changed", func(h *ResponseHeader) { h.Set(name, value); h.SetBytes([]byte(name), []byte("text/html!")) }},
+		{"deleted and set", func(h *ResponseHeader) { h.Set(name, value); h.Del(name); h.Set(name, value) }},
+		{"another pair", func(h *ResponseHeader) { h.Set("X-A", "1") }},
+		{"the pair last", func(h *ResponseHeader) { h.Set("X-A", "1"); h.Set(name, value) }},
+		{"the pair", func(h *ResponseHeader) { h.Set(name, value) }},
+		{"none", func(h *ResponseHeader) {}},
+		{"the pair", func(h *ResponseHeader) { h.Set(name, value) }},
+	}
+	var c headCache
+	var got, want response
+	for _, st := range steps {
+		for range 2 { // built, then from the cache
+			got.Reset(nil)
+			st.set(got.Header())
+			want.Reset(nil)
+			st.set(want.Header())
+			w := string(want.appendHead(nil, req, date, 13, head200))
+			require.Equal(t, w, string(got.appendHeadCached(nil, req, date, 13, head200, &c)), st.what)
 		}
 	}
 }

@@ -245,6 +245,38 @@ func TestServerPipelining(t *testing.T) {
 	})
 }
 
+// TestServerPipelinedSameField: pipelined answers of one handler come
+// from the head cache; each carries the field its handler left, also when
+// the handler changed the value's bytes through Get on some requests.
+func TestServerPipelinedSameField(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
+		s := startServer(t, b, HandlerFunc(func(w *ResponseWriter, r *Request) {
+			w.Header().Set("Content-Type", "text/plain")
+			if string(r.Path) == "/upper" {
+				copy(w.Header().Get("Content-Type"), "TEXT")
+			}
+			w.WriteString("Hello, World!")
+		}))
+		c, br := rawConn(t, s)
+		paths := []string{"/", "/", "/upper", "/", "/upper", "/upper", "/"}
+		var req strings.Builder
+		for _, p := range paths {
+			fmt.Fprintf(&req, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", p)
+		}
+		_, err := io.WriteString(c, req.String())
+		require.NoError(t, err)
+		for i, p := range paths {
+			resp, body := readResponse(t, br, "GET")
+			want := "text/plain"
+			if p == "/upper" {
+				want = "TEXT/plain"
+			}
+			require.Equal(t, want, resp.Header.Get("Content-Type"), "response %d", i)
+			require.Equal(t, "Hello, World!", body, "response %d", i)
+		}
+	})
+}
+
 func TestServerConnectionSemantics(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		s := startServer(t, b, HandlerFunc(testHandler))

@@ -48,6 +48,9 @@ type options struct {
 	loops       []*vnet.Loop
 	backend     vnet.Backend
 	nloops      int
+	// drainTimeout bounds a cancelled call's drain (drain.go); tests
+	// shorten or lengthen it (withDrainTimeout), users do not set it.
+	drainTimeout time.Duration
 }
 
 // Defaults of the options.
@@ -129,6 +132,7 @@ func New(opts ...Option) (*Client, error) {
 	o.idleTimeout = orDefault(o.idleTimeout, DefaultIdleTimeout)
 	o.dialTimeout = orDefault(o.dialTimeout, DefaultDialTimeout)
 	o.headTimeout = orDefault(o.headTimeout, DefaultResponseTimeout)
+	o.drainTimeout = orDefault(o.drainTimeout, drainTimeout)
 	o.maxIdle = min(o.maxIdle, o.maxConns)
 	c.tlsConf = clientTLS(o.tls)
 	c.tlsConfH2 = c.tlsConf.Clone()

@@ -24,7 +24,7 @@ import (
 // connection is closed.
 const maxDrainBytes = 64 << 10
 
-var drainTimeout = time.Second // a variable for tests only
+const drainTimeout = time.Second
 
 // errDrain ends a drain that cannot finish within its bounds: the
 // connection is closed, as it would have been without the drain. No
@@ -76,7 +76,7 @@ func (call *Call) drainRest() bool {
 		d.complete(pc, pc.c, nil)
 		return true
 	}
-	pc.arm(drainTimeout)
+	pc.arm(call.ls.cl.o.drainTimeout)
 	if !call.paused {
 		// Input left unread when call was cancelled from its handler: the
 		// loop keeps it once that callback returns.

@@ -171,16 +171,13 @@ func TestDrainEndsOnLongHead(t *testing.T) {
 // A connection draining a cancelled call's answer gives way to a call
 // that waits for a connection: the drain does not hold it up.
 func TestDrainGivesWayToWaitingCall(t *testing.T) {
-	old := drainTimeout
-	drainTimeout = time.Minute // the wait would outlast the test
-	t.Cleanup(func() { drainTimeout = old })
 	forEachBackend(t, func(t *testing.T, b vnet.Backend) {
 		got, release, rest := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 		var conns atomic.Int32
 		addr := slowUpstream(t, got, release, rest, &conns)
 		t.Cleanup(func() { close(release); close(rest) }) // before the upstream's cleanup waits for it
 		l := newLoop(t, b)
-		c := newClient(t, l, WithMaxConnsPerHost(1))
+		c := newClient(t, l, WithMaxConnsPerHost(1), withDrainTimeout(time.Minute)) // the wait would outlast the test
 		r := &recorder{}
 		var call atomic.Pointer[Call]
 		require.NoError(t, l.Post(func() { call.Store(c.Send(l, &Request{Method: "GET", Addr: addr, Target: "/slow"}, r)) }))
@@ -198,3 +195,7 @@ func TestDrainGivesWayToWaitingCall(t *testing.T) {
 		require.EqualValues(t, 2, u.NewConns)
 	})
 }
+
+// withDrainTimeout sets how long a cancelled call's drain may take
+// (default drainTimeout).
+func withDrainTimeout(d time.Duration) Option { return func(o *options) { o.drainTimeout = d } }

@@ -38,25 +38,18 @@ type uringBackend struct {
 	cqes    []*uring.CQE
 	waker   *uring.Waker
 	bufSize int
-	// bufsOut is how many of the arena's buffers have been used: a
-	// buffer costs memory from the first byte the kernel writes into it,
-	// and the ring hands its buffers out in turn, so all 128 of the
-	// proxy's 64 KiB buffers (a page each, 512 KB) were touched by a
-	// trickle of small requests that never needed more than a few at
-	// once. The ring holds inRing of them, kept at ringWant: a few at
-	// first, doubled whenever a receive finds the ring empty (starved),
-	// and cut back to what recent batches took (see ringWindow).
-	// Buffers given back beyond that wait out of the ring, in hot, until
-	// the window ends and their pages are released (moved to cold).
-	bufsOut  int
-	inRing   int
-	ringWant int
-	hot      []uint16 // free buffers out of the ring, pages resident
-	cold     []uint16 // free buffers out of the ring, pages released
-	taken    int      // buffers the kernel took in this batch
-	peak     int      // most taken in one batch of this window
-	batches  int      // batches in this window
-	starved  bool     // a receive found the ring empty in this batch
+	// bufsOut is how many of the arena's buffers the ring has been
+	// given: a few at first, doubled whenever a receive finds the ring
+	// empty (growRing). A buffer costs memory from the first byte the
+	// kernel writes into it, and the ring hands its buffers out in turn,
+	// so all 128 of the proxy's 64 KiB buffers (a page each, 512 KB)
+	// were touched by a trickle of small requests that never needed
+	// more than a few at once.
+	bufsOut int
+	starved bool // a receive found the ring empty in this batch
+	// inc: the ring's buffers are consumed incrementally (see ringBuf).
+	inc  bool
+	bufs []ringBuf // by buffer id
 
 	conns table[uconn]
 	msgs  []*usendmsg // by slot: a gathered send's header, made on first use
@@ -206,14 +199,10 @@ func newUringBackend(cfg *Config, ev sink, log *slog.Logger) (*uringBackend, err
 	if b.arena, err = bufpool.NewArena(cfg.RecvBufferSize, cfg.RecvBuffers); err != nil {
 		return fail(err)
 	}
-	if b.br, err = ring.SetupBufRing(uint32(cfg.RecvBuffers), bufGroup); err != nil {
+	if err = b.setupRing(cfg); err != nil {
 		return fail(err)
 	}
-	b.ringWant = min(initialRecvBuffers, cfg.RecvBuffers)
-	// Sized once, so giving buffers back never allocates.
-	b.hot = make([]uint16, 0, cfg.RecvBuffers)
-	b.cold = make([]uint16, 0, cfg.RecvBuffers)
-	b.refill()
+	b.growRing()
 	if b.waker, err = uring.NewWaker(); err != nil {
 		return fail(err)
 	}
@@ -222,6 +211,21 @@ func newUringBackend(cfg *Config, ev sink, log *slog.Logger) (*uringBackend, err
 	}
 	b.waker.PrepArm(b.sqe(), token(opWake, 0, 0))
 	return b, nil
+}
+
+// setupRing registers the receive ring, its buffers consumed
+// incrementally where the kernel can (Linux 6.12+), else whole.
+func (b *uringBackend) setupRing(cfg *Config) (err error) {
+	b.bufs = make([]ringBuf, cfg.RecvBuffers)
+	if !cfg.noIncRing {
+		if b.br, err = b.ring.SetupBufRingInc(uint32(cfg.RecvBuffers), bufGroup); err == nil {
+			b.inc = true
+			return nil
+		}
+		b.log.Debug("veloq: io_uring receive buffers consumed whole", "err", err)
+	}
+	b.br, err = b.ring.SetupBufRing(uint32(cfg.RecvBuffers), bufGroup)
+	return err
 }
 
 // sqe returns a free SQE, submitting to make room when the SQ is full.
@@ -299,7 +303,13 @@ func (b *uringBackend) poll(timeout time.Duration) (bool, error) {
 		b.complete(b.cqes[i]) // valid until CQAdvance below
 	}
 	b.ring.CQAdvance(uint32(n))
-	b.ringBatch()
+	if b.starved {
+		// Once a batch: every receive armed when the ring ran dry fails
+		// in the same batch, and growing for each would double the ring
+		// that many times.
+		b.starved = false
+		b.growRing()
+	}
 	return n == len(b.cqes), nil
 }
 
@@ -479,13 +489,14 @@ func (b *uringBackend) reportClosed() {
 func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 	res := cqe.Res
 	bid, hasBuf := cqe.BufferID()
+	var in []byte
+	full := false
 	if hasBuf {
-		b.inRing--
-		b.taken++
+		in, full = b.take(bid, res, cqe.BufMore())
 	}
 	u := b.conn(slot, gen)
 	if u == nil {
-		if hasBuf {
+		if in != nil {
 			b.recycle(bid)
 		}
 		return
@@ -496,7 +507,7 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 	}
 	switch {
 	case u.closing:
-		if hasBuf {
+		if in != nil {
 			b.recycle(bid)
 		}
 		b.settle(slot, u)
@@ -514,7 +525,7 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 		// bulk stream has short receives too, now and then, where a
 		// segment ends). New connections start one buffer at a time, so
 		// a sender that floods from its first byte is never ahead.
-		if int(res) == b.bufSize {
+		if full {
 			u.shorts = 0
 			if u.mode == recvMultishot {
 				u.mode = recvOneshot
@@ -529,20 +540,17 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 			}
 		}
 		b.act.input(&u.epoch)
-		if hasBuf && !b.ev.input(slot, b.arena.Buf(int(bid))[:res], int32(bid)) {
+		if in != nil && !b.ev.input(slot, in, int32(bid)) {
 			b.recycle(bid)
 		}
 	case res == 0:
-		if hasBuf {
-			b.recycle(bid)
-		}
 		if !cqe.More() {
 			u.eof = true
 			b.ev.eof(slot)
 		}
 	case -res == int32(unix.ENOBUFS):
 		// Out of provided buffers: the ring gets more at the end of the
-		// batch if the arena has any left (ringBatch), else they come
+		// batch if the arena has any left (growRing), else they come
 		// back as handlers finish. Re-armed below when reading should go
 		// on; the submission goes out after the growth.
 		b.starved = true
@@ -908,96 +916,79 @@ func (b *uringBackend) armPollIn(slot uint32, u *uconn) {
 // (at most Config.RecvBuffers).
 const initialRecvBuffers = 8
 
-// ringWindow is how many batches the ring's size looks back on: at the
-// end of each window it is cut to twice the most buffers one batch of the
-// window took (at least initialRecvBuffers), and the pages of the buffers
-// given back beyond that are released. After veloq-proxy's idle
-// benchmark's connect bursts (128 at a time) the ring had grown to 64
-// buffers, and their first pages (256 KB, 0.13 KiB of each of 2,000
-// idle clients) stayed resident though no client sent again; a busy
-// loop with a steady load keeps its size, so nothing is released and
-// faulted in again.
-const ringWindow = 16
-
-// ringBatch ends a batch: a ring found empty grows (once a batch: every
-// receive armed when it ran dry fails in the same batch, and growing for
-// each would double the ring that many times), and a window's end cuts
-// it back to what the window needed.
-func (b *uringBackend) ringBatch() {
-	b.peak = max(b.peak, b.taken)
-	b.taken = 0
-	if b.starved {
-		b.starved = false
-		b.ringWant = min(2*b.ringWant, b.arena.Count())
-		b.refill()
+// growRing gives the ring initialRecvBuffers more buffers, up to the
+// arena's count; it reports whether it added any.
+func (b *uringBackend) growRing() bool {
+	n := min(initialRecvBuffers, b.arena.Count()-b.bufsOut)
+	for i := range n {
+		bid := b.bufsOut + i
+		b.bufs[bid].refs = 1 // the kernel's
+		b.br.Add(b.arena.Buf(bid), uint16(bid), i)
 	}
-	if b.batches++; b.batches >= ringWindow {
-		b.shrinkRing()
-	}
+	b.br.Advance(n)
+	b.bufsOut += n
+	return n > 0
 }
 
-// shrinkRing ends a window: the ring's size follows what its batches
-// took, and the buffers given back beyond it release their pages. Those
-// in the ring stay as they are: the kernel may write into them at any
-// time, so they leave it only as receives take them and the loop gives
-// them back (recycle).
-func (b *uringBackend) shrinkRing() {
-	b.ringWant = min(b.ringWant, max(initialRecvBuffers, 2*b.peak))
-	b.peak, b.batches = 0, 0
-	for _, bid := range b.hot {
+// ringBuf is the state of one receive buffer. With an incremental ring
+// (IOU_PBUF_RING_INC) the receives of many connections fill one buffer
+// one after another, each taking only the bytes it got, so a burst of
+// small receives touches a page or two instead of a page of a buffer
+// each: after veloq-proxy's idle benchmark (2,000 clients, one GET each,
+// connected 128 at a time) the ring had grown to 64 buffers and all their
+// first pages stayed resident (256 KB of the arena, smaps). The buffer
+// goes back to the ring when the kernel is done with it (a completion
+// without CQEFBufMore) and the loop with every slice of it (recycle).
+type ringBuf struct {
+	off   int32  // bytes the kernel has filled
+	refs  int32  // the kernel's while it may fill more, one per slice out
+	recvs uint16 // receives that filled it, up to releaseRecvs
+}
+
+// releaseRecvs is how many receives a buffer of an incremental ring has
+// held at least when its pages are released before it goes back to the
+// ring: the kernel writes every byte of it before it is done, so a ring
+// cycling through its buffers would keep them all resident (a few small
+// messages a connection add up). Released, a buffer costs a page fault a
+// page the next time round, a small price per receive when many small
+// receives shared it, but as much as the copy for a bulk stream (one
+// receive a buffer), whose buffers are kept.
+const releaseRecvs = 16
+
+// take accounts for a completion that names buffer bid: the bytes it
+// received (nil for none), which the caller must recycle, and whether
+// they reached the buffer's end, at least half of it (a receive that
+// filled a buffer: see received). more: the kernel keeps the buffer.
+func (b *uringBackend) take(bid uint16, res int32, more bool) (in []byte, full bool) {
+	rb := &b.bufs[bid]
+	if res > 0 {
+		in = b.arena.Buf(int(bid))[rb.off : rb.off+res]
+		rb.off += res
+		rb.refs++
+		rb.recvs = min(rb.recvs+1, releaseRecvs)
+		full = int(rb.off) == b.bufSize && int(res) > b.bufSize/2
+	}
+	if !more {
+		b.recycle(bid) // the kernel's reference
+	}
+	return in, full
+}
+
+// recycle drops a reference to buffer bid: the last gives it back to the
+// ring.
+func (b *uringBackend) recycle(bid uint16) {
+	rb := &b.bufs[bid]
+	if rb.refs--; rb.refs > 0 {
+		return
+	}
+	if b.inc && rb.recvs >= releaseRecvs {
+		// Out of the ring and unreferenced: nothing writes into it.
 		if err := b.arena.Release(int(bid)); err != nil {
 			b.log.Debug("veloq: receive buffer not released", "err", err)
 		}
 	}
-	b.cold = append(b.cold, b.hot...)
-	b.hot = b.hot[:0]
-}
-
-// refill gives the ring free buffers up to ringWant.
-func (b *uringBackend) refill() {
-	n := 0
-	for b.inRing+n < b.ringWant {
-		bid, ok := b.freeBuf()
-		if !ok {
-			break
-		}
-		b.br.Add(b.arena.Buf(int(bid)), bid, n)
-		n++
-	}
-	if n > 0 {
-		b.br.Advance(n)
-		b.inRing += n
-	}
-}
-
-// freeBuf takes a buffer out of the ring's free ones: the last given back
-// first (its pages are the likeliest resident), then a released one, then
-// one never used.
-func (b *uringBackend) freeBuf() (uint16, bool) {
-	var bid uint16
-	switch {
-	case len(b.hot) > 0:
-		bid, b.hot = b.hot[len(b.hot)-1], b.hot[:len(b.hot)-1]
-	case len(b.cold) > 0:
-		bid, b.cold = b.cold[len(b.cold)-1], b.cold[:len(b.cold)-1]
-	case b.bufsOut < b.arena.Count():
-		bid = uint16(b.bufsOut)
-		b.bufsOut++
-	default:
-		return 0, false
-	}
-	return bid, true
-}
-
-// recycle gives a buffer back: to the ring while it holds fewer than
-// ringWant, else to hot.
-func (b *uringBackend) recycle(bid uint16) {
-	if b.inRing < b.ringWant {
-		b.br.Recycle(b.arena.Buf(int(bid)), bid)
-		b.inRing++
-		return
-	}
-	b.hot = append(b.hot, bid)
+	*rb = ringBuf{refs: 1}
+	b.br.Recycle(b.arena.Buf(int(bid)), bid)
 }
 
 func (b *uringBackend) close(slot uint32) {

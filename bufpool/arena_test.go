@@ -143,3 +143,46 @@ func TestArenaClose(t *testing.T) {
 		})
 	}
 }
+
+// TestArenaRelease: Release drops the pages wholly inside a buffer (they
+// read zero after) and keeps a page the buffer shares with a neighbour.
+func TestArenaRelease(t *testing.T) {
+	page := unix.Getpagesize()
+	a, err := NewArena(3*page/2, 4) // buffer 1 spans [1.5, 3) pages: page 2 is its own
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for i := range a.Count() {
+		for j := range a.Buf(i) {
+			a.Buf(i)[j] = 0xff
+		}
+	}
+	if err := a.Release(1); err != nil {
+		t.Fatal(err)
+	}
+	b := a.Buf(1)
+	own := page / 2 // buffer 1's offset of page 2
+	for j, v := range b {
+		want := byte(0xff)
+		if j >= own && j < own+page {
+			want = 0
+		}
+		if v != want {
+			t.Fatalf("Buf(1)[%d] = %#x after Release, want %#x", j, v, want)
+		}
+	}
+	for _, i := range []int{0, 2} {
+		for j, v := range a.Buf(i) {
+			if v != 0xff {
+				t.Fatalf("Buf(%d)[%d] = %#x: a neighbour's bytes were dropped", i, j, v)
+			}
+		}
+	}
+	if err := a.Release(0); err != nil { // page 0 is its own, page 1 shared
+		t.Fatal(err)
+	}
+	if b := a.Buf(0); b[0] != 0 || b[page] != 0xff {
+		t.Fatalf("Buf(0) after Release: [0] = %#x, [page] = %#x; want 0, 0xff", b[0], b[page])
+	}
+}

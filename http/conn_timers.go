@@ -54,24 +54,20 @@ func (t *connTimers) schedule(l *vnet.Loop, deadline int64) {
 	t.at = deadline
 }
 
-// firePerCall bounds the deadlines one call of fire runs. Thousands of
-// clients that connected together reach their head timeout together,
-// and each expiry closes its connection; run in one callback, 1,500 of
-// them were torn down, and closed at the next poll, ahead of every other
-// client's input (TestMassHeadTimeoutLetsOthersThrough). A call that
-// stops early leaves the loop timer due at once, and the loop's own
-// bound on closes per iteration (16 in package net) then lets the poll
-// and other connections' input run between batches, as it does for
-// connections that each have a timer.
-const firePerCall = 16
-
-// fire runs the timers that are due, at most firePerCall of them: each
-// leaves the heap first, so onTimer may arm it again or close its
-// connection (stop then finds it gone).
+// fire runs the timers that are due until the loop asks it to yield.
+// Thousands of clients that connected together reach their head timeout
+// together, and each expiry closes its connection; run in one callback,
+// 1,500 of them were torn down, and closed at the next poll, ahead of
+// every other client's input (TestMassHeadTimeoutLetsOthersThrough).
+// Stopping when ShouldYield turns true leaves the loop timer due at once,
+// and the loop then lets the poll and other connections' input run
+// between batches, as it does for connections that each have a timer.
+// Each timer leaves the heap first, so onTimer may arm it again or close
+// its connection (stop then finds it gone).
 func (t *connTimers) fire() {
 	t.at = 0
 	now := t.loop.Clock()
-	for n := 0; n < firePerCall && len(t.h) > 0 && t.h[0].timerAt <= now; n++ {
+	for len(t.h) > 0 && t.h[0].timerAt <= now && !t.loop.ShouldYield() {
 		heap.Pop(&t.h).(*conn).onTimer()
 	}
 	if len(t.h) > 0 && (t.at == 0 || t.h[0].timerAt < t.at) {

@@ -386,6 +386,15 @@ func (l *Loop) notify() {
 // before the flush. Call it on the loop.
 func (l *Loop) Defer(fn func()) { l.deferred = append(l.deferred, fn) }
 
+// ShouldYield reports whether the current iteration has done its share
+// of costly work: it has begun closing as many connections as the
+// timers of one iteration may (closesPerIteration). A timer callback that works
+// through a batch of its own (many deadlines served by one timer, say)
+// should stop when it turns true, leave its timer due, and return: the
+// loop then polls, serves other connections' input, and runs the timer
+// again in the next iteration. Call it on the loop.
+func (l *Loop) ShouldYield() bool { return l.closes >= closesPerIteration }
+
 // AfterFunc runs fn on the loop after d. Call it on the loop (from another
 // goroutine, Post a closure that calls it).
 func (l *Loop) AfterFunc(d time.Duration, fn func()) *Timer {
@@ -456,7 +465,7 @@ func (l *Loop) runInbox() {
 func (l *Loop) runTimers() {
 	n := 0
 	for len(l.timers) > 0 && l.timers[0].when <= l.now {
-		if n == l.cfg.Budget || l.closes >= closesPerIteration {
+		if n == l.cfg.Budget || l.ShouldYield() {
 			l.more = true
 			break
 		}

@@ -205,3 +205,49 @@ func TestMassExpiryAnswersBetweenCloses(t *testing.T) {
 		}
 	})
 }
+
+// A timer callback that closes connections one after another sees
+// ShouldYield turn true after the iteration's share of closes, and a
+// later iteration starts with it false again: the signal that a batch of
+// deadlines served by one timer (package http's) uses to stop and leave
+// the rest to the next iteration.
+func TestShouldYieldAfterAnIterationsCloses(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		const n = 2 * closesPerIteration
+		opened := make(chan *Conn, n)
+		s := startServer(t, b, &HandlerFuncs{Open: func(c *Conn) { opened <- c }}, WithLoops(1))
+		l := s.Loops()[0]
+		clients, conns := idleConns(t, s, opened, n)
+		type batch struct {
+			yieldedAtStart bool
+			closed         int
+		}
+		done := make(chan batch, 2)
+		closeUntilYield := func() {
+			var got batch
+			got.yieldedAtStart = l.ShouldYield()
+			for _, c := range conns {
+				if l.ShouldYield() {
+					break
+				}
+				if !c.Closed() {
+					c.Close()
+					got.closed++
+				}
+			}
+			done <- got
+		}
+		require.NoError(t, l.Post(func() {
+			l.AfterFunc(0, func() {
+				closeUntilYield()
+				l.AfterFunc(0, closeUntilYield)
+			})
+		}))
+		for i := 0; i < 2; i++ {
+			got := <-done
+			require.False(t, got.yieldedAtStart, "batch %d: ShouldYield true before any close of the iteration", i)
+			require.Equal(t, closesPerIteration, got.closed, "batch %d: closes before ShouldYield", i)
+		}
+		awaitEOF(t, clients)
+	})
+}

@@ -15,14 +15,16 @@ import (
 
 // epollBackend drives sockets with edge-triggered epoll: every connection
 // is registered once for In|Out|RDHup, reads go until EAGAIN (bounded per
-// event for fairness) into one loop-wide buffer, and writes go straight
-// from the output queue with write(2). The epoll package owns the waker
+// event for fairness) into a loop-wide buffer (lent to ForwardTo, see
+// readLender), and writes go straight from the output queue with
+// write(2). The epoll package owns the waker
 // (an eventfd in the same epoll set).
 type epollBackend struct {
 	ev      sink
 	p       *epoll.Poller
 	events  []epoll.Event
 	readBuf []byte
+	lend    readLender
 	conns   table[econn]
 	lns     []elisten
 	pkts    []epkt // datagram sockets (udp_epoll.go)
@@ -85,9 +87,9 @@ func newEpollBackend(cfg *Config, ev sink) (*epollBackend, error) {
 	}
 	b := &epollBackend{
 		ev: ev, p: p,
-		events:  make([]epoll.Event, cfg.Budget),
-		readBuf: make([]byte, 64<<10),
+		events: make([]epoll.Event, cfg.Budget),
 	}
+	b.readBuf = b.lend.next()
 	if cfg.BatchWait > 0 {
 		b.act.enable(cfg.BatchWait, epollLeastBatch)
 	}
@@ -268,7 +270,10 @@ func (b *epollBackend) read(slot uint32, toEOF bool) {
 			return
 		}
 		b.act.input(&e.epoch)
-		b.ev.input(slot, b.readBuf[:n], -1)
+		bid := b.lend.offer(n)
+		if b.ev.input(slot, b.readBuf[:n], bid) {
+			b.readBuf = b.lend.lent()
+		}
 		if n < len(b.readBuf) && !toEOF {
 			return // drained; a later arrival raises a new edge
 		}
@@ -400,7 +405,7 @@ func (b *epollBackend) watch(slot uint32, out, on bool) {
 // as the loop no longer wants input.
 func (b *epollBackend) pace(uint32) {}
 
-func (b *epollBackend) recycle(uint16) {} // epoll reads into one buffer: nothing is kept
+func (b *epollBackend) recycle(bid uint16) { b.lend.recycle(bid) }
 
 func (b *epollBackend) close(slot uint32) {
 	e := b.conns.at(slot)

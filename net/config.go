@@ -131,7 +131,8 @@ type Config struct {
 	// RecvBuffers and RecvBufferSize shape the io_uring provided-buffer ring
 	// (count must be a power of two). Defaults 256 and 16 KiB, or 17 KiB
 	// for the loops of a WithTLS server, so that one buffer holds a whole
-	// TLS record. The epoll backend reads into one buffer of 64 KiB.
+	// TLS record. The epoll backend reads into buffers of 64 KiB of its own
+	// (epoll_lend.go).
 	RecvBuffers, RecvBufferSize int
 	// Pool is the shared buffer pool behind the loop's cache. Default: a
 	// pool of the loop's own.

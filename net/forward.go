@@ -7,9 +7,12 @@ package net
 // rest of such a buffer to another connection's output as it is: the
 // buffer is not recycled to the ring when OnData returns but queued on the
 // destination's output, sent from where the kernel received it, and
-// recycled when that send completes. Held buffers are missing from the
-// ring, so their number is bounded per connection (maxHeldPerConn) and per
-// loop (half the ring); past either bound, and for small chunks that are
+// recycled when that send completes. On epoll the same holds for the
+// backend's read buffer (readLender): a kept one is replaced by another for
+// the next read, and comes back after the send. Held buffers are missing
+// from the ring, so their number is bounded per connection
+// (maxHeldPerConn) and per loop (half the ring; epoll: epollMaxLent too);
+// past either bound, and for small chunks that are
 // cheaper to copy and batch behind output already queued, ForwardTo copies
 // like Write.
 //
@@ -35,10 +38,11 @@ const maxHeldPerConn = 4
 // ForwardTo moves the next n bytes of c's input (n <= 0 or more than is
 // buffered: all of it) to dst's output and returns how many it moved. It
 // is c.Next(n) followed by dst.Write of those bytes, except that on
-// io_uring a large chunk that ForwardTo consumes up to its end is not
-// copied: dst sends it straight from the receive buffer it arrived in,
-// which returns to the loop's buffer ring once the send completes. Use it
-// in OnData to relay input (a proxy). Both connections must belong to the
+// io_uring and epoll a large chunk that ForwardTo consumes up to its end
+// is not copied: dst sends it straight from the receive buffer it arrived
+// in, which returns to the loop's buffer ring (epoll: to the backend's
+// read buffers) once the send completes. Use it in OnData to relay input
+// (a proxy). Both connections must belong to the
 // same loop. If dst cannot be written (ErrClosed), nothing is consumed.
 // Over TLS (either side) the bytes are plaintext and always copied: the
 // source's were decrypted, the destination encrypts them.

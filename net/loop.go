@@ -53,13 +53,14 @@ type Loop struct {
 
 	cache  *bufpool.Cache
 	splice loopSplice // splice pipes kept for reuse (splice.go)
-	// chunk is the io_uring receive buffer being presented to conn's
+	// chunk is the receive buffer (io_uring's, or epoll's read buffer)
+	// being presented to conn's
 	// OnData (ForwardTo may keep it: kept). The receive buffers kept and
 	// not yet recycled are counted in stats.heldBufs, which ForwardTo also
 	// reads for its per-loop bound.
 	chunk struct {
 		conn *Conn
-		bid  int32 // -1: not a receive buffer (epoll)
+		bid  int32 // -1: not one the backend lends (TLS plaintext, portable)
 		kept bool
 	}
 	tls   loopTLS   // TLS scratch and handshakes (tls.go, tls_handshake.go)
@@ -151,9 +152,10 @@ type Stats struct {
 	Blocked    uint64
 	AcceptErrs uint64 // accept failures (EMFILE and friends)
 	Spliced    uint64 // bytes moved by splices (also in BytesIn/BytesOut)
-	// InPlace counts bytes ForwardTo sent straight from io_uring receive
-	// buffers, HeldBufs the receive buffers it holds now (queued or being
-	// sent; they are back in the buffer ring once sent or dropped).
+	// InPlace counts bytes ForwardTo sent straight from receive buffers
+	// (io_uring's, epoll's read buffers), HeldBufs the receive buffers it
+	// holds now (queued or being sent; they are back with the backend once
+	// sent or dropped).
 	InPlace  uint64
 	HeldBufs int64
 	// PeakConnOutput is the most output any one connection had pending

@@ -151,9 +151,9 @@ func TestProxyAllocatesNothing(t *testing.T) {
 }
 
 // TestBodyForwardedInPlace: an HTTP/1 answer's body goes to the client
-// intact, and on io_uring from the upstream's receive buffers themselves
-// (ForwardTo in place, counted by Stats.InPlace), not copied into the
-// client's output; epoll and the portable backend copy.
+// intact, and on io_uring and epoll from the upstream's receive buffers
+// themselves (ForwardTo in place, counted by Stats.InPlace), not copied
+// into the client's output; the portable backend copies.
 func TestBodyForwardedInPlace(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, be vnet.Backend) {
 		const size = 256 << 10
@@ -171,7 +171,7 @@ func TestBodyForwardedInPlace(t *testing.T) {
 			require.Equal(t, strings.Repeat("x", size), body)
 		}
 		inPlace := s.NetServer().Loops()[0].Stats().InPlace
-		if be == vnet.BackendUring {
+		if be != vnet.BackendPortable {
 			require.Greater(t, inPlace, uint64(4*size/2), "body bytes sent from receive buffers")
 		} else {
 			require.Zero(t, inPlace)

@@ -168,3 +168,44 @@ func TestLoopDialContext(t *testing.T) {
 		}
 	})
 }
+
+// Dial from another goroutine while the loop is inside a callback waits
+// for the loop: the dial is the loop's work, and it runs there. The
+// check that chose between running it at once and posting it used to
+// guess from the loop being in user code, so a goroutine that called
+// during a callback ran the dial itself, beside the loop (the race
+// detector saw it now and then on the portable backend). The same check
+// serves DialTLS and PacketConn.Close.
+func TestDialOffLoopWaitsForLoop(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		target := startServer(t, b, &HandlerFuncs{}, WithLoops(1))
+		s := startServer(t, b, &HandlerFuncs{}, WithLoops(1), WithLoopConfig(Config{BlockThreshold: -1}))
+		l := s.Loops()[0]
+		entered, release := make(chan struct{}), make(chan struct{})
+		if err := l.Post(func() { close(entered); <-release }); err != nil {
+			t.Fatal(err)
+		}
+		<-entered
+		done := make(chan error, 1)
+		go func() {
+			c, err := l.Dial(context.Background(), "tcp", target.Addr().String(), &HandlerFuncs{})
+			if err == nil {
+				c.Loop().Post(func() { c.Close() })
+			}
+			done <- err
+		}()
+		// The loop is held in the posted func: a dial run on the calling
+		// goroutine returns within microseconds; one posted to the loop
+		// cannot return before the release.
+		select {
+		case err := <-done:
+			close(release)
+			t.Fatalf("Dial returned (%v) while the loop was held in a callback: it ran off the loop", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -560,6 +560,17 @@ func (l *Loop) onLoop() bool {
 	return !raceBuild || l.unlocked || l.InLoop()
 }
 
+// runsHere reports whether the caller is the loop's goroutine, exactly:
+// for the calls that either run on the loop or post themselves to it,
+// whichever goroutine calls (Dial, DialTLS, PacketConn.Close). onLoop
+// guesses from the user-call marker, so a goroutine that called while the
+// loop ran a callback ran the loop's code itself, beside the loop
+// (TestDialOffLoopWaitsForLoop; the race detector caught it now and then
+// in TestUDPShutdown and TestDial on the portable backend). These calls
+// are not per request, so the system call (or the stack header on an
+// unlocked loop) InLoop costs is paid here.
+func (l *Loop) runsHere() bool { return l.InLoop() }
+
 // watch is the blocked-loop watchdog: it samples userSeq every interval d
 // and, when the same user call is still running one sample later (so for
 // at least d), counts it in Stats.Blocked and flags it for the loop to

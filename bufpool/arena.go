@@ -63,26 +63,6 @@ func (a *Arena) Buf(i int) []byte {
 	return a.mem[off : off+a.bufSize : off+a.bufSize]
 }
 
-// Release gives the memory of buffer i back to the system: the pages lying
-// wholly inside it (a page it shares with a neighbour is kept) are dropped,
-// and read as zeros when next touched, which maps them afresh. The caller
-// must own the buffer: nothing, the kernel included, may be writing it.
-// On systems without mmap (the arena is then Go memory) it does nothing.
-func (a *Arena) Release(i int) error {
-	a.Buf(i) // the same checks
-	page := os.Getpagesize()
-	off := i * a.bufSize
-	start := (off + page - 1) / page * page
-	end := (off + a.bufSize) / page * page
-	if end <= start {
-		return nil
-	}
-	if err := releasePages(a.mem[start:end]); err != nil {
-		return fmt.Errorf("bufpool: release arena buffer %d: %w", i, err)
-	}
-	return nil
-}
-
 // Count returns the number of buffers.
 func (a *Arena) Count() int { return a.count }
 

@@ -8,6 +8,3 @@ package bufpool
 func mapArena(n int) ([]byte, error) { return make([]byte, n), nil }
 
 func unmapArena([]byte) error { return nil }
-
-// releasePages does nothing: the collector owns Go memory.
-func releasePages([]byte) error { return nil }

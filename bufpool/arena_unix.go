@@ -11,8 +11,3 @@ func mapArena(n int) ([]byte, error) {
 }
 
 func unmapArena(mem []byte) error { return unix.Munmap(mem) }
-
-// releasePages drops the pages of mem (page-aligned, whole pages): a
-// private anonymous mapping's pages go back to the system at once and are
-// zero when touched again.
-func releasePages(mem []byte) error { return unix.Madvise(mem, unix.MADV_DONTNEED) }

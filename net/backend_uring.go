@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"runtime"
 	"syscall"
@@ -48,9 +47,6 @@ type uringBackend struct {
 	// more than a few at once.
 	bufsOut int
 	starved bool // a receive found the ring empty in this batch
-	// inc: the ring's buffers are consumed incrementally (see ringBuf).
-	inc  bool
-	bufs []ringBuf // by buffer id
 
 	conns table[uconn]
 	msgs  []*usendmsg // by slot: a gathered send's header, made on first use
@@ -200,7 +196,7 @@ func newUringBackend(cfg *Config, ev sink, log *slog.Logger) (*uringBackend, err
 	if b.arena, err = bufpool.NewArena(cfg.RecvBufferSize, cfg.RecvBuffers); err != nil {
 		return fail(err)
 	}
-	if err = b.setupRing(cfg); err != nil {
+	if b.br, err = ring.SetupBufRing(uint32(cfg.RecvBuffers), bufGroup); err != nil {
 		return fail(err)
 	}
 	b.growRing()
@@ -212,21 +208,6 @@ func newUringBackend(cfg *Config, ev sink, log *slog.Logger) (*uringBackend, err
 	}
 	b.waker.PrepArm(b.sqe(), token(opWake, 0, 0))
 	return b, nil
-}
-
-// setupRing registers the receive ring, its buffers consumed
-// incrementally where the kernel can (Linux 6.12+), else whole.
-func (b *uringBackend) setupRing(cfg *Config) (err error) {
-	b.bufs = make([]ringBuf, cfg.RecvBuffers)
-	if !cfg.noIncRing {
-		if b.br, err = b.ring.SetupBufRingInc(uint32(cfg.RecvBuffers), bufGroup); err == nil {
-			b.inc = true
-			return nil
-		}
-		b.log.Debug("veloq: io_uring receive buffers consumed whole", "err", err)
-	}
-	b.br, err = b.ring.SetupBufRing(uint32(cfg.RecvBuffers), bufGroup)
-	return err
 }
 
 // sqe returns a free SQE, submitting to make room when the SQ is full.
@@ -490,14 +471,9 @@ func (b *uringBackend) reportClosed() {
 func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 	res := cqe.Res
 	bid, hasBuf := cqe.BufferID()
-	var in []byte
-	full := false
-	if hasBuf {
-		in, full = b.take(bid, res, cqe.BufMore())
-	}
 	u := b.conn(slot, gen)
 	if u == nil {
-		if in != nil {
+		if hasBuf {
 			b.recycle(bid)
 		}
 		return
@@ -508,7 +484,7 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 	}
 	switch {
 	case u.closing:
-		if in != nil {
+		if hasBuf {
 			b.recycle(bid)
 		}
 		b.settle(slot, u)
@@ -526,7 +502,7 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 		// bulk stream has short receives too, now and then, where a
 		// segment ends). New connections start one buffer at a time, so
 		// a sender that floods from its first byte is never ahead.
-		if full {
+		if int(res) == b.bufSize {
 			u.shorts = 0
 			if u.mode == recvMultishot {
 				u.mode = recvOneshot
@@ -541,10 +517,13 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 			}
 		}
 		b.act.input(&u.epoch)
-		if in != nil && !b.ev.input(slot, in, int32(bid)) {
+		if hasBuf && !b.ev.input(slot, b.arena.Buf(int(bid))[:res], int32(bid)) {
 			b.recycle(bid)
 		}
 	case res == 0:
+		if hasBuf {
+			b.recycle(bid)
+		}
 		if !cqe.More() {
 			u.eof = true
 			b.ev.eof(slot)
@@ -923,7 +902,6 @@ func (b *uringBackend) growRing() bool {
 	n := min(initialRecvBuffers, b.arena.Count()-b.bufsOut)
 	for i := range n {
 		bid := b.bufsOut + i
-		b.bufs[bid].refs = 1 // the kernel's
 		b.br.Add(b.arena.Buf(bid), uint16(bid), i)
 	}
 	b.br.Advance(n)
@@ -931,68 +909,7 @@ func (b *uringBackend) growRing() bool {
 	return n > 0
 }
 
-// ringBuf is the state of one receive buffer. With an incremental ring
-// (IOU_PBUF_RING_INC) the receives of many connections fill one buffer
-// one after another, each taking only the bytes it got, so a burst of
-// small receives touches a page or two instead of a page of a buffer
-// each: after veloq-proxy's idle benchmark (2,000 clients, one GET each,
-// connected 128 at a time) the ring had grown to 64 buffers and all their
-// first pages stayed resident (256 KB of the arena, smaps). The buffer
-// goes back to the ring when the kernel is done with it (a completion
-// without CQEFBufMore) and the loop with every slice of it (recycle).
-type ringBuf struct {
-	off   int32  // bytes the kernel has filled
-	refs  int32  // the kernel's while it may fill more, one per slice out
-	recvs uint16 // receives that filled it (saturating)
-}
-
-// releaseAvg: a buffer of an incremental ring whose receives took this
-// many bytes or fewer on average releases its pages before it goes back
-// to the ring. The kernel writes every byte of a buffer before it is
-// done with it, so a ring cycling through its buffers would keep them
-// all resident (a few small messages a connection add up: 440 KB after
-// veloq-proxy's idle benchmark). Released, a buffer costs a page fault a
-// page the next time round: at most one per 16 receives of small
-// messages (veloq-proxy, wrk -c64, 64-byte bodies: 0.085 a request),
-// while a stream of larger ones, whose copies cost more than the faults
-// would, keeps its buffers (16 KiB bodies, all buffers released: 0.27).
-const releaseAvg = 256
-
-// take accounts for a completion that names buffer bid: the bytes it
-// received (nil for none), which the caller must recycle, and whether
-// they reached the buffer's end, at least half of it (a receive that
-// filled a buffer: see received). more: the kernel keeps the buffer.
-func (b *uringBackend) take(bid uint16, res int32, more bool) (in []byte, full bool) {
-	rb := &b.bufs[bid]
-	if res > 0 {
-		in = b.arena.Buf(int(bid))[rb.off : rb.off+res]
-		rb.off += res
-		rb.refs++
-		rb.recvs = min(rb.recvs+1, math.MaxUint16)
-		full = int(rb.off) == b.bufSize && int(res) > b.bufSize/2
-	}
-	if !more {
-		b.recycle(bid) // the kernel's reference
-	}
-	return in, full
-}
-
-// recycle drops a reference to buffer bid: the last gives it back to the
-// ring.
-func (b *uringBackend) recycle(bid uint16) {
-	rb := &b.bufs[bid]
-	if rb.refs--; rb.refs > 0 {
-		return
-	}
-	if b.inc && int(rb.recvs)*releaseAvg >= b.bufSize {
-		// Out of the ring and unreferenced: nothing writes into it.
-		if err := b.arena.Release(int(bid)); err != nil {
-			b.log.Debug("veloq: receive buffer not released", "err", err)
-		}
-	}
-	*rb = ringBuf{refs: 1}
-	b.br.Recycle(b.arena.Buf(int(bid)), bid)
-}
+func (b *uringBackend) recycle(bid uint16) { b.br.Recycle(b.arena.Buf(int(bid)), bid) }
 
 func (b *uringBackend) close(slot uint32) {
 	u := b.conns.at(slot)

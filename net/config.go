@@ -137,10 +137,6 @@ type Config struct {
 	// Pool is the shared buffer pool behind the loop's cache. Default: a
 	// pool of the loop's own.
 	Pool *bufpool.Pool
-
-	// noIncRing makes the io_uring receive ring consume whole buffers,
-	// as on kernels without IOU_PBUF_RING_INC (tests).
-	noIncRing bool
 }
 
 func (c *Config) setDefaults() {

@@ -15,7 +15,6 @@ import (
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 )
 
 // TestIdleFootprint guards what every idle connection costs the heap: the
@@ -134,10 +133,8 @@ func TestUringRingGrowsOnDemand(t *testing.T) {
 		if b != BackendUring {
 			t.Skip("the io_uring backend's ring")
 		}
-		// Whole buffers: an incremental ring fits these messages in one.
 		s := startServer(t, b, echoHandler(), WithLoops(1),
-			WithLoopConfig(Config{RecvBuffers: 64, RecvBufferSize: 4096, BlockThreshold: -1}), // the hold below is meant
-			withWholeRecvBuffers())
+			WithLoopConfig(Config{RecvBuffers: 64, RecvBufferSize: 4096, BlockThreshold: -1})) // the hold below is meant
 		l := s.Loops()[0]
 		out := func() (n int) {
 			done := make(chan struct{})
@@ -175,100 +172,6 @@ func TestUringRingGrowsOnDemand(t *testing.T) {
 		require.Greater(t, n, initialRecvBuffers, "the ring grew when it ran dry")
 		require.LessOrEqual(t, n, 64)
 	})
-}
-
-// TestUringRingSmallReceivesShareBuffers: on an incremental ring
-// (IOU_PBUF_RING_INC) small receives of many connections fill one buffer
-// after another, and a buffer they used up gives its pages back, so a
-// burst of small messages and a stream of them after it leave a buffer's
-// worth of the arena resident. Before, each receive took a whole buffer,
-// the ring grew to what a burst took at once and handed its buffers out
-// in turn, keeping a page of each resident: 256 KB of veloq-proxy's RSS
-// after its idle benchmark's connect bursts.
-func TestUringRingSmallReceivesShareBuffers(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b Backend) {
-		if b != BackendUring {
-			t.Skip("the io_uring backend's ring")
-		}
-		const bufs, size = 64, 16 << 10
-		s := startServer(t, b, echoHandler(), WithLoops(1),
-			WithLoopConfig(Config{RecvBuffers: bufs, RecvBufferSize: size, BlockThreshold: -1})) // the hold below is meant
-		l := s.Loops()[0]
-		ub := l.be.(*uringBackend)
-		if !ub.inc {
-			t.Skip("the kernel consumes receive buffers whole (IOU_PBUF_RING_INC is Linux 6.12+)")
-		}
-		page := unix.Getpagesize()
-		// resident counts the arena's pages in memory.
-		resident := func() (n int) {
-			for i := range bufs {
-				n += mincore(t, ub.arena.Buf(i)[:size/page*page], page)
-			}
-			return n
-		}
-		echo := func(c net.Conn, msg []byte) {
-			_, err := c.Write(msg)
-			require.NoError(t, err)
-			require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
-			buf := make([]byte, len(msg))
-			_, err = io.ReadFull(c, buf)
-			require.NoError(t, err)
-			require.Equal(t, msg, buf)
-		}
-
-		const clients = 48
-		conns := make([]net.Conn, clients)
-		for i := range conns {
-			conns[i] = dial(t, s)
-		}
-		// Every client's message waits in its socket while the loop is
-		// held, so the receives complete in one batch when it is let go.
-		buf := make([]byte, len("message 00"))
-		for range 4 {
-			release := make(chan struct{})
-			require.NoError(t, l.Post(func() { <-release }))
-			for i, c := range conns {
-				_, err := c.Write([]byte(fmt.Sprintf("message %02d", i)))
-				require.NoError(t, err)
-			}
-			close(release)
-			for i, c := range conns {
-				require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
-				_, err := io.ReadFull(c, buf)
-				require.NoError(t, err, "client %d", i)
-				require.Equal(t, fmt.Sprintf("message %02d", i), string(buf))
-			}
-		}
-		require.LessOrEqual(t, resident(), 1, "pages after the bursts")
-
-		// A stream of small messages, 16 buffers' worth, in turn.
-		msg := make([]byte, 200)
-		for i := range 16 * size / len(msg) {
-			for j := range msg {
-				msg[j] = byte(i + j)
-			}
-			echo(conns[i%clients], msg)
-		}
-		require.LessOrEqual(t, resident(), size/page+1, "pages after the stream")
-	})
-}
-
-// withWholeRecvBuffers makes the io_uring receive ring consume whole
-// buffers, as on kernels without IOU_PBUF_RING_INC.
-func withWholeRecvBuffers() Option { return func(o *options) { o.cfg.noIncRing = true } }
-
-// mincore counts the pages of b (page-aligned, whole pages) in memory:
-// bit 0 of each byte mincore(2) answers.
-func mincore(t *testing.T, b []byte, page int) (n int) {
-	vec := make([]byte, len(b)/page)
-	// unsafe: mincore reads the page table for [b, b+len(b)) and writes
-	// one byte per page into vec, which has that many.
-	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), uintptr(unsafe.Pointer(unsafe.SliceData(vec))))
-	require.Zero(t, errno, "mincore")
-	for _, v := range vec {
-		n += int(v & 1)
-	}
-	return n
 }
 
 // TestSmallWriteSegment: a small write copied into the output queue

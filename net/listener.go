@@ -211,7 +211,7 @@ func (l *Loop) Dial(ctx context.Context, network, address string, h Handler) (*C
 	if err != nil {
 		return nil, err
 	}
-	if l.runsHere() {
+	if l.InLoop() {
 		return l.dial(network, address, h, timeout)
 	}
 	return l.dialWait(ctx, func() (*Conn, error) { return l.dial(network, address, h, timeout) })

@@ -552,24 +552,18 @@ func (l *Loop) reportStall(kind string, atLeast time.Duration) {
 // call that made a race build's loop so slow that a pipelined flood kept
 // another client waiting 0.2-1.3 s (TestPipelinedFloodKeepsLoopFair, 1 s
 // allowed); the race detector still reports the unsynchronised accesses
-// such a misplaced call makes.
+// such a misplaced call makes. The calls that either run on the loop or
+// post themselves there, whichever goroutine calls (Dial, DialTLS,
+// PacketConn.Close), must not guess: a goroutine calling while the loop
+// ran a callback ran the loop's code itself, beside the loop
+// (TestDialOffLoopWaitsForLoop). They ask InLoop, whose system call (or
+// stack header on an unlocked loop) they are rare enough to pay.
 func (l *Loop) onLoop() bool {
 	if l.userSeq.Load()&1 == 0 {
 		return false
 	}
 	return !raceBuild || l.unlocked || l.InLoop()
 }
-
-// runsHere reports whether the caller is the loop's goroutine, exactly:
-// for the calls that either run on the loop or post themselves to it,
-// whichever goroutine calls (Dial, DialTLS, PacketConn.Close). onLoop
-// guesses from the user-call marker, so a goroutine that called while the
-// loop ran a callback ran the loop's code itself, beside the loop
-// (TestDialOffLoopWaitsForLoop; the race detector caught it now and then
-// in TestUDPShutdown and TestDial on the portable backend). These calls
-// are not per request, so the system call (or the stack header on an
-// unlocked loop) InLoop costs is paid here.
-func (l *Loop) runsHere() bool { return l.InLoop() }
 
 // watch is the blocked-loop watchdog: it samples userSeq every interval d
 // and, when the same user call is still running one sample later (so for

@@ -592,7 +592,7 @@ func (l *Loop) DialTLS(ctx context.Context, network, address string, cfg *tls.Co
 	if err != nil {
 		return nil, err
 	}
-	if l.runsHere() {
+	if l.InLoop() {
 		return l.dialTLS(network, address, cfg, h, timeout)
 	}
 	return l.dialWait(ctx, func() (*Conn, error) { return l.dialTLS(network, address, cfg, h, timeout) })

@@ -318,7 +318,7 @@ func (pc *PacketConn) AsyncWriteTo(p []byte, to netip.AddrPort) error {
 // arrive meanwhile are dropped. It returns ErrClosed when pc's loop has
 // stopped (and closed pc with it).
 func (pc *PacketConn) Close() error {
-	if pc.loop.runsHere() {
+	if pc.loop.InLoop() {
 		pc.loop.closePacket(pc)
 		return nil
 	}

@@ -102,13 +102,17 @@ func (rr *recvRing) take(bid uint16, res int32, more bool) []byte {
 		}
 		return rr.arena.Buf(idx)[:res]
 	}
-	var in []byte
-	ib := &rr.bufs[idx]
-	if res > 0 {
-		in = rr.arena.Buf(idx)[ib.off : ib.off+res]
-		ib.off += res
-		ib.refs++
+	if res <= 0 {
+		// The kernel moves on from a buffer only once it filled it to
+		// its end, which takes bytes: it still has this one (it reports
+		// none for an EOF, but a kernel whose commit of 0 bytes leaves
+		// out BUF_MORE would name it), and keeps its reference.
+		return nil
 	}
+	ib := &rr.bufs[idx]
+	in := rr.arena.Buf(idx)[ib.off : ib.off+res]
+	ib.off += res
+	ib.refs++
 	if !more {
 		rr.recycle(bid) // the kernel's reference
 	}

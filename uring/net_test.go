@@ -615,8 +615,10 @@ func TestRecvIncrementalBuffers(t *testing.T) {
 	fd, peer := connPair(t)
 	recv := func(msg string) *CQE {
 		t.Helper()
-		if _, err := peer.Write([]byte(msg)); err != nil {
-			t.Fatal(err)
+		if msg != "" {
+			if _, err := peer.Write([]byte(msg)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		s := r.GetSQE()
 		s.PrepRecv(fd, nil, 0)
@@ -652,5 +654,13 @@ func TestRecvIncrementalBuffers(t *testing.T) {
 		if got := mem[step.off : step.off+len(step.msg)]; !bytes.Equal(got, step.msg) {
 			t.Fatalf("bytes at %d: %q, want %q", step.off, got, step.msg)
 		}
+	}
+	// The peer's FIN: a receive of 0 bytes names no buffer, and the one
+	// under way stays the kernel's (the net backend keeps its reference).
+	if err := peer.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if c := recv(""); c.Res != 0 || c.Flags&CQEFBuffer != 0 {
+		t.Fatalf("recv at EOF: res %d, flags %#x; want 0 and no buffer", c.Res, c.Flags)
 	}
 }

@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/veloq/veloq/bufpool"
 	"github.com/veloq/veloq/internal/sock"
 	"github.com/veloq/veloq/uring"
 )
@@ -33,20 +32,14 @@ type uringBackend struct {
 	ev      sink
 	log     *slog.Logger
 	ring    *uring.Ring
-	br      *uring.BufRing
-	arena   *bufpool.Arena
 	cqes    []*uring.CQE
 	waker   *uring.Waker
 	bufSize int
-	// bufsOut is how many of the arena's buffers the ring has been
-	// given: a few at first, doubled whenever a receive finds the ring
-	// empty (growRing). A buffer costs memory from the first byte the
-	// kernel writes into it, and the ring hands its buffers out in turn,
-	// so all 128 of the proxy's 64 KiB buffers (a page each, 512 KB)
-	// were touched by a trickle of small requests that never needed
-	// more than a few at once.
-	bufsOut int
-	starved bool // a receive found the ring empty in this batch
+	// whole is the ring of whole buffers, one receive each; small, where
+	// the kernel can consume buffers incrementally (nil elsewhere), the
+	// ring of shared ones (see smallRecv).
+	whole, small *recvRing
+	smallMax     int32 // receives of this many bytes or more take whole buffers
 
 	conns table[uconn]
 	msgs  []*usendmsg // by slot: a gathered send's header, made on first use
@@ -85,6 +78,9 @@ type uconn struct {
 	fd         int32
 	gen        uint32 // bumped by open; carried in every token
 	ops        int32  // operations the kernel holds
+	whole      bool   // its receives select whole buffers (see smallRecv)
+	recvWhole  bool   // the armed recv does
+	smalls     uint8  // small receives in a row while whole
 	q          *outQueue
 	sending    int32 // bytes of the send in flight (one segment); 0: none
 	recv       bool  // a recv is armed
@@ -111,7 +107,43 @@ type ulisten struct {
 	closing bool
 }
 
-const bufGroup = 0
+// The buffer groups of the connections' receives: whole buffers, and
+// small shared ones (group 1 is pktBufGroup).
+const (
+	bufGroup      = 0
+	smallBufGroup = 2
+)
+
+// smallRecv: where the kernel consumes provided buffers incrementally
+// (IOU_PBUF_RING_INC, Linux 6.12+), connections of small messages receive
+// into a second ring, of buffers of at most smallBufSize that their
+// receives share: each takes only the bytes it got, and the next, of any
+// connection, goes on after them. In the ring of whole buffers each
+// receive takes one, and the kernel hands them out in turn, so a page of
+// every buffer in the ring stays resident however little came in: after
+// veloq-proxy's idle benchmark (2,000 clients, one GET each, connected
+// 128 at a time) the ring had grown to 64 buffers, 256 KB of them
+// resident (smaps). A shared buffer splits a receive where it ends,
+// though, and relaying 64 KiB messages through shared buffers alone cost
+// 8-20 % more CPU (commit b543f92), so a connection moves to whole
+// buffers at its first receive of a sixteenth of a shared buffer or more
+// (uringBackend.smallMax, 1 KiB), and back after shortsToMultishot
+// receives in a row below that. Each shared buffer still splits the
+// receive that reaches its end, a receive more per 16 KiB of small
+// messages: 800-byte requests through veloq-proxy (wrk -c64, 64-byte
+// bodies) took 2.10-2.14 receives a request, 2.02-2.08 with whole
+// buffers only; 1.5 KB ones, moved to whole buffers, 2.11 as before
+// (with an eighth, 2 KiB, they stayed and took 2.17). New connections
+// start on the shared ring: a client that sends one request and then
+// idles never takes a whole buffer.
+const (
+	smallBufSize = 16 << 10
+	// smallRingStep is how many buffers the shared ring starts with and
+	// gets each time it runs dry: all of them end up resident (the
+	// kernel writes each to its end before moving on), and two take a
+	// connect burst's 128 requests (about 10 KB) with room to spare.
+	smallRingStep = 2
+)
 
 // recvMode is how a connection receives.
 type recvMode uint8
@@ -193,13 +225,11 @@ func newUringBackend(cfg *Config, ev sink, log *slog.Logger) (*uringBackend, err
 		b.release()
 		return nil, err
 	}
-	if b.arena, err = bufpool.NewArena(cfg.RecvBufferSize, cfg.RecvBuffers); err != nil {
+	if b.whole, err = newRecvRing(ring, bufGroup, 0, cfg.RecvBufferSize, cfg.RecvBuffers,
+		initialRecvBuffers, initialRecvBuffers, false); err != nil {
 		return fail(err)
 	}
-	if b.br, err = ring.SetupBufRing(uint32(cfg.RecvBuffers), bufGroup); err != nil {
-		return fail(err)
-	}
-	b.growRing()
+	b.setupSmallRing(cfg)
 	if b.waker, err = uring.NewWaker(); err != nil {
 		return fail(err)
 	}
@@ -208,6 +238,26 @@ func newUringBackend(cfg *Config, ev sink, log *slog.Logger) (*uringBackend, err
 	}
 	b.waker.PrepArm(b.sqe(), token(opWake, 0, 0))
 	return b, nil
+}
+
+// setupSmallRing registers the ring of shared buffers (see smallRecv),
+// as many as the whole ones, where the kernel can consume buffers
+// incrementally; elsewhere every receive takes a whole buffer.
+func (b *uringBackend) setupSmallRing(cfg *Config) {
+	if cfg.noIncRing {
+		return // tests: as on kernels without IOU_PBUF_RING_INC
+	}
+	var err error
+	size := min(smallBufSize, cfg.RecvBufferSize)
+	// The whole buffers' ids are 0 to RecvBuffers-1 (at most 32768 in a
+	// ring), so these fit in 16 bits.
+	b.small, err = newRecvRing(b.ring, smallBufGroup, uint16(cfg.RecvBuffers), size, cfg.RecvBuffers,
+		smallRingStep, smallRingStep, true)
+	if err != nil {
+		b.log.Debug("veloq: io_uring receive buffers not shared", "err", err)
+		return
+	}
+	b.smallMax = int32(size / 16)
 }
 
 // sqe returns a free SQE, submitting to make room when the SQ is full.
@@ -285,12 +335,14 @@ func (b *uringBackend) poll(timeout time.Duration) (bool, error) {
 		b.complete(b.cqes[i]) // valid until CQAdvance below
 	}
 	b.ring.CQAdvance(uint32(n))
-	if b.starved {
-		// Once a batch: every receive armed when the ring ran dry fails
-		// in the same batch, and growing for each would double the ring
-		// that many times.
-		b.starved = false
-		b.growRing()
+	// Once a batch: every receive armed when a ring ran dry fails in the
+	// same batch, and growing for each would grow the ring that many
+	// times.
+	for _, rr := range [...]*recvRing{b.whole, b.small} {
+		if rr != nil && rr.starved {
+			rr.starved = false
+			rr.grow(rr.step)
+		}
 	}
 	return n == len(b.cqes), nil
 }
@@ -470,11 +522,17 @@ func (b *uringBackend) reportClosed() {
 
 func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 	res := cqe.Res
+	var rr *recvRing
+	var in []byte
 	bid, hasBuf := cqe.BufferID()
+	if hasBuf {
+		rr = b.ringOf(bid)
+		in = rr.take(bid, res, cqe.BufMore())
+	}
 	u := b.conn(slot, gen)
 	if u == nil {
-		if hasBuf {
-			b.recycle(bid)
+		if in != nil {
+			rr.recycle(bid)
 		}
 		return
 	}
@@ -484,56 +542,34 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 	}
 	switch {
 	case u.closing:
-		if hasBuf {
-			b.recycle(bid)
+		if in != nil {
+			rr.recycle(bid)
 		}
 		b.settle(slot, u)
 		return
 	case res > 0:
-		// A receive that fills a whole buffer marks a bulk sender. A
-		// multishot recv would take everything its socket holds
-		// (megabytes) in one run of the kernel's task work, all of it
-		// input the connection must keep if it is paused meanwhile. One
-		// buffer at a time instead, it holds at most one beyond a pause,
-		// and a submission per full buffer costs little next to the
-		// bytes. A run of short receives switches back to multishot
-		// (unless the connection is paced: see pace), which saves a
-		// submission per message for connections of small messages (a
-		// bulk stream has short receives too, now and then, where a
-		// segment ends). New connections start one buffer at a time, so
-		// a sender that floods from its first byte is never ahead.
-		if int(res) == b.bufSize {
-			u.shorts = 0
-			if u.mode == recvMultishot {
-				u.mode = recvOneshot
-				if u.recv && !u.recvCancel {
-					u.recvCancel = true
-					b.cancel(token(opRecv, slot, u.gen))
-				}
-			}
-		} else if u.mode == recvOneshot {
-			if u.shorts++; u.shorts >= shortsToMultishot {
-				u.mode = recvMultishot // from the next arm on
-			}
-		}
+		b.adapt(slot, u, rr, res)
 		b.act.input(&u.epoch)
-		if hasBuf && !b.ev.input(slot, b.arena.Buf(int(bid))[:res], int32(bid)) {
-			b.recycle(bid)
+		if in != nil && !b.ev.input(slot, in, int32(bid)) {
+			rr.recycle(bid)
 		}
 	case res == 0:
-		if hasBuf {
-			b.recycle(bid)
-		}
 		if !cqe.More() {
 			u.eof = true
 			b.ev.eof(slot)
 		}
 	case -res == int32(unix.ENOBUFS):
 		// Out of provided buffers: the ring gets more at the end of the
-		// batch if the arena has any left (growRing), else they come
-		// back as handlers finish. Re-armed below when reading should go
+		// batch if its arena has any left (poll), else they come back as
+		// handlers finish; a connection the shared ring cannot serve any
+		// more takes whole buffers. Re-armed below when reading should go
 		// on; the submission goes out after the growth.
-		b.starved = true
+		rr := b.whole
+		if !u.recvWhole {
+			rr = b.small
+			u.whole = u.whole || rr.full()
+		}
+		rr.starved = true
 	case -res == int32(unix.ECANCELED), -res == int32(unix.EINTR):
 		// Stopped: re-armed below when reading should go on.
 	default:
@@ -548,6 +584,52 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 		b.armRecv(slot, u)
 	case u.watchIn && !u.pollIn:
 		b.armPollIn(slot, u) // the receive is over: the watch begins
+	}
+}
+
+// adapt sets how slot receives after a receive of res bytes into a
+// buffer of rr, and ends a multishot recv armed otherwise (its ECANCELED
+// completion re-arms).
+//
+// A receive that fills a whole buffer marks a bulk sender. A multishot
+// recv would take everything its socket holds (megabytes) in one run of
+// the kernel's task work, all of it input the connection must keep if it
+// is paused meanwhile. One buffer at a time instead, it holds at most one
+// beyond a pause, and a submission per full buffer costs little next to
+// the bytes. A run of short receives switches back to multishot (unless
+// the connection is paced: see pace), which saves a submission per
+// message for connections of small messages (a bulk stream has short
+// receives too, now and then, where a segment ends). New connections
+// start one buffer at a time, so a sender that floods from its first byte
+// is never ahead.
+//
+// Independently, the size of its receives moves a connection between the
+// shared buffers and whole ones (see smallRecv).
+func (b *uringBackend) adapt(slot uint32, u *uconn, rr *recvRing, res int32) {
+	multishot := u.recv && !u.recvCancel && u.mode == recvMultishot
+	if rr == b.whole && int(res) == b.bufSize {
+		u.shorts = 0
+		if u.mode == recvMultishot {
+			u.mode = recvOneshot
+		}
+	} else if u.mode == recvOneshot {
+		if u.shorts++; u.shorts >= shortsToMultishot {
+			u.mode = recvMultishot // from the next arm on
+		}
+	}
+	if b.small != nil {
+		switch {
+		case res >= b.smallMax:
+			u.whole, u.smalls = true, 0
+		case u.whole:
+			if u.smalls++; u.smalls >= shortsToMultishot {
+				u.whole, u.smalls = false, 0
+			}
+		}
+	}
+	if multishot && (u.mode != recvMultishot || u.whole != u.recvWhole) {
+		u.recvCancel = true
+		b.cancel(token(opRecv, slot, u.gen))
 	}
 }
 
@@ -752,7 +834,12 @@ func (b *uringBackend) armRecv(slot uint32, u *uconn) {
 		s.PrepRecvMultishot(int(u.fd), nil, 0)
 	}
 	s.SetFlags(uring.SQEBufferSelect)
-	s.SetBufGroup(bufGroup)
+	u.recvWhole = u.whole || b.small == nil
+	if u.recvWhole {
+		s.SetBufGroup(bufGroup)
+	} else {
+		s.SetBufGroup(smallBufGroup)
+	}
 	s.SetUserData(token(opRecv, slot, u.gen))
 	u.recv = true
 	u.ops++
@@ -896,20 +983,15 @@ func (b *uringBackend) armPollIn(slot uint32, u *uconn) {
 // (at most Config.RecvBuffers).
 const initialRecvBuffers = 8
 
-// growRing gives the ring initialRecvBuffers more buffers, up to the
-// arena's count; it reports whether it added any.
-func (b *uringBackend) growRing() bool {
-	n := min(initialRecvBuffers, b.arena.Count()-b.bufsOut)
-	for i := range n {
-		bid := b.bufsOut + i
-		b.br.Add(b.arena.Buf(bid), uint16(bid), i)
+// ringOf returns the ring of buffer id bid.
+func (b *uringBackend) ringOf(bid uint16) *recvRing {
+	if b.small != nil && b.small.owns(bid) {
+		return b.small
 	}
-	b.br.Advance(n)
-	b.bufsOut += n
-	return n > 0
+	return b.whole
 }
 
-func (b *uringBackend) recycle(bid uint16) { b.br.Recycle(b.arena.Buf(int(bid)), bid) }
+func (b *uringBackend) recycle(bid uint16) { b.ringOf(bid).recycle(bid) }
 
 func (b *uringBackend) close(slot uint32) {
 	u := b.conns.at(slot)
@@ -995,14 +1077,19 @@ func (b *uringBackend) release() error {
 		}
 	}
 	errs = append(errs, b.prx.free(b.ring))
-	if b.br != nil {
-		errs = append(errs, b.ring.FreeBufRing(b.br))
+	rings := [...]*recvRing{b.whole, b.small}
+	for _, rr := range rings {
+		if rr != nil {
+			errs = append(errs, b.ring.FreeBufRing(rr.br))
+		}
 	}
 	if b.ring != nil {
 		errs = append(errs, b.ring.Close())
 	}
-	if b.arena != nil {
-		errs = append(errs, b.arena.Close())
+	for _, rr := range rings {
+		if rr != nil {
+			errs = append(errs, rr.arena.Close()) // the kernel is done with it
+		}
 	}
 	if b.waker != nil {
 		errs = append(errs, b.waker.Close())

@@ -133,10 +133,18 @@ type Config struct {
 	// for the loops of a WithTLS server, so that one buffer holds a whole
 	// TLS record. The epoll backend reads into buffers of 64 KiB of its own
 	// (epoll_lend.go).
+	//
+	// On Linux 6.12+ a second ring of RecvBuffers buffers of at most 16
+	// KiB serves connections of small messages, whose receives share its
+	// buffers (IOU_PBUF_RING_INC); see ARCHITECTURE.md.
 	RecvBuffers, RecvBufferSize int
 	// Pool is the shared buffer pool behind the loop's cache. Default: a
 	// pool of the loop's own.
 	Pool *bufpool.Pool
+
+	// noIncRing leaves the io_uring receives whole buffers only, as on
+	// kernels without IOU_PBUF_RING_INC (tests).
+	noIncRing bool
 }
 
 func (c *Config) setDefaults() {

@@ -140,7 +140,7 @@ func WithLoopConfig(c Config) Option {
 		dst := reflect.ValueOf(&o.cfg).Elem()
 		src := reflect.ValueOf(c)
 		for i := range src.NumField() {
-			if f := src.Field(i); !f.IsZero() {
+			if f := src.Field(i); !f.IsZero() && src.Type().Field(i).IsExported() {
 				dst.Field(i).Set(f)
 			}
 		}

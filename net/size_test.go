@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // TestIdleFootprint guards what every idle connection costs the heap: the
@@ -133,13 +134,15 @@ func TestUringRingGrowsOnDemand(t *testing.T) {
 		if b != BackendUring {
 			t.Skip("the io_uring backend's ring")
 		}
+		// Whole buffers: the shared ones fit these messages in one.
 		s := startServer(t, b, echoHandler(), WithLoops(1),
-			WithLoopConfig(Config{RecvBuffers: 64, RecvBufferSize: 4096, BlockThreshold: -1})) // the hold below is meant
+			WithLoopConfig(Config{RecvBuffers: 64, RecvBufferSize: 4096, BlockThreshold: -1}), // the hold below is meant
+			withWholeRecvBuffers())
 		l := s.Loops()[0]
 		out := func() (n int) {
 			done := make(chan struct{})
 			require.NoError(t, l.Post(func() {
-				n = l.be.(*uringBackend).bufsOut
+				n = l.be.(*uringBackend).whole.out
 				close(done)
 			}))
 			<-done
@@ -172,6 +175,158 @@ func TestUringRingGrowsOnDemand(t *testing.T) {
 		require.Greater(t, n, initialRecvBuffers, "the ring grew when it ran dry")
 		require.LessOrEqual(t, n, 64)
 	})
+}
+
+// TestUringRingSmallReceivesShareBuffers: small receives share the
+// buffers of the second io_uring ring (IOU_PBUF_RING_INC), so bursts of
+// small messages from many clients, and a stream of them after, leave a
+// few pages of the receive arenas resident. With whole buffers only, each
+// receive took one, the ring grew to what a burst took at once and handed
+// its buffers out in turn, keeping a page of each resident: 256 KB of
+// veloq-proxy's RSS after its idle benchmark's connect bursts.
+func TestUringRingSmallReceivesShareBuffers(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		if b != BackendUring {
+			t.Skip("the io_uring backend's rings")
+		}
+		const size = 16 << 10
+		s := startServer(t, b, echoHandler(), WithLoops(1),
+			WithLoopConfig(Config{RecvBuffers: 64, RecvBufferSize: size, BlockThreshold: -1})) // the hold below is meant
+		l := s.Loops()[0]
+		ub := l.be.(*uringBackend)
+		if ub.small == nil {
+			t.Skip("the kernel consumes receive buffers whole (IOU_PBUF_RING_INC is Linux 6.12+)")
+		}
+		const clients = 48
+		conns := make([]net.Conn, clients)
+		for i := range conns {
+			conns[i] = dial(t, s)
+		}
+		// Every client's message waits in its socket while the loop is
+		// held, so the receives complete in one batch when it is let go.
+		buf := make([]byte, len("message 00"))
+		for range 4 {
+			release := make(chan struct{})
+			require.NoError(t, l.Post(func() { <-release }))
+			for i, c := range conns {
+				_, err := c.Write([]byte(fmt.Sprintf("message %02d", i)))
+				require.NoError(t, err)
+			}
+			close(release)
+			for i, c := range conns {
+				require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+				_, err := io.ReadFull(c, buf)
+				require.NoError(t, err, "client %d", i)
+				require.Equal(t, fmt.Sprintf("message %02d", i), string(buf))
+			}
+		}
+		require.LessOrEqual(t, recvArenaPages(t, ub), 1, "pages after the bursts")
+
+		// A stream of small messages, 16 buffers' worth, in turn.
+		msg := make([]byte, 200)
+		for i := range 16 * size / len(msg) {
+			for j := range msg {
+				msg[j] = byte(i + j)
+			}
+			echoBack(t, conns[i%clients], msg)
+		}
+		require.LessOrEqual(t, recvArenaPages(t, ub), smallRingStep*size/unix.Getpagesize(), "pages after the stream")
+	})
+}
+
+// TestUringLargeReceivesTakeWholeBuffers: a connection whose receives
+// grow to smallRecv's threshold moves to whole buffers, where a large
+// message is not split where a shared buffer ends, and a run of small
+// receives moves it back.
+func TestUringLargeReceivesTakeWholeBuffers(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b Backend) {
+		if b != BackendUring {
+			t.Skip("the io_uring backend's rings")
+		}
+		s := startServer(t, b, echoHandler(), WithLoops(1))
+		l := s.Loops()[0]
+		if l.be.(*uringBackend).small == nil {
+			t.Skip("the kernel consumes receive buffers whole (IOU_PBUF_RING_INC is Linux 6.12+)")
+		}
+		c := dial(t, s)
+		whole := func() bool {
+			got := make(chan bool, 1)
+			require.NoError(t, l.Post(func() {
+				for slot := range l.be.(*uringBackend).conns.len() {
+					if u := l.be.(*uringBackend).conns.at(uint32(slot)); u.fd >= 0 {
+						got <- u.whole
+						return
+					}
+				}
+				close(got)
+			}))
+			w, ok := <-got
+			require.True(t, ok, "no connection")
+			return w
+		}
+		echoBack(t, c, []byte("hello"))
+		require.False(t, whole(), "after a small message")
+		big := make([]byte, 256<<10)
+		for i := range big {
+			big[i] = byte(i * 7)
+		}
+		echoBack(t, c, big)
+		require.True(t, whole(), "after a large message")
+		for range shortsToMultishot {
+			echoBack(t, c, []byte("hello"))
+		}
+		require.False(t, whole(), "after small messages again")
+		echoBack(t, c, big) // served from the shared ring's remains and whole buffers alike
+	})
+}
+
+// echoBack writes msg on c and reads it back.
+func echoBack(t *testing.T, c net.Conn, msg []byte) {
+	t.Helper()
+	wrote := make(chan error, 1)
+	go func() { // a large msg fills the sockets' buffers before its echo is read
+		_, err := c.Write(msg)
+		wrote <- err
+	}()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+	buf := make([]byte, len(msg))
+	_, err := io.ReadFull(c, buf)
+	require.NoError(t, err)
+	require.Equal(t, msg, buf)
+	require.NoError(t, <-wrote)
+}
+
+// recvArenaPages counts the pages of ub's receive arenas in memory.
+func recvArenaPages(t *testing.T, ub *uringBackend) (n int) {
+	page := unix.Getpagesize()
+	for _, rr := range []*recvRing{ub.whole, ub.small} {
+		if rr == nil {
+			continue
+		}
+		for i := range rr.arena.Count() {
+			b := rr.arena.Buf(i)
+			n += mincore(t, b[:len(b)/page*page], page)
+		}
+	}
+	return n
+}
+
+// withWholeRecvBuffers makes io_uring receives take whole buffers only,
+// as on kernels without IOU_PBUF_RING_INC.
+func withWholeRecvBuffers() Option { return func(o *options) { o.cfg.noIncRing = true } }
+
+// mincore counts the pages of b (page-aligned, whole pages) in memory:
+// bit 0 of each byte mincore(2) answers.
+func mincore(t *testing.T, b []byte, page int) (n int) {
+	vec := make([]byte, len(b)/page)
+	// unsafe: mincore reads the page table for [b, b+len(b)) and writes
+	// one byte per page into vec, which has that many.
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), uintptr(unsafe.Pointer(unsafe.SliceData(vec))))
+	require.Zero(t, errno, "mincore")
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
 }
 
 // TestSmallWriteSegment: a small write copied into the output queue

@@ -61,6 +61,11 @@ func (c *CQE) Err() error {
 // More reports IORING_CQE_F_MORE: a multishot request is still armed.
 func (c *CQE) More() bool { return c.Flags&CQEFMore != 0 }
 
+// BufMore reports IORING_CQE_F_BUF_MORE: the buffer the completion
+// names (of an incrementally consumed ring) is not used up, and the
+// kernel keeps what is left of it.
+func (c *CQE) BufMore() bool { return c.Flags&CQEFBufMore != 0 }
+
 // BufferID returns the provided-buffer id the kernel picked, if any.
 func (c *CQE) BufferID() (uint16, bool) {
 	return uint16(c.Flags >> CQEBufferShift), c.Flags&CQEFBuffer != 0

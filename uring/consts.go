@@ -231,6 +231,7 @@ const (
 	registerRingFds        = 20
 	unregisterRingFds      = 21
 	registerPbufRing       = 22
+	pbufRingInc            = 2 // IOU_PBUF_RING_INC: io_uring_buf_reg.flags
 	unregisterPbufRing     = 23
 	registerSyncCancel     = 24
 	registerFileAllocRange = 25

@@ -164,6 +164,20 @@ type BufRing struct {
 // SetupBufRing maps and registers a buffer ring of entries (a power of two,
 // at most 32768) for buffer group bgid.
 func (r *Ring) SetupBufRing(entries uint32, bgid uint16) (*BufRing, error) {
+	return r.setupBufRing(entries, bgid, 0)
+}
+
+// SetupBufRingInc is SetupBufRing for a ring whose buffers are consumed
+// incrementally (IOU_PBUF_RING_INC, Linux 6.12+): a receive takes only
+// the bytes it needs from the buffer at the ring's head, and the next
+// goes on where it stopped. A completion's CQEFBufMore says the kernel
+// keeps the rest of that buffer; without it the buffer is used up and
+// the application's again. Kernels without the flag refuse it (EINVAL).
+func (r *Ring) SetupBufRingInc(entries uint32, bgid uint16) (*BufRing, error) {
+	return r.setupBufRing(entries, bgid, pbufRingInc)
+}
+
+func (r *Ring) setupBufRing(entries uint32, bgid, flags uint16) (*BufRing, error) {
 	if r.closed {
 		return nil, ErrClosed
 	}
@@ -180,7 +194,7 @@ func (r *Ring) SetupBufRing(entries uint32, bgid uint16) (*BufRing, error) {
 	// unsafe: mem is page-aligned, non-Go memory of at least entries*16
 	// bytes; it stays mapped until FreeBufRing.
 	base := unsafe.Pointer(unsafe.SliceData(mem))
-	reg := bufReg{ringAddr: uint64(uintptr(base)), ringEntries: entries, bgid: bgid}
+	reg := bufReg{ringAddr: uint64(uintptr(base)), ringEntries: entries, bgid: bgid, flags: flags}
 	// unsafe: the argument struct holds no stack addresses; see register.
 	if _, err := r.register(registerPbufRing, unsafe.Pointer(&reg), 1); err != nil {
 		unix.Munmap(mem)

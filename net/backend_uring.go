@@ -34,7 +34,6 @@ type uringBackend struct {
 	ring    *uring.Ring
 	cqes    []*uring.CQE
 	waker   *uring.Waker
-	bufSize int
 	// whole is the ring of whole buffers, one receive each; small, where
 	// the kernel can consume buffers incrementally (nil elsewhere), the
 	// ring of shared ones (see smallRecv).
@@ -217,7 +216,7 @@ func newUringBackend(cfg *Config, ev sink, log *slog.Logger) (*uringBackend, err
 	if err != nil {
 		return nil, err
 	}
-	b := &uringBackend{ev: ev, log: log, ring: ring, cqes: make([]*uring.CQE, cfg.Budget), bufSize: cfg.RecvBufferSize}
+	b := &uringBackend{ev: ev, log: log, ring: ring, cqes: make([]*uring.CQE, cfg.Budget)}
 	if cfg.BatchWait > 0 && ring.Features()&uring.FeatMinTimeout != 0 {
 		b.act.enable(cfg.BatchWait, 2) // two completions per wake-up already halve the wake-ups
 	}
@@ -226,7 +225,7 @@ func newUringBackend(cfg *Config, ev sink, log *slog.Logger) (*uringBackend, err
 		return nil, err
 	}
 	if b.whole, err = newRecvRing(ring, bufGroup, 0, cfg.RecvBufferSize, cfg.RecvBuffers,
-		initialRecvBuffers, initialRecvBuffers, false); err != nil {
+		initialRecvBuffers, false); err != nil {
 		return fail(err)
 	}
 	b.setupSmallRing(cfg)
@@ -252,7 +251,7 @@ func (b *uringBackend) setupSmallRing(cfg *Config) {
 	// The whole buffers' ids are 0 to RecvBuffers-1 (at most 32768 in a
 	// ring), so these fit in 16 bits.
 	b.small, err = newRecvRing(b.ring, smallBufGroup, uint16(cfg.RecvBuffers), size, cfg.RecvBuffers,
-		smallRingStep, smallRingStep, true)
+		smallRingStep, true)
 	if err != nil {
 		b.log.Debug("veloq: io_uring receive buffers not shared", "err", err)
 		return
@@ -607,7 +606,7 @@ func (b *uringBackend) received(slot, gen uint32, cqe *uring.CQE) {
 // shared buffers and whole ones (see smallRecv).
 func (b *uringBackend) adapt(slot uint32, u *uconn, rr *recvRing, res int32) {
 	multishot := u.recv && !u.recvCancel && u.mode == recvMultishot
-	if rr == b.whole && int(res) == b.bufSize {
+	if rr == b.whole && int(res) == rr.arena.BufSize() {
 		u.shorts = 0
 		if u.mode == recvMultishot {
 			u.mode = recvOneshot

@@ -19,7 +19,6 @@ import (
 type recvRing struct {
 	br    *uring.BufRing
 	arena *bufpool.Arena
-	group uint16
 	// base is the id of the arena's first buffer: the ids of both rings
 	// are told apart by it (the kernel hands back whatever id a buffer was
 	// given), so a completion, and the loop's recycle, name their ring.
@@ -45,14 +44,14 @@ type incBuf struct {
 }
 
 // newRecvRing maps count buffers of size bytes and registers their ring
-// as group, incremental if inc; the buffers' ids start at base. first
-// buffers go into the ring at once, then step more each time it runs dry.
-func newRecvRing(r *uring.Ring, group, base uint16, size, count, first, step int, inc bool) (*recvRing, error) {
+// as group, incremental if inc; the buffers' ids start at base. step
+// buffers go into the ring at once, and step more each time it runs dry.
+func newRecvRing(r *uring.Ring, group, base uint16, size, count, step int, inc bool) (*recvRing, error) {
 	arena, err := bufpool.NewArena(size, count)
 	if err != nil {
 		return nil, err
 	}
-	rr := &recvRing{arena: arena, group: group, base: base, step: step, inc: inc}
+	rr := &recvRing{arena: arena, base: base, step: step, inc: inc}
 	if inc {
 		rr.br, err = r.SetupBufRingInc(uint32(count), group)
 		rr.bufs = make([]incBuf, count)
@@ -63,7 +62,7 @@ func newRecvRing(r *uring.Ring, group, base uint16, size, count, first, step int
 		arena.Close()
 		return nil, err
 	}
-	rr.grow(first)
+	rr.grow(step)
 	return rr, nil
 }
 

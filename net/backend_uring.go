@@ -29,11 +29,11 @@ import (
 // see closeFD) and reporting the slot released, so the kernel never
 // writes into memory the loop has given back.
 type uringBackend struct {
-	ev      sink
-	log     *slog.Logger
-	ring    *uring.Ring
-	cqes    []*uring.CQE
-	waker   *uring.Waker
+	ev    sink
+	log   *slog.Logger
+	ring  *uring.Ring
+	cqes  []*uring.CQE
+	waker *uring.Waker
 	// whole is the ring of whole buffers, one receive each; small, where
 	// the kernel can consume buffers incrementally (nil elsewhere), the
 	// ring of shared ones (see smallRecv).

@@ -293,8 +293,8 @@ url_for() {
 	esac
 }
 
-cpu_s() { # PID: utime+stime in seconds
-	awk -v t="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); split($0, f, " "); print (f[12] + f[13]) / t }' "/proc/$1/stat"
+cpu_s() { # PID: "utime stime" in seconds
+	awk -v t="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); split($0, f, " "); print f[12] / t, f[13] / t }' "/proc/$1/stat"
 }
 
 # start_proxy NAME: starts it fresh on CPU 0; sets pid and port.
@@ -442,7 +442,7 @@ load_errors() {
 	fi
 }
 
-declare -A RPS CPUREQ P99 REUSE ERR
+declare -A RPS CPUREQ USRREQ SYSREQ P99 REUSE ERR
 for round in $(seq "$ROUNDS"); do
 	order=$(rotated "$round" $PROXIES)
 	for size in $SIZES; do
@@ -469,7 +469,11 @@ for round in $(seq "$ROUNDS"); do
 			req=${req:-0}
 			k="$name/$size"
 			RPS[$k]+=" $(awk -v r="$req" -v d="$DUR" 'BEGIN { printf "%.0f", r / d }')"
-			CPUREQ[$k]+=" $(awk -v r="$req" -v a="$c0" -v b="$c1" 'BEGIN { if (b - a > 0) printf "%.0f", r / (b - a); else print "n/a" }')"
+			read -r u0 s0 <<<"$c0"
+			read -r u1 s1 <<<"$c1"
+			CPUREQ[$k]+=" $(awk -v r="$req" -v a="$u0" -v b="$u1" -v c="$s0" -v d="$s1" 'BEGIN { t = b - a + d - c; if (t > 0) printf "%.0f", r / t; else print "n/a" }')"
+			USRREQ[$k]+=" $(awk -v r="$req" -v a="$u0" -v b="$u1" 'BEGIN { if (r > 0) printf "%.2f", (b - a) * 1e6 / r; else print "n/a" }')"
+			SYSREQ[$k]+=" $(awk -v r="$req" -v a="$s0" -v b="$s1" 'BEGIN { if (r > 0) printf "%.2f", (b - a) * 1e6 / r; else print "n/a" }')"
 			P99[$k]+=" $(load_p99_ms "$TMP/load.log")"
 			REUSE[$k]+=" $(awk -v r="$req" -v a="$acc0" -v b="$acc1" 'BEGIN { if (r > 0) printf "%.5f", 1 - (b - a) / r; else print "n/a" }')"
 			e=$(load_errors "$TMP/load.log")
@@ -500,11 +504,12 @@ done
 		echo "files (CPU 1, one worker). ${DUR} s window after a 1 s warm-up; $ROUNDS interleaved rounds, medians."
 		tool=wrk
 	fi
-	echo "Proxy CPU = utime+stime of the proxy process over the window. Reuse = 1 − upstream accepts / requests."
+	echo "Proxy CPU = utime+stime of the proxy process over the window; user and kernel µs/req split it (/proc's"
+	echo "clock ticks, 10 ms, so a few % at this window). Reuse = 1 − upstream accepts / requests."
 	echo "p99 vs nginx: the proxy's p99 over nginx's (the target is at most 1.00×); the *-tls rows against nginx-tls."
 	echo
-	echo "| proxy | body B | req/s | req per proxy CPU-s | range | vs nginx | vs cfloor | p99 ms | p99 vs nginx | upstream reuse |"
-	echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+	echo "| proxy | body B | req/s | req per proxy CPU-s | range | vs nginx | vs cfloor | user µs/req | kernel µs/req | p99 ms | p99 vs nginx | upstream reuse |"
+	echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 	for size in $SIZES; do
 		floor=$(median ${CPUREQ[cfloor/$size]:-n/a})
 		for name in $PROXIES; do
@@ -515,7 +520,7 @@ done
 			k="$name/$size"
 			m=$(median ${CPUREQ[$k]:-n/a})
 			p99=$(median ${P99[$k]:-n/a})
-			echo "| $name | $size | $(median ${RPS[$k]:-n/a}) | $m | $(range ${CPUREQ[$k]:-n/a}) | $(ratio "$m" "$base") | $(ratio "$m" "$floor") | $p99 | $(ratio "$p99" "$basep99") | $(median ${REUSE[$k]:-n/a}) |"
+			echo "| $name | $size | $(median ${RPS[$k]:-n/a}) | $m | $(range ${CPUREQ[$k]:-n/a}) | $(ratio "$m" "$base") | $(ratio "$m" "$floor") | $(median ${USRREQ[$k]:-n/a}) | $(median ${SYSREQ[$k]:-n/a}) | $p99 | $(ratio "$p99" "$basep99") | $(median ${REUSE[$k]:-n/a}) |"
 		done
 	done
 	echo

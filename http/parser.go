@@ -373,7 +373,10 @@ func (p *parser) parseWhole(b []byte, req *Request) (n int, err error, ok bool) 
 	}
 	ts := me + 1
 	maxTarget := p.Limits.TargetBytes()
-	tn, q := h1.TargetQuery(b[ts:min(len(b), ts+maxTarget+1)])
+	tn, q := h1.ShortTarget(b, ts), -1
+	if tn == 0 {
+		tn, q = h1.TargetQuery(b[ts:min(len(b), ts+maxTarget+1)])
+	}
 	te := ts + tn
 	if te == ts || te-ts > maxTarget || te >= len(b) || b[te] != ' ' || !h1.PlainVersion(b[te+1:]) {
 		return 0, nil, false

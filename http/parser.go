@@ -373,12 +373,17 @@ func (p *parser) parseWhole(b []byte, req *Request) (n int, err error, ok bool) 
 	}
 	ts := me + 1
 	maxTarget := p.Limits.TargetBytes()
+	// A short target ends at a SP inside b (ShortTarget), any other
+	// is checked for it here.
 	tn, q := h1.ShortTarget(b, ts), -1
 	if tn == 0 {
 		tn, q = h1.TargetQuery(b[ts:min(len(b), ts+maxTarget+1)])
+		if tn == 0 || ts+tn >= len(b) || b[ts+tn] != ' ' {
+			return 0, nil, false
+		}
 	}
 	te := ts + tn
-	if te == ts || te-ts > maxTarget || te >= len(b) || b[te] != ' ' || !h1.PlainVersion(b[te+1:]) {
+	if tn > maxTarget || !h1.PlainVersion(b[te+1:]) {
 		return 0, nil, false
 	}
 	i := te + 11

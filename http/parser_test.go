@@ -359,6 +359,12 @@ var invalidCases = []invalidCase{
 	{name: "missing Host", in: "GET / HTTP/1.1\r\nX-A: b\r\n\r\n", status: 400},
 	{name: "two Hosts", in: "GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", status: 400},
 	{name: "two Hosts in HTTP/1.0", in: "GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n", status: 400},
+	// After a Host the flat pass reads a second one as a plain line.
+	{name: "second Host after others", in: "GET / HTTP/1.1\r\nHost: a\r\nAccept: */*\r\nhOST:b\r\n\r\n", status: 400},
+	{name: "second Host not plain", in: "GET / HTTP/1.1\r\nHost: a\r\nHost:  b \r\n\r\n", status: 400},
+	{name: "second Host bad", in: "GET / HTTP/1.1\r\nHost: a\r\nHost: a/b\r\n\r\n", status: 400},
+	{name: "second Host empty", in: "GET / HTTP/1.1\r\nHost: a\r\nHost:\r\n\r\n", status: 400},
+	{name: "second Host, bad length after", in: "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\nContent-Length: x\r\n\r\n", status: 400},
 	{name: "space in Host", in: "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", status: 400},
 	{name: "slash in Host", in: "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", status: 400},
 	{name: "control byte for Host's colon", in: "GET / HTTP/1.1\r\nHost\x1aa\r\n\r\n", status: 400},

@@ -252,6 +252,27 @@ func TargetQuery(b []byte) (n, query int) {
 	return i, query
 }
 
+// ShortTarget returns the length of the request-target starting at b[i]
+// when it ends, at a SP, within the word there and holds no '?' (a path
+// of at most 7 bytes: "/", "/json"), or 0 for any other: TargetQuery
+// then scans it. It is TargetQuery's first word, small enough to be
+// inlined: the call for "/" cost 54 instructions (callgrind,
+// BenchmarkServerFastPath/epoll/depth=16).
+func ShortTarget(b []byte, i int) int {
+	if i+8 > len(b) {
+		return 0
+	}
+	x := binary.LittleEndian.Uint64(b[i:])
+	q := x ^ '?'*lanes01
+	// The lowest flagged lane is exact: the SP that ends the target, or
+	// a '?' or another byte TargetQuery must see.
+	n := bits.TrailingZeros64(specialTarget(x)|(q-lanes01)&^q&lanes80) >> 3
+	if n >= 8 || byte(x>>(8*n)) != ' ' {
+		return 0
+	}
+	return n
+}
+
 // TargetLen returns the length of the prefix of b made of VCHARs.
 func TargetLen(b []byte) int {
 	i := 0

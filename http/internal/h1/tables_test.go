@@ -64,6 +64,44 @@ func TestScanHelpers(t *testing.T) {
 	}
 }
 
+// TestShortTarget: ShortTarget finds what TargetQuery finds for a
+// target ending at a SP within its first word with no '?', and declines
+// (0) every other, for every byte value in every lane and at offsets.
+func TestShortTarget(t *testing.T) {
+	check := func(b []byte, i int) {
+		t.Helper()
+		n, q := TargetQuery(b[i:])
+		want := 0
+		if len(b)-i >= 8 && n > 0 && n < 8 && q < 0 && b[i+n] == ' ' {
+			want = n
+		}
+		if got := ShortTarget(b, i); got != want {
+			t.Fatalf("ShortTarget(%q, %d) = %d, want %d", b, i, got, want)
+		}
+	}
+	for _, fill := range []byte{'/', ' ', '?', 0xff, 0x7f, '\t', '~'} {
+		buf := make([]byte, 12)
+		for c := 0; c < 256; c++ {
+			for pos := range buf {
+				for j := range buf {
+					buf[j] = fill
+				}
+				buf[pos] = byte(c)
+				for i := range 5 {
+					check(buf, i)
+				}
+				if pos+1 < len(buf) {
+					buf[pos+1] = ' ' // an end right after it
+					check(buf, 0)
+				}
+			}
+		}
+	}
+	for _, s := range []string{"/ HTTP/1.1", "/json HTTP/1.1", "/1234567 HTTP", "/a?b HTTP/1.1", "/ ", "/      x"} {
+		check([]byte(s), 0)
+	}
+}
+
 // TestTokenEqualFold: for every token byte (every field-value byte for
 // the Connection options) and every byte of the names the parser looks
 // for, TokenEqualFold agrees with EqualFold.

@@ -223,7 +223,7 @@ for size in $SIZES; do
 			sort_by(.req_per_server_cpu_s // 0) | ([.[] | .req_per_server_cpu_s // 0 | floor | tostring] | join(", ")) as $all |
 			.[(length - 1) / 2 | floor] |
 			def r2: if . == null then "" else . * 100 | round / 100 | tostring end;
-			"| \($n) | \($s) | \(.rps // 0 | floor) | \(.latency.p50_us // 0) | \(.latency.p99_us // 0) | \(.server_cpu_s // 0 | . * 100 | round / 100) | \(.req_per_server_cpu_s // 0 | floor) | \($all) | \(.syscalls_per_req | r2) | \(.sqes_per_req | r2) | \(.cs_per_req | r2) | \((.server_rss_kib // 0) / 1024 | floor) | \(.errors // "run failed") |"' \
+			"| \($n) | \($s) | \(.rps // 0 | floor) | \(.latency.p50_us // 0) | \(.latency.p99_us // 0) | \(.server_cpu_s // 0 | . * 100 | round / 100) | \(.req_per_server_cpu_s // 0 | floor) | \($all) | \(if (.requests // 0) > 0 and .server_sys_s != null then .server_sys_s * 1e6 / .requests | r2 else "" end) | \(.syscalls_per_req | r2) | \(.sqes_per_req | r2) | \(.cs_per_req | r2) | \((.server_rss_kib // 0) / 1024 | floor) | \(.errors // "run failed") |"' \
 			"$TMP/$name-$size-"*.json >>"$ROWS"
 	done
 done
@@ -240,9 +240,10 @@ done
 	echo "$ROUNDS interleaved rounds; each row is the round with the median req per proxy CPU-s."
 	echo "syscalls, io_uring SQEs and context switches per request: perf stat on the proxy (all threads) over the"
 	echo "window less 0.2 s at each end, divided by req/s times that span (io_uring_enter is a syscall; an SQE is not)."
+	echo "kernel µs/req: the proxy's stime over the window (of its CPU s) per request: what no user-space change removes."
 	echo
-	echo "| proxy | msg B | req/s | p50 µs | p99 µs | proxy CPU s | req per proxy CPU-s | every round, sorted | syscalls/req | io_uring SQEs/req | ctx switches/req | RSS MiB | errors |"
-	echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+	echo "| proxy | msg B | req/s | p50 µs | p99 µs | proxy CPU s | req per proxy CPU-s | every round, sorted | kernel µs/req | syscalls/req | io_uring SQEs/req | ctx switches/req | RSS MiB | errors |"
+	echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 	cat "$ROWS"
 	echo
 	echo "veloq-copy/-epoll: \`examples/tcp-proxy -loops 1 -backend uring|epoll\`; veloq-nobatch: veloq-copy with"

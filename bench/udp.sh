@@ -101,7 +101,7 @@ start_server() { # name -> pid, addr
 }
 
 # Per "size|server": space-separated values, one per round.
-declare -A rate eff loss scpu lcpu errs firsterr
+declare -A rate eff ksys loss scpu lcpu errs firsterr
 run_one() { # size server
 	local size=$1 name=$2 j k="$1|$2" log=$tmp/$1-$2.load.log
 	start_server "$name" || { note "$name did not start: skipped in that round (log: results/tmp/udp/$name.log)"; return 0; }
@@ -118,6 +118,7 @@ run_one() { # size server
 	[ -n "$fe" ] && [ -z "${firsterr[$k]:-}" ] && firsterr[$k]=$fe
 	rate[$k]+=" $(jq -r .rps <<<"$j")" eff[$k]+=" $(jq -r .req_per_server_cpu_s <<<"$j")"
 	loss[$k]+=" $(jq -r .loss <<<"$j")"
+	ksys[$k]+=" $(jq -r 'if .received > 0 then .server_sys_s * 1e6 / .received else 0 end' <<<"$j")"
 	scpu[$k]+=" $(jq -r .server_cpu_util <<<"$j")" lcpu[$k]+=" $(jq -r .client_cpu_util <<<"$j")"
 	echo "   $(jq -r '"\(.rps|floor)/s, \(.req_per_server_cpu_s|floor) per server CPU-s, loss \(.loss*100)% (\(.lost) lost, \(.late) late), server CPU \(.server_cpu_util*100|floor)%, load \(.client_cpu_util*100|floor)%, errors \(.errors)"' <<<"$j")"
 }
@@ -145,15 +146,15 @@ git -C .. diff --quiet HEAD -- 2>/dev/null || commit+=" (work tree with uncommit
 	echo "\`bench/udp.sh $*\` on $(nproc) CPUs ($cpu_model), Linux $(uname -r), $(go version | cut -d' ' -f3), veloq $commit, gnet v2.9.7, $start_date."
 	echo "Load average $load_start at the start, $load_end at the end (on a busy machine the figures are for smoke-testing only). net.core.rmem_max $rmem_max, wmem_max $wmem_max."
 	echo
-	echo "Server on CPU 0 (one loop / GOMAXPROCS=1), udpload on CPU 1 ($ports source ports × $window datagrams in flight, sendmmsg/recvmmsg); $rounds interleaved round(s), each running every server in a rotated order; each figure the median over the rounds with its range (min–max); $warmup warmup + $duration window. \"per server CPU-s\" is echoes ÷ the server's utime+stime from /proc over the window; loss is datagrams given up (no echo within 200 ms) ÷ (echoed + given up); \"vs\" columns divide medians."
+	echo "Server on CPU 0 (one loop / GOMAXPROCS=1), udpload on CPU 1 ($ports source ports × $window datagrams in flight, sendmmsg/recvmmsg); $rounds interleaved round(s), each running every server in a rotated order; each figure the median over the rounds with its range (min–max); $warmup warmup + $duration window. \"per server CPU-s\" is echoes ÷ the server's utime+stime from /proc over the window; \"kernel µs/echo\" its stime alone per echo; loss is datagrams given up (no echo within 200 ms) ÷ (echoed + given up); \"vs\" columns divide medians."
 } >"$out"
 for size in "${sizes[@]}"; do
 	{
 		echo
 		echo "## $size B datagrams"
 		echo
-		echo "| server | echoes/s | range | echoes per server CPU-s | range | vs netudpconn | vs gnet | loss (median, max) | server CPU | load CPU | errors |"
-		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+		echo "| server | echoes/s | range | echoes per server CPU-s | range | vs netudpconn | vs gnet | kernel µs/echo | loss (median, max) | server CPU | load CPU | errors |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 		for name in "${servers[@]}"; do
 			k="$size|$name"
 			[ -n "${rate[$k]:-}" ] || continue
@@ -163,7 +164,7 @@ for size in "${sizes[@]}"; do
 			read -r em el eh <<<"$(stats ${eff[$k]})"
 			# shellcheck disable=SC2086
 			read -r lm _ lh <<<"$(stats ${loss[$k]})"
-			echo "| $name | $(fmt %.0f "$rm") | $(fmt %.0f "$rl")–$(fmt %.0f "$rh") | $(fmt %.0f "$em") | $(fmt %.0f "$el")–$(fmt %.0f "$eh") | $(ratio "$em" "$(median_of eff "$size|netudpconn")") | $(ratio "$em" "$(median_of eff "$size|gnet")") | $(pct "$lm" 3), $(pct "$lh" 3) | $(pct "$(median_of scpu "$k")") | $(pct "$(median_of lcpu "$k")") | ${errs[$k]:-0} |"
+			echo "| $name | $(fmt %.0f "$rm") | $(fmt %.0f "$rl")–$(fmt %.0f "$rh") | $(fmt %.0f "$em") | $(fmt %.0f "$el")–$(fmt %.0f "$eh") | $(ratio "$em" "$(median_of eff "$size|netudpconn")") | $(ratio "$em" "$(median_of eff "$size|gnet")") | $(fmt %.2f "$(median_of ksys "$k")") | $(pct "$lm" 3), $(pct "$lh" 3) | $(pct "$(median_of scpu "$k")") | $(pct "$(median_of lcpu "$k")") | ${errs[$k]:-0} |"
 		done
 		for name in "${servers[@]}"; do
 			k="$size|$name"

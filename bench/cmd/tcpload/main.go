@@ -711,6 +711,7 @@ func runLoad(c config, out io.Writer) error {
 		}
 		r.ServerPID = c.serverPID
 		r.ServerCPUS = proc.CPUBetween(s0, s1)
+		r.ServerSysS = proc.SysBetween(s0, s1)
 		r.ServerCPUUtil = r.ServerCPUS / window
 		if r.ServerCPUS > 0 {
 			r.ReqPerServerCPUS = float64(r.Requests) / r.ServerCPUS

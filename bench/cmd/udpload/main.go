@@ -75,6 +75,7 @@ type Result struct {
 
 	ServerPID        int     `json:"server_pid,omitempty"`
 	ServerCPUS       float64 `json:"server_cpu_s"`
+	ServerSysS       float64 `json:"server_sys_s"` // of ServerCPUS, the kernel's (stime)
 	ServerCPUUtil    float64 `json:"server_cpu_util"`
 	ReqPerServerCPUS float64 `json:"req_per_server_cpu_s"` // echoes per server CPU-second
 	ClientCPUS       float64 `json:"client_cpu_s"`
@@ -344,6 +345,7 @@ func (g *gen) run() Result {
 			if c.serverPID > 0 {
 				if srv1, err := proc.Take(c.serverPID); err == nil {
 					res.ServerCPUS = proc.CPUBetween(srv0, srv1)
+					res.ServerSysS = proc.SysBetween(srv0, srv1)
 				} else {
 					g.fail(fmt.Errorf("server CPU: %w", err))
 				}

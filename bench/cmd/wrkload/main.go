@@ -220,6 +220,7 @@ func runLoad(ctx context.Context, c config, log io.Writer) (*result.Load, error)
 		// included), a few milliseconds longer than its measured run.
 		r.ServerPID = c.serverPID
 		r.ServerCPUS = proc.CPUBetween(s0, s1)
+		r.ServerSysS = proc.SysBetween(s0, s1)
 		r.ServerCPUUtil = r.ServerCPUS / wall
 		if r.ServerCPUS > 0 {
 			r.ReqPerServerCPUS = float64(r.Requests) / r.ServerCPUS

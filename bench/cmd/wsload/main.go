@@ -396,6 +396,7 @@ func runLoad(c config, out io.Writer) error {
 	if c.serverPID > 0 {
 		r.ServerPID = c.serverPID
 		r.ServerCPUS = proc.CPUBetween(before, after)
+		r.ServerSysS = proc.SysBetween(before, after)
 		r.ServerCPUUtil = r.ServerCPUS / window
 		if r.ServerCPUS > 0 {
 			r.ReqPerServerCPUS = float64(n) / r.ServerCPUS

@@ -43,35 +43,38 @@ func ClockTicks() int64 {
 
 // CPUTicks returns utime+stime of pid, in clock ticks.
 func CPUTicks(pid int) (int64, error) {
+	user, sys, err := statTicks(pid)
+	return user + sys, err
+}
+
+func statTicks(pid int) (user, sys int64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	return parseStatTicks(b)
 }
 
-// parseStatTicks extracts utime (field 14) + stime (field 15) from the
+// parseStatTicks extracts utime (field 14) and stime (field 15) from the
 // contents of /proc/PID/stat. Field 2, comm, is in parentheses and may hold
 // spaces and ')' itself, so the fields are counted after the last ')'.
-func parseStatTicks(b []byte) (int64, error) {
+func parseStatTicks(b []byte) (user, sys int64, err error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, errors.New("proc: malformed stat: no ')'")
+		return 0, 0, errors.New("proc: malformed stat: no ')'")
 	}
 	f := strings.Fields(string(b[i+1:]))
 	// f[0] is field 3 (state), so field N is f[N-3].
 	if len(f) < 13 {
-		return 0, fmt.Errorf("proc: malformed stat: %d fields after comm", len(f))
+		return 0, 0, fmt.Errorf("proc: malformed stat: %d fields after comm", len(f))
 	}
-	ut, err := strconv.ParseInt(f[14-3], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("proc: utime: %w", err)
+	if user, err = strconv.ParseInt(f[14-3], 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("proc: utime: %w", err)
 	}
-	st, err := strconv.ParseInt(f[15-3], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("proc: stime: %w", err)
+	if sys, err = strconv.ParseInt(f[15-3], 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("proc: stime: %w", err)
 	}
-	return ut + st, nil
+	return user, sys, nil
 }
 
 // CPUSeconds returns utime+stime of pid in seconds.
@@ -86,19 +89,27 @@ func CPUSeconds(pid int) (float64, error) {
 // Sample is one reading of a process's CPU time, with the wall-clock instant
 // it was taken.
 type Sample struct {
-	At    time.Time
-	Ticks int64
+	At       time.Time
+	Ticks    int64 // utime+stime
+	SysTicks int64 // stime alone: the part spent in the kernel
 }
 
 // Take reads pid's CPU time now.
 func Take(pid int) (Sample, error) {
-	t, err := CPUTicks(pid)
-	return Sample{At: time.Now(), Ticks: t}, err
+	user, sys, err := statTicks(pid)
+	return Sample{At: time.Now(), Ticks: user + sys, SysTicks: sys}, err
 }
 
 // CPUBetween returns the CPU seconds pid used between two samples.
 func CPUBetween(a, b Sample) float64 {
 	return float64(b.Ticks-a.Ticks) / float64(ClockTicks())
+}
+
+// SysBetween returns the part of [CPUBetween] spent in the kernel (stime):
+// a server that spends most of a request there can gain little in user
+// space, whatever its code.
+func SysBetween(a, b Sample) float64 {
+	return float64(b.SysTicks-a.SysTicks) / float64(ClockTicks())
 }
 
 // RSSKiB returns VmRSS of pid in KiB, from /proc/PID/status.

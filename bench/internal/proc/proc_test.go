@@ -9,14 +9,14 @@ import (
 func TestParseStatTicks(t *testing.T) {
 	// comm with a space and a ')' inside, as a process may name itself.
 	line := "1234 (a b) c) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 1 0 100 1000 10 18446744073709551615\n"
-	got, err := parseStatTicks([]byte(line))
+	user, sys, err := parseStatTicks([]byte(line))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != 325 {
-		t.Fatalf("ticks = %d, want 325", got)
+	if user != 250 || sys != 75 {
+		t.Fatalf("ticks = %d user, %d sys, want 250, 75", user, sys)
 	}
-	if _, err := parseStatTicks([]byte("garbage")); err == nil {
+	if _, _, err := parseStatTicks([]byte("garbage")); err == nil {
 		t.Fatal("want error for garbage")
 	}
 }
@@ -52,6 +52,9 @@ func TestSelf(t *testing.T) {
 	}
 	if cpu := CPUBetween(a, b); cpu <= 0 || cpu > 5 {
 		t.Fatalf("CPU over a 150 ms busy loop = %.3fs (x=%d)", cpu, x)
+	}
+	if sys := SysBetween(a, b); sys < 0 || sys > CPUBetween(a, b) {
+		t.Fatalf("kernel CPU %.3fs of %.3fs", sys, CPUBetween(a, b))
 	}
 	if rss, err := RSSKiB(pid); err != nil || rss <= 0 {
 		t.Fatalf("RSS = %d, %v", rss, err)

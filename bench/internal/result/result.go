@@ -46,6 +46,7 @@ type Load struct {
 	// Filled when -server-pid is given: the server's CPU over the window.
 	ServerPID        int     `json:"server_pid,omitempty"`
 	ServerCPUS       float64 `json:"server_cpu_s"`
+	ServerSysS       float64 `json:"server_sys_s"`         // of ServerCPUS, the kernel's (stime)
 	ServerCPUUtil    float64 `json:"server_cpu_util"`      // server CPU-s / window-s (1.0 = one core)
 	ReqPerServerCPUS float64 `json:"req_per_server_cpu_s"` // Requests / ServerCPUS
 	ServerRSSKiB     int64   `json:"server_rss_kib"`       // VmRSS at the end of the window

@@ -15,6 +15,24 @@ func naiveLen(b []byte, class uint8) int {
 	return len(b)
 }
 
+// eachByteInEachLane calls fn with a buffer of n bytes of fill but for
+// one byte of every value at every position pos, for each fill. fn may
+// change the buffer: it is filled afresh for the next call.
+func eachByteInEachLane(fills []byte, n int, fn func(buf []byte, pos int)) {
+	buf := make([]byte, n)
+	for _, fill := range fills {
+		for c := 0; c < 256; c++ {
+			for pos := range buf {
+				for i := range buf {
+					buf[i] = fill
+				}
+				buf[pos] = byte(c)
+				fn(buf, pos)
+			}
+		}
+	}
+}
+
 func TestScanHelpers(t *testing.T) {
 	funcs := []struct {
 		name  string
@@ -34,20 +52,11 @@ func TestScanHelpers(t *testing.T) {
 	}
 	for _, f := range funcs {
 		// Every byte value in every lane, after clean and after high bytes.
-		for _, fill := range []byte{'a', 0xff, '~', '!', '\t', 0x7f, '?'} {
-			buf := make([]byte, 19)
-			for c := 0; c < 256; c++ {
-				for pos := range buf {
-					for i := range buf {
-						buf[i] = fill
-					}
-					buf[pos] = byte(c)
-					if got, want := f.fn(buf), naiveLen(buf, f.class); got != want {
-						t.Fatalf("%s(%q) = %d, want %d", f.name, buf, got, want)
-					}
-				}
+		eachByteInEachLane([]byte{'a', 0xff, '~', '!', '\t', 0x7f, '?'}, 19, func(buf []byte, _ int) {
+			if got, want := f.fn(buf), naiveLen(buf, f.class); got != want {
+				t.Fatalf("%s(%q) = %d, want %d", f.name, buf, got, want)
 			}
-		}
+		})
 		r := rand.New(rand.NewPCG(1, 2))
 		for range 20000 {
 			buf := make([]byte, r.IntN(40))
@@ -79,24 +88,15 @@ func TestShortTarget(t *testing.T) {
 			t.Fatalf("ShortTarget(%q, %d) = %d, want %d", b, i, got, want)
 		}
 	}
-	for _, fill := range []byte{'/', ' ', '?', 0xff, 0x7f, '\t', '~'} {
-		buf := make([]byte, 12)
-		for c := 0; c < 256; c++ {
-			for pos := range buf {
-				for j := range buf {
-					buf[j] = fill
-				}
-				buf[pos] = byte(c)
-				for i := range 5 {
-					check(buf, i)
-				}
-				if pos+1 < len(buf) {
-					buf[pos+1] = ' ' // an end right after it
-					check(buf, 0)
-				}
-			}
+	eachByteInEachLane([]byte{'/', ' ', '?', 0xff, 0x7f, '\t', '~'}, 12, func(buf []byte, pos int) {
+		for i := range 5 {
+			check(buf, i)
 		}
-	}
+		if pos+1 < len(buf) {
+			buf[pos+1] = ' ' // an end right after it
+			check(buf, 0)
+		}
+	})
 	for _, s := range []string{"/ HTTP/1.1", "/json HTTP/1.1", "/1234567 HTTP", "/a?b HTTP/1.1", "/ ", "/      x"} {
 		check([]byte(s), 0)
 	}

@@ -358,6 +358,8 @@ func TestServerProtocolErrors(t *testing.T) {
 			{"bad method", "G(T / HTTP/1.1\r\nHost: x\r\n\r\n", 400},
 			{"bare LF", "GET / HTTP/1.1\nHost: x\r\n\r\n", 400},
 			{"no host", "GET / HTTP/1.1\r\n\r\n", 400},
+			{"second host", "GET / HTTP/1.1\r\nHost: x\r\nAccept: */*\r\nhost: y\r\n\r\n", 400},
+			{"short target, bad version", "GET /a HTTP/1.x\r\nHost: x\r\n\r\n", 400},
 			{"bad content-length", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n", 400},
 			{"CL and TE", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
 			{"bad chunk", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
